@@ -1,0 +1,55 @@
+"""The ``harness`` command line: parse, call one workflow, map errors to exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from collections.abc import Sequence
+
+from harness import __version__
+from harness.errors import HarnessError
+
+# Each name is a module under harness/commands/ with ``register(subparsers)``.
+COMMANDS: tuple[str, ...] = (
+    "run",
+    "matrix",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="harness",
+        description="Hardware-portability test and CI harness for LLM inference engines.",
+    )
+    parser.add_argument("--version", action="version", version=f"harness {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        module = importlib.import_module(f"harness.commands.{name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args))
+    except HarnessError as error:
+        if args.debug:
+            traceback.print_exc()
+        for line in str(error).splitlines() or [type(error).__name__]:
+            print(f"harness: error: {line}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("harness: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""One exception class per failure kind, each carrying the exit code the CLI returns.
+
+Only ``harness.cli.main`` catches these; it prints ``str(error)`` as one line.
+"""
+
+from __future__ import annotations
+
+
+class HarnessError(Exception):
+    """Base class of every failure a user should see as one clean line."""
+
+    exit_code = 1
+
+
+class TestsFailed(HarnessError):
+    """Tests ran and some failed (exit 1)."""
+
+    __test__ = False  # not a pytest test class
+    exit_code = 1
+
+
+class ConfigError(HarnessError):
+    """A matrix, expectations file or other input is invalid (exit 2)."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 key: str | None = None) -> None:
+        self.file = file
+        self.line = line
+        self.key = key
+        self.reason = message
+        where = ""
+        if file:
+            where = f"{file}:{line}: " if line else f"{file}: "
+        if key:
+            where += f"{key}: "
+        super().__init__(where + message)
+
+
+class ConfigErrors(ConfigError):
+    """Several configuration problems at once; printed one per line."""
+
+    def __init__(self, errors: list[ConfigError]) -> None:
+        self.errors = errors
+        Exception.__init__(self, "\n".join(str(e) for e in errors))
+        self.file = errors[0].file if errors else None
+        self.line = errors[0].line if errors else None
+        self.key = errors[0].key if errors else None
+        self.reason = str(self)
+
+
+class UsageError(HarnessError):
+    """The command line is wrong (exit 2)."""
+
+    exit_code = 2
+
+
+class InfraError(HarnessError):
+    """Infrastructure failed: image build, docker, probe, missing JUnit, timeout (exit 3)."""
+
+    exit_code = 3
+
+
+class Interrupted(HarnessError):
+    """The user pressed Ctrl-C (exit 130)."""
+
+    exit_code = 130
