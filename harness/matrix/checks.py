@@ -1,0 +1,136 @@
+"""Checks that span keys: capability names, required keys, and consistency rules.
+
+These run after the type walk passed, so every value has the declared shape.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.errors import ConfigError
+from harness.matrix import schema as S
+from harness.matrix.merge import Chain
+from harness.matrix.validate import _Ref, did_you_mean
+from harness.matrix.yamlsafe import LDict, LList, Loc
+
+# The device torch uses for each family: ROCm builds of torch answer to "cuda".
+FAMILY_DEVICE = {"cuda": "cuda", "rocm": "cuda", "xpu": "xpu", "cpu": "cpu"}
+# Providers that only exist where the platform provides the capability of the same name.
+PROVIDER_CAPABILITY = {"zentorch": "zentorch", "triton": "triton", "inductor": "inductor"}
+LOADER_KEYS = ("file", "tolerances.origins")
+
+
+def where_of(merged: LDict, path: str) -> Loc:
+    """The file:line that set ``path`` (dotted), or of its nearest parent that exists."""
+    node: Any = merged
+    where: Loc = merged.at
+    for part in path.split("."):
+        if not isinstance(node, LDict) or part not in node:
+            break
+        where = node.where(part)
+        node = node[part]
+    return where
+
+
+def get(merged: LDict, path: str) -> Any:
+    node: Any = merged
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+class _Errors(list[ConfigError]):
+    def add(self, merged: LDict, path: str, message: str, where: Loc | None = None) -> None:
+        file, line = where or where_of(merged, path)
+        self.append(ConfigError(message, file=file, line=line, key=path))
+
+
+def check_semantics(merged: LDict, refs: list[_Ref], chain: Chain) -> list[ConfigError]:
+    errors = _Errors()
+    catalog = merged.get("capability_catalog") or {}
+    provides = set(get(merged, "capabilities.provides") or ())
+    for ref in refs:
+        if ref.value not in catalog:
+            errors.append(ConfigError(
+                f"unknown capability {ref.value!r}{did_you_mean(ref.value, list(catalog))}",
+                file=ref.where[0], line=ref.where[1], key=ref.path))
+    _check_catalog_cycles(merged, catalog, errors)
+    for key in LOADER_KEYS:
+        if get(merged, key) is not None:
+            errors.add(merged, key, "set by the loader; remove it from the matrix file")
+    failures = merged.get("known_failures") or []
+    for index, entry in enumerate(failures):
+        for key in ("file", "line"):
+            if key in entry:
+                at = entry.where(key) if isinstance(entry, LDict) else merged.at
+                errors.add(merged, f"known_failures[{index}].{key}",
+                           "set by the loader; remove it from the matrix file", at)
+    if merged.get("abstract") is True:
+        return list(errors)
+    for path in S.CONCRETE_REQUIRED:
+        if get(merged, path) in (None, "", []):
+            parent = path.rpartition(".")[0]
+            errors.add(merged, path, "missing required key",
+                       where_of(merged, parent) if parent else (merged.at[0], None))
+    family, device = merged.get("family"), merged.get("device")
+    if family in FAMILY_DEVICE and device is not None and FAMILY_DEVICE[family] != device:
+        errors.add(merged, "device",
+                   f"family {family} runs on torch device {FAMILY_DEVICE[family]!r}, "
+                   f"got {device!r}")
+    _check_kernels(merged, provides, errors)
+    _check_numerics(merged, provides, errors)
+    return list(errors)
+
+
+def _check_catalog_cycles(merged: LDict, catalog: dict[str, Any], errors: _Errors) -> None:
+    for name in catalog:
+        seen = [name]
+        parent = (catalog[name] or {}).get("parent")
+        while parent in catalog:
+            if parent in seen:
+                errors.add(merged, f"capability_catalog.{name}",
+                           f"parent cycle: {' -> '.join([*seen, parent])}")
+                break
+            seen.append(parent)
+            parent = (catalog[parent] or {}).get("parent")
+
+
+def _check_kernels(merged: LDict, provides: set[str], errors: _Errors) -> None:
+    kernels = merged.get("kernels") or {}
+    for op, providers in kernels.items():
+        if not providers:
+            errors.add(merged, f"kernels.{op}", "needs at least one provider")
+            continue
+        for index, provider in enumerate(providers):
+            cap = PROVIDER_CAPABILITY.get(provider)
+            if cap is not None and cap not in provides:
+                at = providers.where(index) if isinstance(providers, LList) else None
+                errors.add(merged, f"kernels.{op}[{index}]",
+                           f"provider {provider} needs capability {cap} in capabilities.provides",
+                           at)
+
+
+def _check_numerics(merged: LDict, provides: set[str], errors: _Errors) -> None:
+    by_dtype = get(merged, "tolerances.by_dtype") or {}
+    dtypes = merged.get("dtypes") or []
+    if not dtypes:
+        errors.add(merged, "dtypes", "needs at least one dtype")
+    for dtype in dtypes:
+        if dtype not in by_dtype:
+            errors.add(merged, "dtypes", f"{dtype} has no tolerance in tolerances.by_dtype")
+    for flavour in ("e4m3", "e5m2"):
+        dtype = get(merged, f"fp8.{flavour}")
+        if dtype is None:
+            continue
+        cap = "fp8_" + dtype.removeprefix("float8_")
+        if cap not in provides:
+            errors.add(merged, f"fp8.{flavour}",
+                       f"{dtype} needs capability {cap} in capabilities.provides")
+        if dtype not in by_dtype:
+            errors.add(merged, f"fp8.{flavour}", f"{dtype} has no tolerance in "
+                       "tolerances.by_dtype")
+    big = "big_endian" in provides
+    if big != (merged.get("byteorder") == "big"):
+        errors.add(merged, "byteorder", "byteorder big and capability big_endian go together")

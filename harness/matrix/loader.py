@@ -1,0 +1,144 @@
+"""Find, read, merge, validate and build matrices: the entry points other parts call."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ConfigError, ConfigErrors
+from harness.matrix.build import build, plain
+from harness.matrix.checks import check_semantics
+from harness.matrix.merge import Chain, load_chain
+from harness.matrix.model import Matrix
+from harness.matrix.validate import check_types
+from harness.matrix.yamlsafe import LDict, LList
+
+
+def repo_root() -> Path:
+    """The checkout: $HARNESS_ROOT, else the one this package lives in, else the cwd."""
+    env = os.environ.get("HARNESS_ROOT")
+    if env:
+        return Path(env).expanduser().resolve()
+    here = Path(__file__).resolve().parent.parent.parent
+    if (here / "matrices").is_dir():
+        return here
+    return Path.cwd().resolve()
+
+
+def display_path(path: Path, root: Path) -> str:
+    """Repository-relative for files in the checkout; as given for anything else."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def list_matrices(root: Path | None = None) -> list[str]:
+    """Names of the concrete (non-abstract) matrices shipped in ``root/matrices``."""
+    folder = (root or repo_root()) / "matrices"
+    names = []
+    for path in sorted(folder.glob("*.yaml")):
+        if not _declares_abstract(path):
+            names.append(path.stem)
+    return names
+
+
+def _declares_abstract(path: Path) -> bool:
+    # A cheap line scan: listing must not fail because one file is broken.
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            return any(re.match(r"abstract:\s*true\b", line) for line in handle)
+    except OSError:
+        return False
+
+
+def find_matrix(name_or_path: str | Path, root: Path) -> Path:
+    text = str(name_or_path)
+    candidate = Path(text).expanduser()
+    if isinstance(name_or_path, Path) or "/" in text or text.endswith((".yaml", ".yml", ".json")):
+        if candidate.is_file():
+            return candidate
+        if not candidate.is_absolute() and (root / candidate).is_file():
+            return root / candidate
+        raise ConfigError("no such matrix file", file=text)
+    path = root / "matrices" / f"{text}.yaml"
+    if path.is_file():
+        return path
+    names = [p.stem for p in sorted((root / "matrices").glob("*.yaml"))]
+    near = difflib.get_close_matches(text, names, n=1)
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    shown = ", ".join(n for n in names if n != "base") or "none"
+    raise ConfigError(f"no matrix named {text!r}{hint}; available: {shown}")
+
+
+def _origins(merged: LDict, abstract_files: frozenset[str]) -> dict[str, str]:
+    tol = merged.get("tolerances")
+    by_dtype = tol.get("by_dtype") if isinstance(tol, LDict) else None
+    if not isinstance(by_dtype, LDict):
+        return {}
+    return {d: "base" if by_dtype.where(d)[0] in abstract_files else "platform"
+            for d in by_dtype}
+
+
+def resolve_chain(chain: Chain, name: str, file: str) -> dict[str, Any]:
+    merged = chain.merged
+    resolved: dict[str, Any] = plain(merged)
+    resolved["name"] = resolved.get("name", name)
+    resolved["file"] = file
+    resolved["extends"] = merged.get("extends")
+    resolved["abstract"] = bool(merged.get("abstract", False))
+    tol = resolved.setdefault("tolerances", {})
+    if isinstance(tol, dict):
+        tol["origins"] = _origins(merged, chain.abstract_files)
+    failures = merged.get("known_failures")
+    if isinstance(failures, LList):
+        for index, entry in enumerate(resolved.get("known_failures", [])):
+            if isinstance(entry, dict):
+                entry["file"], entry["line"] = failures.where(index)
+    return resolved
+
+
+def load_matrix(name_or_path: str | Path, root: Path | None = None) -> Matrix:
+    """Load a matrix by name (``rocm``), by YAML path, or from a resolved ``matrix.json``."""
+    root = (root or repo_root()).resolve()
+    path = find_matrix(name_or_path, root)
+    shown = display_path(path, root)
+    if path.suffix == ".json":
+        return _load_resolved(path, shown)
+    chain = load_chain(path, root / "matrices", lambda p: display_path(p, root))
+    merged = chain.merged
+    errors, refs = check_types(merged)
+    if not errors:
+        errors = check_semantics(merged, refs, chain)
+    if errors:
+        raise errors[0] if len(errors) == 1 else ConfigErrors(errors)
+    name = merged.get("name") or path.stem
+    resolved = resolve_chain(chain, name, shown)
+    return build(resolved, name=name, file=shown, source=merged)
+
+
+def _load_resolved(path: Path, shown: str) -> Matrix:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"cannot read resolved matrix: {error}", file=shown) from None
+    if not isinstance(data, dict):
+        raise ConfigError("a resolved matrix must be a JSON object", file=shown)
+    errors, _ = check_types(_as_located(data, shown))
+    if errors:
+        raise errors[0] if len(errors) == 1 else ConfigErrors(errors)
+    return build(data, name=str(data.get("name", path.stem)), file=str(data.get("file", shown)))
+
+
+def _as_located(data: Any, shown: str) -> Any:
+    from harness.matrix.yamlsafe import ldict, llist
+
+    if isinstance(data, dict):
+        return ldict({k: _as_located(v, shown) for k, v in data.items()}, (shown, None))
+    if isinstance(data, list):
+        return llist([_as_located(v, shown) for v in data], (shown, None))
+    return data

@@ -1,0 +1,306 @@
+"""The one declared source of truth for what a matrix file may contain.
+
+The validator (``harness.matrix.validate``) walks these declarations, and
+``harness matrix schema`` turns the same declarations into the JSON Schema file
+shipped for editors (harness/matrix/matrix.schema.json). Change a key here, then run
+``harness matrix schema > harness/matrix/matrix.schema.json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+FAMILIES = ("cuda", "rocm", "xpu", "cpu")
+DEVICES = ("cuda", "xpu", "cpu")
+DTYPES = ("float32", "bfloat16", "float16", "float64")
+FP8_E4M3 = ("float8_e4m3fn", "float8_e4m3fnuz")
+FP8_E5M2 = ("float8_e5m2", "float8_e5m2fnuz")
+TOL_DTYPES = (*DTYPES, *FP8_E4M3, *FP8_E5M2, "int8")
+OPS = (
+    "linear", "rms_norm", "add_rms_norm", "silu_and_mul", "gelu_and_mul", "rotary_embedding",
+    "fp8_quant", "fp8_block_gemm", "int8_scaled_gemm", "attention_prefill",
+    "attention_decode", "fused_moe",
+)
+PROVIDERS = ("native", "torch", "inductor", "triton", "zentorch")
+PROBES = ("nvidia-smi", "amd-smi", "xpu-smi", "lscpu", "s390x", "none")
+ACTIONS = ("xfail", "skip", "quarantine")
+TIERS = ("smoke", "full")
+IDENT = r"^[a-z][a-z0-9_]*$"
+SIZE = r"^[0-9]+[bkmgBKMG]?$"
+SHA256 = r"^[0-9a-f]{64}$"
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+# Keys a concrete (non-abstract) matrix must end up with after merging.
+CONCRETE_REQUIRED = (
+    "description", "family", "hardware", "device", "arch", "image.dockerfile", "image.base",
+    "ci.queue",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Type:
+    doc: str = ""
+    nullable: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Str(Type):
+    enum: tuple[str, ...] | None = None
+    pattern: str | None = None
+    hint: str = "a string"
+    what: str | None = None  # names the value in "unknown <what> 'x'" messages
+    ref: str | None = None  # "capability" (checked against the catalogue) or "path"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Int(Type):
+    minimum: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Num(Type):
+    minimum: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Bool(Type):
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class Date(Type):
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class Seq(Type):
+    item: Type
+
+
+@dataclass(frozen=True, kw_only=True)
+class Dict(Type):
+    value: Type
+    keys: Str = field(default_factory=lambda: Str(pattern=IDENT))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Obj(Type):
+    fields: dict[str, Type]
+    required: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class OneOf(Type):
+    options: tuple[Type, ...]
+    hint: str
+
+
+def _cap(doc: str = "", nullable: bool = False) -> Str:
+    return Str(doc=doc, ref="capability", what="capability", pattern=IDENT, nullable=nullable)
+
+
+def _path(doc: str, nullable: bool = False) -> Str:
+    return Str(doc=doc, ref="path", hint="a repository-relative path", nullable=nullable)
+
+
+def _strs(doc: str = "", pattern: str | None = None) -> Seq:
+    return Seq(doc=doc, item=Str(pattern=pattern))
+
+
+TOL = OneOf(
+    hint="{atol: .., rtol: ..} or 'bitwise'",
+    options=(
+        Obj(fields={"atol": Num(minimum=0), "rtol": Num(minimum=0)}, required=("atol", "rtol")),
+        Str(enum=("bitwise",)),
+    ),
+)
+
+CAPABILITY_DEF = Obj(fields={
+    "parent": _cap("the broader capability this one implies", nullable=True),
+    "hardware": Bool(doc="a property of the physical device or its vendor stack"),
+    "emulable": Bool(doc="still available when the profile is emulated on the CPU "
+                         "(default: not hardware)"),
+    "description": Str(),
+})
+
+SUITE = Obj(fields={
+    "path": _path("the pytest tree to run, relative to the repository"),
+    "workers": OneOf(hint="a positive integer or 'auto'",
+                     options=(Int(minimum=1), Str(enum=("auto",)))),
+    "timeout_s": Int(minimum=1, doc="wall-clock limit for the whole suite"),
+    "markers": Str(doc="pytest -m expression"),
+    "k": Str(doc="pytest -k expression"),
+    "tier": Str(enum=TIERS, what="tier"),
+    "enabled": Bool(),
+}, required=("path",))
+
+KNOWN_FAILURE = Obj(fields={
+    "id": Str(doc="test id pattern (fnmatch); device and dtype suffixes are normalised"),
+    "reason": Str(),
+    "issue": Str(nullable=True, doc="link to the tracking issue"),
+    "owner": Str(nullable=True),
+    "expires": Date(nullable=True, doc="after this date the entry is an error, not an xfail"),
+    "action": Str(enum=ACTIONS, what="action"),
+    "requires": Seq(item=_cap(), doc="applies only where the platform has all of these"),
+    "file": Str(doc="written by the loader into resolved matrices; not set by hand"),
+    "line": Int(minimum=1, doc="written by the loader into resolved matrices"),
+}, required=("id", "reason"))
+
+PROBE_EXPECT = Obj(fields={
+    "arch": Str(doc="e.g. gfx942, s390x"),
+    "compute_cap": Str(pattern=r"^[0-9]+\.[0-9]+$", hint="a string like '9.0'"),
+    "min_devices": Int(minimum=0),
+    "vendor": Str(doc="lscpu vendor id, e.g. AuthenticAMD"),
+    "cpu_flags": _strs("flags lscpu must report"),
+    "byteorder": Str(enum=("little", "big"), what="byte order"),
+    "vendor_library": _cap("a vendor library capability that must import"),
+    "capabilities": Seq(item=_cap(), doc="capabilities the probe must confirm"),
+})
+
+MATRIX = Obj(fields={
+    "name": Str(pattern=r"^[a-z0-9][a-z0-9_.-]*$", hint="a name like 'rocm-mi355'",
+                doc="defaults to the file name without .yaml; never inherited"),
+    "extends": Str(nullable=True, doc="parent file, relative to this one; never inherited"),
+    "abstract": Bool(doc="a parent only: not listed, not run; never inherited"),
+    "file": Str(doc="written by the loader into resolved matrices; not set by hand"),
+    "description": Str(),
+    "family": Str(enum=FAMILIES, what="family"),
+    "hardware": Str(doc="human name of the hardware, e.g. AMD Instinct MI300X"),
+    "device": Str(enum=DEVICES, what="torch device", doc="'cuda' for CUDA and ROCm"),
+    "arch": _strs("e.g. [gfx942], [sm_90], [x86_64, znver4], [s390x, z15]"),
+    "byteorder": Str(enum=("little", "big"), what="byte order"),
+    "capability_catalog": Dict(value=CAPABILITY_DEF, doc="every capability name"),
+    "capabilities": Obj(fields={"provides": Seq(item=_cap())}),
+    "dtypes": Seq(item=Str(enum=DTYPES, what="dtype"), doc="torch dtype names"),
+    "fp8": Obj(fields={
+        "e4m3": Str(enum=FP8_E4M3, what="fp8 e4m3 dtype", nullable=True),
+        "e5m2": Str(enum=FP8_E5M2, what="fp8 e5m2 dtype", nullable=True),
+    }),
+    "kernels": Dict(keys=Str(enum=OPS, what="op"),
+                    value=Seq(item=Str(enum=PROVIDERS, what="kernel provider")),
+                    doc="op -> provider priority (first = primary)"),
+    "tolerances": Obj(fields={
+        "by_dtype": Dict(keys=Str(enum=TOL_DTYPES, what="dtype"), value=TOL),
+        "ops": Dict(keys=Str(enum=OPS, what="op"),
+                    value=Dict(keys=Str(enum=(*TOL_DTYPES, "*"), what="dtype"), value=TOL)),
+        "origins": Dict(keys=Str(enum=TOL_DTYPES, what="dtype"),
+                        value=Str(enum=("base", "platform")),
+                        doc="written by the loader into resolved matrices; not set by hand"),
+    }),
+    "python": Obj(fields={
+        "requirements": _strs("pip requirement lines; one list feeds the venv and the image"),
+        "python": Str(nullable=True, doc="interpreter version, e.g. '3.11'"),
+    }),
+    "image": Obj(fields={
+        "dockerfile": _path("the recipe, relative to the repository", nullable=True),
+        "base": Str(nullable=True, doc="registry image real users pull"),
+        "local_base": Str(nullable=True, doc="stand-in image on hosts without a registry"),
+        "build_args": Dict(keys=Str(pattern=ENV_NAME, hint="a build-arg name"), value=Str()),
+        "downloads": Seq(item=Obj(fields={
+            "url": Str(pattern=r"^https://", hint="an https:// URL"),
+            "sha256": Str(pattern=SHA256, hint="64 lowercase hex digits"),
+            "dest": _path("where it goes in the build context"),
+        }, required=("url", "sha256", "dest"))),
+        "tag_prefix": Str(pattern=r"^[a-z0-9][a-z0-9._/-]*$", hint="an image name"),
+    }),
+    "runtime": Obj(fields={
+        "docker": Bool(doc="docker is the default runner for this matrix"),
+        "gpus": Str(nullable=True, doc="docker --gpus, e.g. 'all'"),
+        "devices": _strs("host device nodes, e.g. /dev/kfd"),
+        "group_add": _strs(),
+        "ipc": Str(nullable=True, enum=("host", "private", "shareable"), what="ipc mode"),
+        "shm_size": Str(nullable=True, pattern=SIZE, hint="a string like '16g'"),
+        "security_opt": _strs(),
+        "cap_add": _strs(pattern=r"^[A-Z_]+$"),
+        "env": Dict(keys=Str(pattern=ENV_NAME, hint="an env var name"), value=Str()),
+        "env_allowlist": _strs("host env vars passed through", pattern=ENV_NAME),
+        "network": Str(enum=("none", "host", "bridge"), what="network"),
+        "cpuset_cpus": Str(nullable=True, pattern=r"^[0-9,-]+$", hint="a string like '0-7'"),
+        "cpuset_mems": Str(nullable=True, pattern=r"^[0-9,-]+$", hint="a string like '0'"),
+        "mem_limit": Str(nullable=True, pattern=SIZE, hint="a string like '64g'"),
+        "platform": Str(nullable=True, pattern=r"^linux/[a-z0-9_]+$",
+                        hint="a string like 'linux/s390x'"),
+        "step_timeout_s": Int(minimum=1),
+        "test_timeout_s": Int(minimum=1),
+    }),
+    "probe": Obj(fields={"kind": Str(enum=PROBES, what="probe"), "expect": PROBE_EXPECT}),
+    "caches": Obj(fields={
+        "root": Str(doc="may start with ~ or ${VAR}"),
+        "tiktoken": Bool(),
+        "hf": Bool(),
+        "env": Dict(keys=Str(pattern=ENV_NAME, hint="an env var name"), value=Str()),
+    }),
+    "suites": Dict(value=SUITE),
+    "known_failures": Seq(item=KNOWN_FAILURE),
+    "ci": Obj(fields={
+        "queue": Str(nullable=True, doc="CI agent queue"),
+        "shards": Int(minimum=1),
+        "nightly": Bool(),
+        "timeout_minutes": Int(minimum=1),
+    }),
+    "emulation": Obj(fields={"device": Str(enum=("cpu",), what="emulation device"),
+                             "note": Str()}),
+})
+
+
+def _json(node: Type) -> dict[str, Any]:
+    out: dict[str, Any]
+    if isinstance(node, Str):
+        out = {"type": "string"}
+        if node.enum is not None:
+            out["enum"] = list(node.enum)
+        elif node.pattern is not None:
+            out["pattern"] = node.pattern
+        if node.ref == "path":
+            out["not"] = {"pattern": r"^/|(^|/)\.\.(/|$)"}
+    elif isinstance(node, Int):
+        out = {"type": "integer"}
+        if node.minimum is not None:
+            out["minimum"] = node.minimum
+    elif isinstance(node, Num):
+        out = {"type": "number"}
+        if node.minimum is not None:
+            out["minimum"] = node.minimum
+    elif isinstance(node, Bool):
+        out = {"type": "boolean"}
+    elif isinstance(node, Date):
+        out = {"type": "string", "format": "date", "pattern": r"^\d{4}-\d{2}-\d{2}$"}
+    elif isinstance(node, Seq):
+        out = {"type": "array", "items": _json(node.item)}
+    elif isinstance(node, Dict):
+        out = {"type": "object", "propertyNames": _json(node.keys),
+               "additionalProperties": _json(node.value)}
+    elif isinstance(node, Obj):
+        props: dict[str, Any] = {}
+        for name, sub in node.fields.items():
+            props[name] = _json(sub)
+            if isinstance(sub, Seq):  # `key+:` appends to the inherited list
+                props[name + "+"] = _json(sub)
+        out = {"type": "object", "properties": props, "additionalProperties": False}
+        if node.required:
+            out["required"] = list(node.required)
+    elif isinstance(node, OneOf):
+        out = {"anyOf": [_json(option) for option in node.options]}
+    else:  # pragma: no cover - every Type subclass is handled above
+        raise TypeError(node)
+    if node.nullable:
+        out = {"anyOf": [out, {"type": "null"}]} if "anyOf" not in out else out
+        if "anyOf" in out and {"type": "null"} not in out["anyOf"]:
+            out["anyOf"].append({"type": "null"})
+    if node.doc:
+        out["description"] = node.doc
+    return out
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of one matrix file, or of a resolved matrix."""
+    body = _json(MATRIX)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://harness.invalid/matrix.schema.json",
+        "title": "harness capability matrix",
+        "description": "Generated from harness/matrix/schema.py by `harness matrix schema`; "
+                       "do not edit by hand.",
+        **{k: v for k, v in body.items() if k != "description"},
+    }

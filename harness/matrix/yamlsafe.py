@@ -1,0 +1,197 @@
+"""Safe YAML reading for matrix files: plain types only, with file:line for every key.
+
+PyYAML's SafeLoader already refuses to build Python objects, but it accepts duplicate
+keys silently (the last one wins), shares aliased nodes (so a "billion laughs" file
+explodes only later, in whatever walks the tree) and forgets where each key was. The
+loader here checks the composed node graph first, then builds dicts and lists that
+remember the file and line of each key and item.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.errors import ConfigError
+
+MAX_BYTES = 1 << 20
+# Nodes after expanding every alias; the largest shipped matrix has under 2,000.
+MAX_NODES = 100_000
+
+Loc = tuple[str, int | None]
+
+_PLAIN_TAGS = frozenset(
+    "tag:yaml.org,2002:" + name
+    for name in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp")
+)
+
+# YAML 1.1 (PyYAML) reads 1e-5 as a string; tolerances are written that way.
+_FLOAT_12 = re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
+
+
+class LDict(dict[str, Any]):
+    """A mapping that remembers where it and each of its keys were written."""
+
+    at: Loc
+    loc: dict[str, Loc]
+
+    def where(self, key: str) -> Loc:
+        return self.loc.get(key, self.at)
+
+
+class LList(list[Any]):
+    """A sequence that remembers where it and each of its items were written."""
+
+    at: Loc
+    loc: list[Loc]
+
+    def where(self, index: int) -> Loc:
+        return self.loc[index] if 0 <= index < len(self.loc) else self.at
+
+
+def ldict(items: dict[str, Any], at: Loc, loc: dict[str, Loc] | None = None) -> LDict:
+    out = LDict(items)
+    out.at = at
+    out.loc = dict(loc or {})
+    return out
+
+
+def llist(items: list[Any], at: Loc, loc: list[Loc] | None = None) -> LList:
+    out = LList(items)
+    out.at = at
+    out.loc = list(loc or [])
+    return out
+
+
+class _Loader(yaml.SafeLoader):
+    display: str = "<yaml>"
+
+    def construct_located_map(self, node: yaml.MappingNode) -> LDict:
+        out = ldict({}, (self.display, node.start_mark.line + 1))
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=True)
+            out[key] = self.construct_object(value_node, deep=True)
+            out.loc[key] = (self.display, key_node.start_mark.line + 1)
+        return out
+
+    def construct_located_seq(self, node: yaml.SequenceNode) -> LList:
+        out = llist([], (self.display, node.start_mark.line + 1))
+        for item in node.value:
+            out.append(self.construct_object(item, deep=True))
+            out.loc.append((self.display, item.start_mark.line + 1))
+        return out
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _Loader.construct_located_map)
+_Loader.add_constructor("tag:yaml.org,2002:seq", _Loader.construct_located_seq)
+_Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+0123456789"))
+
+
+def _count_nodes(root: yaml.Node, display: str) -> None:
+    """Refuse alias bombs: count nodes as if every alias were expanded."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise ConfigError("recursive YAML alias", file=display, line=node.start_mark.line + 1)
+        active.add(key)
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(size(child) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        active.discard(key)
+        if total > MAX_NODES:
+            raise ConfigError(
+                f"YAML expands to more than {MAX_NODES:,} nodes (alias bomb?)",
+                file=display, line=node.start_mark.line + 1,
+            )
+        sizes[key] = total
+        return total
+
+    size(root)
+
+
+def _check_nodes(node: yaml.Node, path: str, display: str, errors: list[ConfigError]) -> None:
+    line = node.start_mark.line + 1
+    if node.tag not in _PLAIN_TAGS:
+        errors.append(ConfigError(
+            f"YAML tag {node.tag} is not allowed (plain YAML types only)",
+            file=display, line=line, key=path or None,
+        ))
+        return
+    if isinstance(node, yaml.SequenceNode):
+        for index, child in enumerate(node.value):
+            _check_nodes(child, f"{path}[{index}]", display, errors)
+    elif isinstance(node, yaml.MappingNode):
+        first: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            key_line = key_node.start_mark.line + 1
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                errors.append(ConfigError("YAML merge keys (<<) are not supported; use extends",
+                                          file=display, line=key_line, key=path or None))
+                continue
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
+                shown = key_node.value if isinstance(key_node, yaml.ScalarNode) else "?"
+                errors.append(ConfigError(f"key {shown!r} is not a string (quote it)",
+                                          file=display, line=key_line, key=path or None))
+                continue
+            key = str(key_node.value)
+            sub = f"{path}.{key}" if path else key
+            if key in first:
+                errors.append(ConfigError(f"duplicate key (first at line {first[key]})",
+                                          file=display, line=key_line, key=sub))
+                continue
+            first[key] = key_line
+            _check_nodes(value_node, sub, display, errors)
+
+
+def read_yaml(path: Path, display: str) -> Any:
+    """Parse one YAML file into LDict/LList/scalars, or raise ConfigError(s)."""
+    from harness.errors import ConfigErrors
+
+    try:
+        size = path.stat().st_size
+    except OSError as error:
+        raise ConfigError(f"cannot read: {error.strerror}", file=display) from None
+    if size > MAX_BYTES:
+        raise ConfigError(f"file is {size / (1 << 20):.1f} MiB, over the 1 MiB limit",
+                          file=display)
+    try:
+        text = path.read_bytes()[: MAX_BYTES + 1].decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"not UTF-8 text (byte {error.start})", file=display) from None
+    except OSError as error:
+        raise ConfigError(f"cannot read: {error.strerror}", file=display) from None
+    loader = _Loader(text)
+    loader.display = display
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _count_nodes(node, display)
+        errors: list[ConfigError] = []
+        _check_nodes(node, "", display, errors)
+        if errors:
+            raise errors[0] if len(errors) == 1 else ConfigErrors(errors)
+        return loader.construct_document(node)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        problem = error.problem or error.context or "invalid YAML"
+        if mark is None:
+            raise ConfigError(f"YAML syntax error: {problem}", file=display) from None
+        raise ConfigError(f"YAML syntax error: {problem} (column {mark.column + 1})",
+                          file=display, line=mark.line + 1) from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"YAML error: {error}", file=display) from None
+    except ValueError as error:  # e.g. a timestamp like 2026-13-45 matches but won't build
+        raise ConfigError(f"invalid value: {error}", file=display) from None
+    finally:
+        loader.dispose()
