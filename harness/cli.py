@@ -15,6 +15,7 @@ from harness.errors import HarnessError
 COMMANDS: tuple[str, ...] = (
     "run",
     "matrix",
+    "cache",
 )
 
 
