@@ -1,0 +1,164 @@
+"""Foreign JUnit files, written by hand from each producer's documented format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.results.junit_read import case_ids, read_junit
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "junit"
+
+
+def load(name: str) -> tuple[dict[str, tuple[str, int, str]], list[str], dict[str, object]]:
+    warnings: list[str] = []
+    cases, suites = read_junit(DATA / name, warnings.append)
+    by_id = {c.nodeid: (c.status, c.reruns, c.message) for c in cases}
+    assert len(by_id) == len(cases), "each logical test appears once"
+    return by_id, warnings, dict(suites)
+
+
+def statuses(name: str) -> dict[str, str]:
+    return {k: v[0] for k, v in load(name)[0].items()}
+
+
+def test_pytest_xunit1_statuses_properties_and_ids() -> None:
+    warnings: list[str] = []
+    cases, suites = read_junit(DATA / "pytest_xunit1.xml", warnings.append)
+    assert warnings == []
+    got = {c.nodeid: c.status for c in cases}
+    parity = "suites/kernel_parity/test_rms_norm.py::test_rms_norm"
+    fusion = "suites/fusion/test_passes.py::TestFusion"
+    assert got == {
+        f"{parity}[cuda-bfloat16-64]": "passed",
+        f"{parity}[cuda-float16-64]": "failed",
+        f"{fusion}::test_add_rms_norm": "passed",
+        f"{fusion}::test_fp8_quant": "skipped",
+        f"{fusion}::test_known_bad": "xfail",
+        f"{fusion}::test_was_bad": "xpass",
+        "suites/e2e/test_generate.py::test_greedy": "error",
+    }
+    first = cases[0]
+    assert first.key == f"{parity}[bfloat16-64]"
+    assert first.params == "bfloat16-64"
+    assert first.properties["headroom"] == "0.78"
+    assert first.properties["requires"] == "triton"
+    assert cases[2].properties["fusion.add_rms_norm.found"] == "2"
+    assert suites["pytest"].properties["matrix"] == "rocm"
+    assert suites["pytest"].hostname == "agent-7"
+
+
+def test_pytest_xunit2_without_file_attribute() -> None:
+    assert statuses("pytest_xunit2.xml") == {
+        "tests/test_math.py::test_add": "passed",
+        "tests/test_math.py::TestDiv::test_div[2-0]": "failed",
+        "tests/test_math.py::test_mul[cpu-float32]": "passed",
+    }
+
+
+def test_jenkins_style_classname_kept() -> None:
+    assert statuses("jenkins.xml") == {
+        "com.example.CalculatorTest::addsNumbers": "passed",
+        "com.example.CalculatorTest::dividesByZero": "failed",
+        "com.example.CalculatorTest::ignored": "skipped",
+    }
+
+
+def test_nested_testsuites_use_innermost_suite() -> None:
+    cases, suites = read_junit(DATA / "nested.xml", pytest.fail)
+    assert [(c.suite, c.nodeid, c.status) for c in cases] == [
+        ("outer.inner_a", "inner_a::one", "passed"),
+        ("outer.inner_a", "inner_a::two", "error"),
+        ("outer.inner_b", "inner_b::three", "passed"),
+    ]
+    assert suites["outer"].properties == {"matrix": "cuda"}
+
+
+def test_surefire_flaky_and_rerun_failures() -> None:
+    got, warnings, _ = load("surefire_flaky.xml")
+    assert warnings == []
+    assert got["org.acme.NetTest::connectsEventually"][:2] == ("passed", 2)
+    assert got["org.acme.NetTest::alwaysFails"][:2] == ("failed", 2)
+    assert got["org.acme.NetTest::stable"][:2] == ("passed", 0)
+
+
+def test_pytest_rerunfailures_elements_and_repeated_records() -> None:
+    got, _, _ = load("pytest_rerunfailures.xml")
+    assert got["test_net.py::test_flaky_then_pass"][:2] == ("passed", 1)
+    # One <testcase> per attempt: the last attempt decides; a failed earlier one is a rerun.
+    assert got["test_net.py::test_retry_record"] == ("passed", 1, "assert 0 == 1")
+    assert got["test_net.py::test_always_fails"][:2] == ("failed", 0)
+
+
+def test_gtest_status_and_result_attributes() -> None:
+    assert statuses("gtest.xml") == {
+        "GemmTest::Fp16Square": "passed",
+        "GemmTest::Bf16Tall": "failed",
+        "GemmTest::NeedsFp8": "skipped",
+        "GemmTest::DISABLED_Huge": "skipped",
+    }
+
+
+def test_ctest_output_junit() -> None:
+    assert statuses("ctest.xml") == {
+        "unit_tokenizer": "passed",
+        "unit_kv_cache": "failed",
+        "gpu_smoke": "skipped",
+        "cpu_only": "skipped",
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "where", "kept"),
+    [("truncated.xml", ":30:28: ", 1), ("malformed.xml", ":5:77: ", 2)],
+)
+def test_damaged_file_one_line_warning_and_keeps_earlier_cases(
+    name: str, where: str, kept: int
+) -> None:
+    got, warnings, _ = load(name)
+    assert len(warnings) == 1
+    assert "\n" not in warnings[0]
+    assert warnings[0].startswith(str(DATA / name) + where)
+    assert len(got) == kept
+    assert all(status == "passed" for status, _, _ in got.values())
+
+
+def test_missing_file_warns() -> None:
+    warnings: list[str] = []
+    cases, _ = read_junit(DATA / "does-not-exist.xml", warnings.append)
+    assert cases == [] and len(warnings) == 1 and "does-not-exist.xml" in warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("classname", "name", "nodeid", "key"),
+    [
+        (
+            "suites.k.test_a",
+            "test_x[cuda:1-torch.bfloat16]",
+            "suites/k/test_a.py::test_x[cuda-bfloat16]",
+            "suites/k/test_a.py::test_x[bfloat16]",
+        ),
+        (
+            "suites.k.test_a",
+            "test_x[xpu-fp16-8]",
+            "suites/k/test_a.py::test_x[xpu-float16-8]",
+            "suites/k/test_a.py::test_x[float16-8]",
+        ),
+        (
+            "test_ops.TestOpsCUDA",
+            "test_add_cuda_float16",
+            "test_ops.py::TestOpsCUDA::test_add_cuda_float16",
+            "test_ops.py::TestOps::test_add_float16",
+        ),
+        (
+            "test_ops",
+            "test_cudagraph_capture",
+            "test_ops.py::test_cudagraph_capture",
+            "test_ops.py::test_cudagraph_capture",
+        ),
+    ],
+)
+def test_case_ids_strip_device_noise(classname: str, name: str, nodeid: str, key: str) -> None:
+    got = case_ids(classname, name)
+    assert got[:2] == (nodeid, key)
