@@ -86,11 +86,14 @@ def _origins(merged: LDict, abstract_files: frozenset[str]) -> dict[str, str]:
 
 def resolve_chain(chain: Chain, name: str, file: str) -> dict[str, Any]:
     merged = chain.merged
-    resolved: dict[str, Any] = plain(merged)
-    resolved["name"] = resolved.get("name", name)
-    resolved["file"] = file
-    resolved["extends"] = merged.get("extends")
-    resolved["abstract"] = bool(merged.get("abstract", False))
+    body: dict[str, Any] = plain(merged)
+    resolved: dict[str, Any] = {
+        "name": body.pop("name", name),
+        "file": file,
+        "extends": body.pop("extends", None),
+        "abstract": bool(body.pop("abstract", False)),
+        **body,
+    }
     tol = resolved.setdefault("tolerances", {})
     if isinstance(tol, dict):
         tol["origins"] = _origins(merged, chain.abstract_files)
