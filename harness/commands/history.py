@@ -1,0 +1,67 @@
+"""``harness history``: ingest run folders and JUnit files; list what is stored."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.history.ingest import ingest_paths
+from harness.history.schema import connect, default_db_path
+
+
+def _warn(line: str) -> None:
+    print(f"harness: warning: {line}", file=sys.stderr)
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    db = Path(args.db) if args.db else default_db_path()
+    result = ingest_paths(db, [Path(p) for p in args.paths], _warn)
+    print(
+        f"ingested {len(result.added)} run(s), {result.cases} test case(s) into {db}"
+        + (f"; {len(result.skipped)} already there" if result.skipped else "")
+    )
+    return 0
+
+
+def _ls(args: argparse.Namespace) -> int:
+    db_path = Path(args.db) if args.db else default_db_path()
+    db = connect(db_path, create=False)
+    try:
+        where, params = (
+            ("WHERE r.lane = ? OR r.matrix = ?", [args.matrix] * 2) if args.matrix else ("", [])
+        )
+        rows = db.execute(
+            "SELECT r.run_key, r.lane, r.started, coalesce(r.status, ''),"
+            " coalesce(r.infra_signature, ''),"
+            " (SELECT count(*) FROM cases c WHERE c.run = r.id),"
+            " (SELECT count(*) FROM cases c WHERE c.run = r.id"
+            "  AND c.status IN ('failed', 'error'))"
+            f" FROM runs r {where} ORDER BY r.started DESC LIMIT ?",
+            [*params, args.limit],
+        ).fetchall()
+    finally:
+        db.close()
+    print(f"{'started':<21} {'lane':<22} {'cases':>7} {'failed':>6} {'status':<8} run")
+    for key, lane, started, status, signature, cases, failed in rows:
+        status_text = f"{status}[{signature}]" if signature else status
+        print(f"{started:<21} {lane:<22} {cases:>7} {failed:>6} {status_text:<8} {key}")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("history", help="the SQLite history of runs")
+    sub = parser.add_subparsers(dest="history_command", metavar="ACTION", required=True)
+    db_help = "history database (default: $HARNESS_HISTORY or reports/history.sqlite)"
+
+    ingest = sub.add_parser("ingest", help="add run folders and JUnit files (idempotent)")
+    ingest.add_argument("paths", nargs="+", metavar="DIR_OR_FILE")
+    ingest.add_argument("--db", metavar="PATH", help=db_help)
+    ingest.set_defaults(func=_ingest)
+
+    ls = sub.add_parser("ls", help="list stored runs, newest first")
+    ls.add_argument("--db", metavar="PATH", help=db_help)
+    ls.add_argument("--matrix", metavar="NAME", help="only this matrix (or lane)")
+    ls.add_argument("--limit", type=int, default=50, metavar="N")
+    ls.set_defaults(func=_ls)

@@ -1,0 +1,100 @@
+"""Name the infrastructure failure behind a run, a suite or an error case.
+
+A GPU hang, an OOM kill or a missing JUnit file says nothing about the code under
+test, so the report keeps them apart from flaky tests. The signature comes from, in
+order: the manifest's ``infra_error.kind``, the suite outcome's status and exit code,
+then the text of the message.
+"""
+
+from __future__ import annotations
+
+import re
+
+SIGNATURES = ("gpu-hang", "oom-kill", "timeout", "missing-junit", "image", "docker", "crashed")
+
+_KIND_ALIASES = {
+    "gpu_hang": "gpu-hang",
+    "hang": "gpu-hang",
+    "oom": "oom-kill",
+    "oom_kill": "oom-kill",
+    "timeout": "timeout",
+    "no-junit": "missing-junit",
+    "missing_junit": "missing-junit",
+    "missing-junit": "missing-junit",
+    "image": "image",
+    "image_build": "image",
+    "build": "image",
+    "pull": "image",
+    "docker": "docker",
+    "container": "docker",
+    "crashed": "crashed",
+    "crash": "crashed",
+    "probe": "docker",
+}
+_STATUS = {"timeout": "timeout", "no-junit": "missing-junit", "crashed": "crashed"}
+_EXIT_CODES = {134: "gpu-hang", -6: "gpu-hang", 137: "oom-kill", -9: "oom-kill"}
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "gpu-hang",
+        re.compile(
+            r"gpu hang|hang detected|exit (?:code |status )?134\b|SIGABRT|"
+            r"HSA_STATUS_ERROR|Xid \d+|device lost|ring \w+ timeout",
+            re.I,
+        ),
+    ),
+    (
+        "oom-kill",
+        re.compile(
+            r"exit (?:code |status )?137\b|SIGKILL|OOMKilled|oom[- ]kill|"
+            r"Killed process",
+            re.I,
+        ),
+    ),
+    ("timeout", re.compile(r"\btimed? ?out\b|Timeout >|deadline exceeded", re.I)),
+    ("missing-junit", re.compile(r"no junit|missing junit|junit .*not (?:found|written)", re.I)),
+    (
+        "image",
+        re.compile(
+            r"manifest unknown|pull access denied|image build|failed to build|"
+            r"no such image|dockerfile",
+            re.I,
+        ),
+    ),
+    (
+        "docker",
+        re.compile(
+            r"docker daemon|docker\.errors|container .*(?:exited|removed)|"
+            r"cannot connect to the docker",
+            re.I,
+        ),
+    ),
+)
+
+
+def from_message(message: str | None) -> str | None:
+    if not message:
+        return None
+    for signature, pattern in _PATTERNS:
+        if pattern.search(message):
+            return signature
+    return None
+
+
+def classify(
+    *,
+    kind: str | None = None,
+    status: str | None = None,
+    exit_code: int | None = None,
+    message: str | None = None,
+) -> str | None:
+    """The infrastructure signature, or None when this looks like a real test result."""
+    if kind:
+        return _KIND_ALIASES.get(kind.lower(), from_message(message) or kind.lower())
+    if exit_code in _EXIT_CODES and status not in (None, "passed", "failed"):
+        return _EXIT_CODES[exit_code]
+    if status in _STATUS:
+        by_code = _EXIT_CODES.get(exit_code) if exit_code is not None else None
+        return by_code or from_message(message) or _STATUS[status]
+    if status == "error":
+        return from_message(message) or ("oom-kill" if exit_code == 137 else None)
+    return None

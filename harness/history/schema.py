@@ -1,0 +1,128 @@
+"""The database schema, created and upgraded by ordered migrations.
+
+``schema_version`` holds one row. Each migration moves the schema up by one, in its
+own transaction, so a database written by an older harness opens in a newer one and
+a newer database is refused rather than misread.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.errors import ConfigError
+
+
+def _v1_tables(db: sqlite3.Connection) -> None:
+    db.executescript(
+        """
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY,
+            run_key TEXT NOT NULL UNIQUE,   -- manifest run_id, or file:<sha256> for loose JUnit
+            matrix TEXT NOT NULL,
+            lane TEXT NOT NULL,             -- matrix, plus " (emulated)": runs compared together
+            platform TEXT, family TEXT, emulate INTEGER NOT NULL DEFAULT 0,
+            fingerprint TEXT, image TEXT, git_sha TEXT, torch TEXT,
+            started TEXT NOT NULL,          -- ISO 8601 UTC, sortable as text
+            ended TEXT, status TEXT, exit_code INTEGER,
+            infra_kind TEXT, infra_message TEXT, infra_signature TEXT,
+            source TEXT NOT NULL, matrix_json TEXT, ingested TEXT NOT NULL
+        );
+        CREATE TABLE suites (
+            id INTEGER PRIMARY KEY,
+            run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            status TEXT, exit_code INTEGER, duration REAL, reason TEXT,
+            infra_signature TEXT, properties TEXT,
+            UNIQUE (run, name)
+        );
+        -- One row per distinct normalised id, so the big table holds integers.
+        CREATE TABLE tests (
+            id INTEGER PRIMARY KEY,
+            nodeid TEXT NOT NULL UNIQUE,    -- the plugin's normalisation (device kept)
+            key TEXT NOT NULL,              -- device parts dropped: same test on every platform
+            params TEXT NOT NULL DEFAULT ''
+        );
+        CREATE TABLE cases (
+            run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            suite INTEGER NOT NULL REFERENCES suites(id) ON DELETE CASCADE,
+            test INTEGER NOT NULL REFERENCES tests(id),
+            status TEXT NOT NULL,
+            duration REAL, message TEXT, reruns INTEGER NOT NULL DEFAULT 0,
+            infra_signature TEXT,
+            provider TEXT, op TEXT, dtype TEXT,
+            max_abs_err REAL, max_rel_err REAL, atol REAL, rtol REAL, headroom REAL,
+            requires TEXT,
+            extra TEXT                      -- JSON of the other properties (fusion.*, ...)
+        );
+        """
+    )
+
+
+def _v2_indexes(db: sqlite3.Connection) -> None:
+    db.executescript(
+        """
+        CREATE INDEX cases_by_run ON cases (run, suite);
+        CREATE INDEX cases_by_test ON cases (test);
+        CREATE INDEX runs_by_lane ON runs (lane, started);
+        CREATE INDEX tests_by_key ON tests (key);
+        """
+    )
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1_tables, _v2_indexes)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def default_db_path(root: Path | None = None) -> Path:
+    """``$HARNESS_HISTORY``, else ``reports/history.sqlite`` under the repository root."""
+    env = os.environ.get("HARNESS_HISTORY")
+    if env:
+        return Path(env)
+    if root is None:
+        env_root = os.environ.get("HARNESS_ROOT")
+        root = Path(env_root) if env_root else Path(__file__).resolve().parents[2]
+    return root / "reports" / "history.sqlite"
+
+
+def current_version(db: sqlite3.Connection) -> int:
+    db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+    row = db.execute("SELECT max(version) FROM schema_version").fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def migrate(db: sqlite3.Connection, path: Path | str = "<memory>") -> int:
+    version = current_version(db)
+    if version > SCHEMA_VERSION:
+        raise ConfigError(
+            f"history schema version {version} is newer than this harness knows "
+            f"({SCHEMA_VERSION}); upgrade the harness",
+            file=str(path),
+        )
+    for number in range(version, SCHEMA_VERSION):
+        with db:
+            MIGRATIONS[number](db)
+            db.execute("DELETE FROM schema_version")
+            db.execute("INSERT INTO schema_version (version) VALUES (?)", (number + 1,))
+    return SCHEMA_VERSION
+
+
+def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
+    """Open (and migrate) the history database; a missing file is created if asked."""
+    if not create and not path.exists():
+        raise ConfigError(
+            "no history database here (run `harness history ingest` first)", file=str(path)
+        )
+    if create:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        db = sqlite3.connect(path, isolation_level="DEFERRED")
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=ON")
+        migrate(db, path)
+    except sqlite3.DatabaseError as error:
+        raise ConfigError(f"not a usable history database ({error})", file=str(path)) from None
+    return db
