@@ -16,6 +16,7 @@ COMMANDS: tuple[str, ...] = (
     "run",
     "matrix",
     "cache",
+    "history",
 )
 
 
