@@ -145,6 +145,47 @@ def from_junit(files_by_matrix: Mapping[str, Iterable[Path]], matrix: str) -> Du
     return DurationSet(matrix=matrix, durations=medians.pop(matrix, {}), siblings=medians)
 
 
+# The last runs of every lane, newest first; a case an infrastructure failure cut short
+# (timeout, crash) says nothing of how long the test takes.
+_HISTORY_QUERY = """
+WITH recent AS (
+    SELECT id, lane, row_number() OVER (PARTITION BY lane ORDER BY started DESC) AS age
+    FROM runs
+)
+SELECT recent.lane, tests.nodeid, tests.key, cases.status, cases.duration
+FROM cases JOIN recent ON cases.run = recent.id JOIN tests ON tests.id = cases.test
+WHERE recent.age <= ? AND cases.duration IS NOT NULL AND cases.infra_signature IS NULL
+"""
+
+
+def durations_for(matrix: str, db: Path, *, last_runs: int = 10) -> DurationSet:
+    """Median durations from the history database over each lane's last runs.
+
+    ``matrix`` is a history lane: the matrix name, or ``"<name> (emulated)"`` for runs
+    under ``--emulate``. Every other lane becomes a sibling.
+    """
+    import sqlite3
+
+    from harness.history import connect
+
+    conn = connect(db, create=False)
+    try:
+        rows = conn.execute(_HISTORY_QUERY, (last_runs,)).fetchall()
+    except sqlite3.DatabaseError as error:
+        raise ConfigError(f"cannot read durations from history ({error})", file=str(db)) from None
+    finally:
+        conn.close()
+    per_lane: dict[str, dict[str, list[float]]] = {}
+    for lane, nodeid, key, status, seconds in rows:
+        if lane != matrix and status == "skipped":
+            continue
+        test = nodeid if lane == matrix else key
+        per_lane.setdefault(lane, {}).setdefault(test, []).append(float(seconds))
+    medians = {lane: {t: statistics.median(v) for t, v in tests.items()}
+               for lane, tests in per_lane.items()}
+    return DurationSet(matrix=matrix, durations=medians.pop(matrix, {}), siblings=medians)
+
+
 def junit_files(reports: Path) -> dict[str, list[Path]]:
     """reports/<matrix>/<run-id>/junit/*.xml, grouped by matrix."""
     found: dict[str, list[Path]] = {}

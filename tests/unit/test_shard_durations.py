@@ -12,6 +12,7 @@ from harness.shard_durations import (
     DurationSet,
     align,
     dump,
+    durations_for,
     from_junit,
     junit_files,
     load,
@@ -105,3 +106,37 @@ def test_from_junit_takes_medians_per_matrix(tmp_path: Path) -> None:
     # A skip on a sibling says nothing of the cost; device-free keys join platforms.
     assert found.siblings == {"cuda": {"suites/k/test_a.py::test_op[bfloat16]": 0.4,
                                        "suites/k/test_a.py::TestB::test_c": 1.0}}
+
+
+def _manifest_run(reports: Path, matrix: str, run: str, started: str, dev: str,
+                  seconds: float, *, emulate: bool = False) -> None:
+    _run(reports, matrix, run, dev, seconds)
+    (reports / matrix / run / "manifest.json").write_text(json.dumps({
+        "schema": 1, "run_id": f"{matrix}-{run}", "matrix": {"name": matrix},
+        "emulate": emulate, "started": started, "suites": [],
+    }))
+
+
+def test_durations_for_reads_the_last_runs_of_each_lane(tmp_path: Path) -> None:
+    from harness.history import ingest_paths
+
+    reports = tmp_path / "reports"
+    # Four cpu runs: the oldest (100 s) falls outside last_runs=3.
+    for k, seconds in enumerate((100.0, 2.0, 3.0, 4.0)):
+        _manifest_run(reports, "cpu", f"r{k}", f"2026-01-0{k + 1}T00:00:00Z", "cpu", seconds)
+    _manifest_run(reports, "rocm", "e1", "2026-01-05T00:00:00Z", "cpu", 9.0, emulate=True)
+    db = tmp_path / "history.sqlite"
+    ingest_paths(db, [reports], lambda line: None)
+
+    found = durations_for("cpu", db, last_runs=3)
+    assert found.durations["suites/k/test_a.py::test_op[cpu-bfloat16]"] == 3.0
+    assert found.durations["suites/k/test_a.py::test_skip"] == 0.001
+    assert found.siblings == {"rocm (emulated)": {
+        "suites/k/test_a.py::test_op[bfloat16]": 9.0,
+        "suites/k/test_a.py::TestB::test_c": 1.0,
+    }}
+
+
+def test_durations_for_without_a_database_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"history\.sqlite: no history database"):
+        durations_for("cpu", tmp_path / "history.sqlite")
