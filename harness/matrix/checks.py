@@ -9,7 +9,6 @@ from typing import Any
 
 from harness.errors import ConfigError
 from harness.matrix import schema as S
-from harness.matrix.merge import Chain
 from harness.matrix.validate import _Ref, did_you_mean
 from harness.matrix.yamlsafe import LDict, LList, Loc
 
@@ -47,22 +46,26 @@ class _Errors(list[ConfigError]):
         self.append(ConfigError(message, file=file, line=line, key=path))
 
 
-def check_semantics(merged: LDict, refs: list[_Ref], chain: Chain) -> list[ConfigError]:
+def check_semantics(merged: LDict, refs: list[_Ref], *, shapes_ok: bool) -> list[ConfigError]:
+    """Cross-key checks; those that read values of a declared shape need ``shapes_ok``."""
     errors = _Errors()
-    catalog = merged.get("capability_catalog") or {}
-    provides = set(get(merged, "capabilities.provides") or ())
+    catalog = merged.get("capability_catalog")
+    catalog = catalog if isinstance(catalog, dict) else {}
     for ref in refs:
         if ref.value not in catalog:
             errors.append(ConfigError(
                 f"unknown capability {ref.value!r}{did_you_mean(ref.value, list(catalog))}",
                 file=ref.where[0], line=ref.where[1], key=ref.path))
-    _check_catalog_cycles(merged, catalog, errors)
+    if shapes_ok:
+        _check_catalog_cycles(merged, catalog, errors)
     for key in LOADER_KEYS:
         if get(merged, key) is not None:
             errors.add(merged, key, "set by the loader; remove it from the matrix file")
-    failures = merged.get("known_failures") or []
-    for index, entry in enumerate(failures):
+    failures = merged.get("known_failures")
+    for index, entry in enumerate(failures if isinstance(failures, list) else []):
         for key in ("file", "line"):
+            if not isinstance(entry, dict):
+                break
             if key in entry:
                 at = entry.where(key) if isinstance(entry, LDict) else merged.at
                 errors.add(merged, f"known_failures[{index}].{key}",
@@ -74,6 +77,9 @@ def check_semantics(merged: LDict, refs: list[_Ref], chain: Chain) -> list[Confi
             parent = path.rpartition(".")[0]
             errors.add(merged, path, "missing required key",
                        where_of(merged, parent) if parent else (merged.at[0], None))
+    if not shapes_ok:
+        return list(errors)
+    provides = set(get(merged, "capabilities.provides") or ())
     family, device = merged.get("family"), merged.get("device")
     if family in FAMILY_DEVICE and device is not None and FAMILY_DEVICE[family] != device:
         errors.add(merged, "device",

@@ -115,9 +115,9 @@ def load_matrix(name_or_path: str | Path, root: Path | None = None) -> Matrix:
     chain = load_chain(path, root / "matrices", lambda p: display_path(p, root))
     merged = chain.merged
     errors, refs = check_types(merged)
-    if not errors:
-        errors = check_semantics(merged, refs, chain)
+    errors += check_semantics(merged, refs, shapes_ok=not errors)
     if errors:
+        errors.sort(key=lambda e: (e.file or "", e.line or 0))
         raise errors[0] if len(errors) == 1 else ConfigErrors(errors)
     name = merged.get("name") or path.stem
     resolved = resolve_chain(chain, name, shown)

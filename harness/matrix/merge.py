@@ -125,14 +125,15 @@ def load_chain(path: Path, matrices_dir: Path, show: Callable[[Path], str]) -> C
                               file=shown, line=line, key="extends")
         found = _find_parent(parent, current, matrices_dir)
         if found is None:
-            choices = sorted(p.name for p in current.parent.glob("*.yaml"))
+            choices = sorted({p.name for folder in (current.parent, matrices_dir)
+                              for p in folder.glob("*.yaml")})
             near = difflib.get_close_matches(parent, choices, n=1)
             hint = f" (did you mean {near[0]}?)" if near else ""
             raise ConfigError(f"no such file {parent}{hint}", file=shown, line=line,
                               key="extends")
         if found.resolve() in seen:
             loop = " -> ".join([*(show(p) for p in seen), show(found)])
-            raise ConfigError(f"extends cycle: {loop}", file=shown, line=line, key="extends")
+            raise ConfigError(f"cycle: {loop}", file=shown, line=line, key="extends")
         current = found
     files.reverse()
     errors: list[ConfigError] = []

@@ -76,7 +76,10 @@ class _Walker:
 
     def _str(self, value: Any, node: S.Str, path: str, where: Loc) -> None:
         if not isinstance(value, str):
-            self.error(f"expected {node.hint}, got {_shown(value)}", path, where)
+            hint = f"one of {', '.join(node.enum)}" if node.enum else node.hint
+            quote = " (quote it: YAML reads on/off/yes/no as booleans)" if isinstance(
+                value, bool) else ""
+            self.error(f"expected {hint}, got {_shown(value)}{quote}", path, where)
             return
         if node.enum is not None and value not in node.enum:
             hint = did_you_mean(value, node.enum)

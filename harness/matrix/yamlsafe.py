@@ -85,6 +85,15 @@ class _Loader(yaml.SafeLoader):
         return out
 
 
+def _construct_timestamp(loader: _Loader, node: yaml.ScalarNode) -> Any:
+    try:
+        return yaml.SafeLoader.construct_yaml_timestamp(loader, node)
+    except ValueError as error:  # 2026-13-45 looks like a date but is not one
+        raise yaml.constructor.ConstructorError(
+            None, None, f"invalid date {node.value!r} ({error})", node.start_mark) from None
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
 _Loader.add_constructor("tag:yaml.org,2002:map", _Loader.construct_located_map)
 _Loader.add_constructor("tag:yaml.org,2002:seq", _Loader.construct_located_seq)
 _Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+0123456789"))
@@ -122,8 +131,9 @@ def _count_nodes(root: yaml.Node, display: str) -> None:
 def _check_nodes(node: yaml.Node, path: str, display: str, errors: list[ConfigError]) -> None:
     line = node.start_mark.line + 1
     if node.tag not in _PLAIN_TAGS:
+        shown = node.tag.replace("tag:yaml.org,2002:", "!!")
         errors.append(ConfigError(
-            f"YAML tag {node.tag} is not allowed (plain YAML types only)",
+            f"YAML tag {shown} is not allowed (plain YAML types only)",
             file=display, line=line, key=path or None,
         ))
         return
@@ -191,7 +201,5 @@ def read_yaml(path: Path, display: str) -> Any:
                           file=display, line=mark.line + 1) from None
     except yaml.YAMLError as error:
         raise ConfigError(f"YAML error: {error}", file=display) from None
-    except ValueError as error:  # e.g. a timestamp like 2026-13-45 matches but won't build
-        raise ConfigError(f"invalid value: {error}", file=display) from None
     finally:
         loader.dispose()
