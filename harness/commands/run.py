@@ -1,0 +1,105 @@
+"""``harness run``: resolve the matrix, plan, run the suites, write the run folder."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from harness.errors import UsageError
+
+_SHARD = re.compile(r"^(\d+)/(\d+)$")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run the suites of a matrix and write a run folder",
+        description="Run the suites of a platform matrix and write "
+        "reports/<matrix>/<run-id>/ (JUnit, merged.xml, manifest.json, logs).",
+    )
+    p.add_argument("--matrix", default="cpu", help="matrix name or YAML path (default: cpu)")
+    p.add_argument(
+        "--suite",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only this suite (repeatable; default: the matrix's suites)",
+    )
+    p.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest -k expression")
+    p.add_argument(
+        "--emulate",
+        action="store_true",
+        help="run a GPU profile on the CPU (hardware-only checks skip)",
+    )
+    p.add_argument(
+        "--workers", type=int, metavar="N", help="pytest-xdist workers (default: the CPU budget)"
+    )
+    p.add_argument("--reports", type=Path, metavar="DIR", help="reports folder (default: reports/)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan; run nothing")
+    p.add_argument(
+        "--python",
+        default="matrix",
+        metavar="matrix|current|PATH",
+        help="interpreter: the matrix's venv (default), the current one, or a path",
+    )
+    docker = p.add_mutually_exclusive_group()
+    docker.add_argument(
+        "--docker",
+        dest="docker",
+        action="store_true",
+        default=None,
+        help="run in the platform's container",
+    )
+    docker.add_argument(
+        "--local",
+        dest="docker",
+        action="store_false",
+        help="run locally even if the matrix defaults to docker",
+    )
+    p.add_argument("--keep-container", action="store_true", help="keep the container for debugging")
+    p.add_argument("--shard", metavar="I/N", help="run only shard I of N (1-based)")
+    p.add_argument("--seed", type=int, default=0, help="seed for every test (default 0)")
+    p.add_argument(
+        "--update-expectations",
+        action="store_true",
+        help="rewrite the platform's fusion / e2e expectation files",
+    )
+    p.set_defaults(func=run)
+
+
+def _check_shard(text: str | None) -> str | None:
+    if text is None:
+        return None
+    m = _SHARD.match(text)
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise UsageError(f"--shard {text}: expected I/N with 1 <= I <= N, e.g. 2/4")
+    return text
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.matrix import load_matrix, repo_root
+    from harness.workflow import RunContext, RunRequest, run_workflow
+
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers {args.workers}: expected 1 or more")
+    request = RunRequest(
+        matrix=args.matrix,
+        suites=tuple(args.suite),
+        keyword=args.keyword,
+        emulate=args.emulate,
+        workers=args.workers,
+        reports=args.reports,
+        dry_run=args.dry_run,
+        python=args.python,
+        docker=args.docker,
+        keep_container=args.keep_container,
+        shard=_check_shard(args.shard),
+        seed=args.seed,
+        update_expectations=args.update_expectations,
+        command_line=tuple(["harness", *sys.argv[1:]]),
+    )
+    root = repo_root()
+    ctx = RunContext(request=request, root=root, matrix=load_matrix(args.matrix, root=root))
+    return run_workflow(ctx)

@@ -1,0 +1,35 @@
+"""The checkout's commit and whether it is dirty, for manifests and repro."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class GitInfo:
+    sha: str | None
+    dirty: bool | None
+
+
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "-c", "core.fileMode=false", "-C", str(root), *args],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def git_info(root: Path) -> GitInfo:
+    sha = _git(root, "rev-parse", "HEAD")
+    if sha is None:
+        return GitInfo(None, None)
+    status = _git(root, "status", "--porcelain", "--untracked-files=no")
+    return GitInfo(sha.strip(), None if status is None else bool(status.strip()))

@@ -1,0 +1,148 @@
+"""The pytest plugin loaded into every suite run (entry point ``pytest11: harness``).
+
+Inert unless ``--platform`` is given, so it never changes an unrelated pytest run.
+When active it registers a :class:`~harness.plugin.session.HarnessSession`, which holds
+the profile and provides the markers' behaviour; the fixtures below read it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_SESSION_KEY = "harness_session"
+_SESSION_STASH = pytest.StashKey[Any]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("harness", "hardware-portability harness")
+    group.addoption(
+        "--platform",
+        default=None,
+        metavar="NAME|PATH",
+        help="run under this platform's matrix (a name, a YAML or a resolved JSON)",
+    )
+    group.addoption(
+        "--emulate",
+        action="store_true",
+        default=False,
+        help="run a GPU profile on the CPU; hardware-only capabilities skip",
+    )
+    group.addoption(
+        "--harness-seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="seed for random, numpy and torch before every test",
+    )
+    group.addoption(
+        "--update-expectations",
+        action="store_true",
+        default=False,
+        help="rewrite the platform's expectation files instead of checking them",
+    )
+    group.addoption(
+        "--harness-partial",
+        default=os.environ.get("HARNESS_PARTIAL"),
+        metavar="FILE",
+        help="append each finished test to this JSON-lines file",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "requires(*caps): needs these platform capabilities")
+    config.addinivalue_line("markers", "tier(name): suite tier (smoke, full)")
+    partial = config.getoption("--harness-partial")
+    if partial and not hasattr(config, "workerinput"):
+        from harness.plugin.partial import PartialResults
+
+        config.pluginmanager.register(PartialResults(Path(partial)), "harness-partial")
+    spec = config.getoption("--platform")
+    if not spec:
+        return
+    from harness.errors import HarnessError
+    from harness.plugin.profile import load_profile
+    from harness.plugin.session import HarnessSession
+
+    try:
+        profile = load_profile(spec, emulate=config.getoption("--emulate"))
+    except HarnessError as error:
+        raise pytest.UsageError(f"--platform {spec}: {error}") from None
+    session = HarnessSession(config, profile)
+    config.stash[_stash_key()] = session
+    config.pluginmanager.register(session, _SESSION_KEY)
+
+
+def _stash_key() -> pytest.StashKey[Any]:
+    return _SESSION_STASH
+
+
+def _session(request: pytest.FixtureRequest) -> Any:
+    session = request.config.stash.get(_stash_key(), None)
+    if session is None:
+        pytest.skip("no platform given: run with --platform NAME (or through `harness run`)")
+    return session
+
+
+@pytest.fixture(scope="session")
+def platform(request: pytest.FixtureRequest) -> Any:
+    """The resolved platform profile (harness.plugin.profile.Profile)."""
+    return _session(request).profile
+
+
+@pytest.fixture(scope="session")
+def device(platform: Any) -> Any:
+    import torch
+
+    return torch.device(platform.device)
+
+
+@pytest.fixture(scope="session")
+def fp8_dtype(platform: Any) -> Any:
+    import torch
+
+    name = platform.matrix.fp8.e4m3
+    if not name:
+        pytest.skip(f"{platform.name} has no fp8 format")
+    dtype = getattr(torch, name, None)
+    if dtype is None:
+        pytest.skip(f"{platform.name}: torch {torch.__version__} has no {name}")
+    return dtype
+
+
+@pytest.fixture(scope="session")
+def tolerance(platform: Any) -> Callable[..., Any]:
+    from harness.plugin.session import make_tolerance_lookup
+
+    return make_tolerance_lookup(platform)
+
+
+@pytest.fixture(scope="session")
+def kernel_priority(platform: Any) -> Callable[[str], tuple[str, ...]]:
+    def lookup(op: str) -> tuple[str, ...]:
+        kernels = platform.matrix.kernels
+        if op not in kernels:
+            raise pytest.UsageError(f"{platform.name}: no kernels entry for op {op!r}")
+        return tuple(kernels[op])
+
+    return lookup
+
+
+@pytest.fixture(scope="session")
+def seed(request: pytest.FixtureRequest) -> int:
+    return int(request.config.getoption("--harness-seed"))
+
+
+@pytest.fixture
+def record_numerics(record_property: Callable[[str, object], None]) -> Callable[..., Any]:
+    """``record_numerics(actual, expected, tol, op=..., provider=..., dtype=...)``."""
+    from harness.plugin.numerics import record_numerics as _record
+
+    def check(actual: Any, expected: Any, tol: Any, **props: object) -> Any:
+        return _record(actual, expected, tol, record_property, **props)
+
+    return check

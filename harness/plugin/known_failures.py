@@ -1,0 +1,81 @@
+"""Apply a matrix's known_failures to collected tests.
+
+Patterns are fnmatch globs over normalised test ids, so one entry covers
+``[cuda:0-torch.bfloat16]`` and ``[cuda-bfloat16]`` alike. ``{device}`` and ``{fp8}``
+in a pattern stand for the platform's device and fp8 flavour.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import fnmatch
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+_DEVICE_ORDINAL = re.compile(r"\b(cuda|xpu|hip|mps):\d+\b")
+_TORCH_PREFIX = re.compile(r"\btorch\.")
+_ALIASES = {
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "half": "float16",
+    "fp32": "float32",
+    "float": "float32",
+}
+_ALIAS_RE = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(_ALIASES) + r")(?![A-Za-z0-9_])")
+
+
+def normalise_test_id(nodeid: str) -> str:
+    """Strip device ordinals, ``torch.`` prefixes and dtype aliases from a test id."""
+    text = _DEVICE_ORDINAL.sub(r"\1", nodeid)
+    text = _TORCH_PREFIX.sub("", text)
+    return _ALIAS_RE.sub(lambda m: _ALIASES[m.group(1)], text)
+
+
+@dataclass
+class Entry:
+    pattern: str
+    action: str
+    reason: str
+    where: str
+    expires: _dt.date | None
+    issue: str = ""
+    matched: list[str] = field(default_factory=list)
+
+    @property
+    def expired(self) -> bool:
+        return self.expires is not None and self.expires < _dt.date.today()
+
+    def describe(self) -> str:
+        issue = f" ({self.issue})" if self.issue else ""
+        return f"{self.reason}{issue} [{self.where}]"
+
+
+def entries_from_matrix(matrix: Any, *, device: str, fp8: str | None) -> list[Entry]:
+    entries = []
+    for kf in matrix.known_failures:
+        pattern = normalise_test_id(
+            kf.id.replace("{device}", device).replace("{fp8}", fp8 or "nofp8")
+        )
+        where = f"{kf.file}:{kf.line}" if getattr(kf, "line", None) else str(kf.file)
+        entries.append(
+            Entry(
+                pattern=pattern,
+                action=kf.action,
+                reason=kf.reason,
+                where=where,
+                expires=kf.expires,
+                issue=kf.issue or "",
+            )
+        )
+    return entries
+
+
+def match(entries: Iterable[Entry], nodeid: str) -> Entry | None:
+    normalised = normalise_test_id(nodeid)
+    for entry in entries:
+        if fnmatch.fnmatchcase(normalised, entry.pattern):
+            entry.matched.append(nodeid)
+            return entry
+    return None

@@ -1,0 +1,227 @@
+"""What the plugin does once a platform is given: markers, known failures, properties."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from harness.plugin.known_failures import Entry, entries_from_matrix, match
+from harness.plugin.profile import Profile
+
+TIERS = ("smoke", "full")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+    bitwise: bool
+    source: str
+
+
+def make_tolerance_lookup(profile: Profile) -> Callable[..., Tolerance]:
+    def lookup(dtype: Any, op: str | None = None) -> Tolerance:
+        name = str(dtype).removeprefix("torch.")
+        tol, source = profile.matrix.tolerances.lookup(name, op)
+        return Tolerance(tol.atol, tol.rtol, tol.bitwise, f"{profile.name}/{source}")
+
+    return lookup
+
+
+class HarnessSession:
+    """Registered as a plugin object when ``--platform`` is given."""
+
+    def __init__(self, config: pytest.Config, profile: Profile) -> None:
+        self.config = config
+        self.profile = profile
+        self.tier = os.environ.get("HARNESS_TIER", "full")
+        if self.tier not in TIERS:
+            raise pytest.UsageError(f"HARNESS_TIER={self.tier!r}: expected one of {TIERS}")
+        self.entries: list[Entry] = entries_from_matrix(
+            profile.matrix, device=profile.device, fp8=profile.matrix.fp8.e4m3
+        )
+        self.expired = [e for e in self.entries if e.expired]
+        threads = os.environ.get("HARNESS_TORCH_THREADS")
+        if threads:
+            _set_torch_threads(int(threads))
+        if profile.device == "cpu":
+            # Triton kernels run on the CPU through the interpreter; it must be set
+            # before triton is first imported.
+            os.environ.setdefault("TRITON_INTERPRET", "1")
+
+    # -- reporting -----------------------------------------------------------------
+
+    def pytest_report_header(self) -> str:
+        how = " (emulated on the CPU)" if self.profile.emulate else ""
+        return (
+            f"harness: platform {self.profile.name}{how}, device {self.profile.device}, "
+            f"matrix {self.profile.matrix.hash[:12]}, tier {self.tier}"
+        )
+
+    def suite_properties(self) -> dict[str, str]:
+        props = {
+            "matrix": self.profile.name,
+            "matrix_hash": self.profile.matrix.hash,
+            "emulate": str(self.profile.emulate).lower(),
+            "seed": str(self.config.getoption("--harness-seed")),
+        }
+        extra = os.environ.get("HARNESS_SUITE_PROPERTIES")
+        if extra:
+            props.update({str(k): str(v) for k, v in json.loads(extra).items()})
+        return props
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if hasattr(self.config, "workerinput"):
+            return
+        from _pytest.junitxml import xml_key
+
+        xml = self.config.stash.get(xml_key, None)
+        if xml is not None:
+            for key, value in self.suite_properties().items():
+                xml.add_global_property(key, value)
+
+    # -- collection ------------------------------------------------------------------
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        """A test that takes ``platform_dtype`` runs once per dtype the matrix declares."""
+        if "platform_dtype" in metafunc.fixturenames:
+            metafunc.parametrize("platform_dtype", list(self.profile.dtypes))
+
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        deselected = []
+        kept = []
+        for item in items:
+            tier = item.get_closest_marker("tier")
+            item_tier = tier.args[0] if tier and tier.args else "full"
+            if item_tier not in TIERS:
+                raise pytest.UsageError(f"{item.nodeid}: unknown tier {item_tier!r}")
+            if self.tier == "smoke" and item_tier != "smoke":
+                deselected.append(item)
+                continue
+            kept.append(item)
+            self._apply_requires(item)
+            self._apply_known_failure(item)
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = kept
+
+    def _apply_requires(self, item: pytest.Item) -> None:
+        needed = [c for m in item.iter_markers("requires") for c in m.args]
+        for cap in needed:
+            if not self.profile.known(cap):
+                from harness.errors import UsageError
+
+                try:
+                    self.profile.has(cap)
+                except UsageError as error:
+                    raise pytest.UsageError(f"{item.nodeid}: requires: {error}") from None
+        item.user_properties.append(("platform", self.profile.name))
+        if needed:
+            item.user_properties.append(("requires", ",".join(needed)))
+        for cap in needed:
+            reason = self.profile.why_missing(cap)
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=reason))
+                return
+
+    def _apply_known_failure(self, item: pytest.Item) -> None:
+        entry = match(self.entries, item.nodeid)
+        if entry is None:
+            return
+        item.user_properties.append(("known_failure", entry.action))
+        if entry.expired:
+            item.stash[_EXPIRED] = entry
+        elif entry.action == "skip":
+            item.add_marker(pytest.mark.skip(reason=f"known failure: {entry.describe()}"))
+        elif entry.action == "xfail":
+            item.add_marker(pytest.mark.xfail(strict=True, reason=entry.describe()))
+        else:  # quarantine: runs, is recorded, never fails the run
+            item.add_marker(
+                pytest.mark.xfail(strict=False, reason=f"quarantined: {entry.describe()}")
+            )
+
+    # -- running -----------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        entry = item.stash.get(_EXPIRED, None)
+        if entry is not None:
+            pytest.fail(
+                f"known_failures entry expired on {entry.expires}: {entry.describe()}; "
+                "renew it or remove it",
+                pytrace=False,
+            )
+        seed = int(self.config.getoption("--harness-seed"))
+        random.seed(seed)
+        try:
+            import numpy
+
+            numpy.random.seed(seed)
+        except ImportError:
+            pass
+        try:
+            import torch
+
+            torch.manual_seed(seed)
+        except ImportError:
+            pass
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        tr = terminalreporter
+        for entry in self.expired:
+            tr.write_line(
+                f"EXPIRED KNOWN FAILURE ({entry.expires}): {entry.pattern}: {entry.describe()}",
+                red=True,
+                bold=True,
+            )
+        if hasattr(self.config, "workerinput"):
+            return
+        unmatched = [e for e in self.entries if not e.matched]
+        collected_all = not self.config.getoption("keyword") and not self.config.getoption(
+            "markexpr"
+        )
+        # Under xdist the workers collect, so the controller cannot tell what matched.
+        distributed = bool(getattr(self.config.option, "numprocesses", None))
+        if unmatched and collected_all and not distributed:
+            for entry in unmatched:
+                tr.write_line(f"harness: known failure matched no test here: {entry.pattern}")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        # tryfirst: before the JUnit writer, so the suite properties carry these.
+        if not hasattr(self.config, "workerinput"):
+            self._add_runtime_properties()
+        if self.expired and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _add_runtime_properties(self) -> None:
+        import sys
+
+        from _pytest.junitxml import xml_key
+
+        xml = self.config.stash.get(xml_key, None)
+        torch = sys.modules.get("torch")
+        if xml is None or torch is None:
+            return
+        xml.add_global_property("torch_version", str(torch.__version__))
+
+
+_EXPIRED = pytest.StashKey[Entry]()
+
+
+def _set_torch_threads(count: int) -> None:
+    """Each xdist worker gets its share of the CPU budget (the harness computed it)."""
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.set_num_threads(count)

@@ -1,0 +1,1 @@
+"""Results: the run folder's JUnit files, their merge, the manifest, the history."""

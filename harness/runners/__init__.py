@@ -1,0 +1,1 @@
+"""Runners execute a plan's invocations: locally (subprocess) or in a container."""

@@ -1,0 +1,108 @@
+"""Run a plan's invocations as local subprocesses, one suite after another."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Mapping, Sequence
+from typing import TextIO
+
+from harness.plan import Invocation
+from harness.results.junit_write import (
+    append_error_case,
+    count_junit,
+    write_salvaged_junit,
+)
+from harness.runners.outcome import Status, SuiteOutcome
+from harness.runners.proc import ProcResult, run_streaming
+
+
+def describe_exit(code: int | None) -> str:
+    """Name what an exit code means in the field (PLATFORMS.md, failure signatures)."""
+    if code is None:
+        return "no exit code"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by {name} (exit {code})"
+    if code == 134:
+        return "exit 134 (SIGABRT: an abort, on ROCm typically a GPU hang)"
+    if code == 137:
+        return "exit 137 (SIGKILL: typically the out-of-memory killer)"
+    if code == 139:
+        return "exit 139 (SIGSEGV: segmentation fault)"
+    return f"exit {code}"
+
+
+def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
+    """Turn how the process ended plus what it wrote into an outcome. JUnit is the truth."""
+    code = result.exit_code
+    crashed = code is not None and (code < 0 or code in (134, 137, 139))
+    cause = ""
+    status: Status
+    if result.interrupted:
+        status, cause = Status.INTERRUPTED, "interrupted (Ctrl-C)"
+    elif result.timed_out:
+        status, cause = Status.TIMEOUT, f"timeout: step ran past {inv.timeout_s:g} s and was killed"
+    elif crashed:
+        status, cause = Status.CRASHED, f"crashed: {describe_exit(code)}"
+    elif not inv.junit.is_file():
+        status, cause = Status.NO_JUNIT, f"pytest {describe_exit(code)} without writing JUnit"
+    elif code in (2, 3, 4):
+        status, cause = Status.ERROR, f"pytest usage or internal error ({describe_exit(code)})"
+    else:
+        status = Status.PASSED
+    if cause:
+        if inv.junit.is_file():
+            append_error_case(inv.junit, inv.suite, cause, result.tail)
+        else:
+            write_salvaged_junit(inv.junit, inv.suite, inv.partial, cause, result.tail)
+    counts = count_junit(inv.junit) if inv.junit.is_file() else {}
+    if status is Status.PASSED and (counts.get("failed") or counts.get("error") or code == 1):
+        status = Status.FAILED
+    reason = cause
+    if status is Status.PASSED and code == 5:
+        reason = "no tests ran"
+    return SuiteOutcome(
+        suite=inv.suite,
+        status=status,
+        exit_code=code,
+        duration_s=round(result.duration_s, 3),
+        reason=reason,
+        junit=str(inv.junit),
+        shard=inv.shard,
+        counts=counts,
+        log_tail=result.tail[-10:] if cause else [],
+    )
+
+
+def run_invocations(
+    invocations: Sequence[Invocation],
+    base_env: Mapping[str, str] | None = None,
+    *,
+    echo: TextIO | None = sys.stdout,
+    on_outcome: object = None,
+) -> list[SuiteOutcome]:
+    """Run each invocation; stop after an interrupt. ``on_outcome(outcome)`` after each."""
+    env_base = dict(os.environ if base_env is None else base_env)
+    outcomes = []
+    for inv in invocations:
+        inv.junit.parent.mkdir(parents=True, exist_ok=True)
+        result = run_streaming(
+            inv.argv,
+            env=env_base | dict(inv.env),
+            log_path=inv.log,
+            prefix=f"[{inv.suite}] ",
+            timeout_s=inv.timeout_s,
+            echo=echo,
+        )
+        outcome = classify(inv, result)
+        outcomes.append(outcome)
+        if callable(on_outcome):
+            on_outcome(outcome)
+        if outcome.status is Status.INTERRUPTED:
+            break
+    return outcomes

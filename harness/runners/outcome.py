@@ -1,0 +1,39 @@
+"""What running one invocation came to: data, serialisable into the manifest."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Status(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"  # tests ran and some failed
+    ERROR = "error"  # pytest itself reported an internal or usage error
+    TIMEOUT = "timeout"  # the step ran past its time limit and was killed
+    CRASHED = "crashed"  # the interpreter died (signal, exit 134 / 137)
+    INTERRUPTED = "interrupted"  # Ctrl-C
+    NO_JUNIT = "no-junit"  # exited without writing its JUnit file
+
+    @property
+    def is_infra(self) -> bool:
+        return self in (Status.ERROR, Status.TIMEOUT, Status.CRASHED, Status.NO_JUNIT)
+
+
+@dataclass(kw_only=True)
+class SuiteOutcome:
+    suite: str
+    status: Status
+    exit_code: int | None
+    duration_s: float
+    reason: str = ""
+    junit: str = ""
+    shard: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    log_tail: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["status"] = self.status.value
+        return data

@@ -1,0 +1,363 @@
+"""``harness run`` as an ordered list of small steps over one RunContext."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import secrets
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import InfraError, Interrupted, TestsFailed
+from harness.plan import Invocation, PlanOptions, plan_run, select_suites
+from harness.results.manifest import Manifest, mask_env, now
+from harness.runners.outcome import Status, SuiteOutcome
+from harness.threads import ThreadPlan, cpu_budget, plan_threads
+
+
+# Suites that read the persistent tokenizer caches (and must find them warm).
+CACHE_SUITES = frozenset({"e2e"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRequest:
+    matrix: str
+    suites: tuple[str, ...] = ()
+    keyword: str | None = None
+    emulate: bool = False
+    workers: int | None = None
+    reports: Path | None = None
+    dry_run: bool = False
+    python: str = "matrix"  # "matrix" (per-matrix venv) | "current" | a path
+    docker: bool | None = None  # None: the matrix's runtime.docker decides
+    keep_container: bool = False
+    shard: str | None = None
+    seed: int = 0
+    update_expectations: bool = False
+    command_line: tuple[str, ...] = ()
+
+
+@dataclass(kw_only=True)
+class RunContext:
+    request: RunRequest
+    root: Path
+    matrix: Any
+    run_id: str = ""
+    run_dir: Path = Path()
+    threads: ThreadPlan | None = None
+    python: str = ""
+    load_plugin: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    invocations: list[Invocation] = field(default_factory=list)
+    manifest: Manifest | None = None
+    outcomes: list[SuiteOutcome] = field(default_factory=list)
+
+    @property
+    def use_docker(self) -> bool:
+        req = self.request.docker
+        return bool(self.matrix.runtime.docker if req is None else req)
+
+
+def new_run_id() -> str:
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def cache_root(matrix: Any) -> Path:
+    return Path(os.path.expandvars(os.path.expanduser(matrix.caches.root)))
+
+
+def print_config(ctx: RunContext) -> None:
+    m = ctx.matrix
+    how = "emulated on the CPU" if ctx.request.emulate else m.device
+    runner = "docker" if ctx.use_docker else "local"
+    suites = ", ".join(s.name for s in select_suites(m, ctx.request.suites))
+    print(f"harness: matrix {m.name} ({m.hardware}; {how}) hash {m.hash[:12]} from {m.file}")
+    print(
+        f"harness: suites {suites}; runner {runner}; seed {ctx.request.seed}"
+        + (f"; shard {ctx.request.shard}" if ctx.request.shard else "")
+    )
+
+
+def prepare_run_dir(ctx: RunContext) -> None:
+    reports = ctx.request.reports or ctx.root / "reports"
+    ctx.run_id = new_run_id()
+    ctx.run_dir = (reports / ctx.matrix.name / ctx.run_id).resolve()
+    if ctx.request.dry_run:
+        return
+    for sub in ("junit", "logs"):
+        (ctx.run_dir / sub).mkdir(parents=True, exist_ok=True)
+    (ctx.run_dir / "matrix.json").write_text(
+        json.dumps(ctx.matrix.resolved, indent=2, sort_keys=True, default=str) + "\n"
+    )
+
+
+def choose_python(ctx: RunContext) -> None:
+    choice = ctx.request.python
+    if ctx.use_docker:
+        ctx.python, ctx.load_plugin = "python3", True
+    elif choice == "current":
+        ctx.python, ctx.load_plugin = sys.executable, not _entry_point_installed()
+    elif choice == "matrix":
+        from harness.venvs import ensure_venv, venv_key, venv_python, venv_root
+
+        if ctx.request.dry_run:
+            target = venv_root(cache_root(ctx.matrix)) / f"{ctx.matrix.name}-{venv_key(ctx.matrix)}"
+            ctx.python = str(venv_python(target))
+        else:
+            ctx.python = str(ensure_venv(ctx.matrix, cache_root(ctx.matrix)))
+        ctx.load_plugin = True
+    else:
+        ctx.python, ctx.load_plugin = choice, True
+
+
+def _entry_point_installed() -> bool:
+    from importlib.metadata import entry_points
+
+    return any(ep.value == "harness.plugin" for ep in entry_points(group="pytest11"))
+
+
+def plan_threads_step(ctx: RunContext) -> None:
+    ctx.threads = plan_threads(ctx.request.workers, cpu_budget())
+
+
+def build_env(ctx: RunContext) -> None:
+    assert ctx.threads is not None
+    env: dict[str, str] = {"HARNESS_ROOT": str(ctx.root), "PYTHONDONTWRITEBYTECODE": "1"}
+    if ctx.load_plugin:
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(ctx.root), *filter(None, [os.environ.get("PYTHONPATH")])]
+        )
+    env.update(ctx.threads.env())
+    if ctx.request.emulate or ctx.matrix.device == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    env.update(dict(ctx.matrix.runtime.env))
+    env.update(_cache_env(ctx))
+    env["HARNESS_SUITE_PROPERTIES"] = json.dumps(
+        {
+            "run_id": ctx.run_id,
+            "git_sha": _git_sha(ctx),
+            "runner": "docker" if ctx.use_docker else "local",
+        }
+    )
+    ctx.env = env
+
+
+def _cache_env(ctx: RunContext) -> dict[str, str]:
+    try:
+        from harness.cache import cache_env
+    except ImportError:
+        return {}
+    return dict(cache_env(ctx.matrix))
+
+
+def _git_sha(ctx: RunContext) -> str:
+    from harness.gitinfo import git_info
+
+    return git_info(ctx.root).sha or ""
+
+
+def plan_step(ctx: RunContext) -> None:
+    assert ctx.threads is not None
+    # The suites load exactly the resolved matrix this run recorded (repro relies on it).
+    spec = ctx.matrix.file if ctx.request.dry_run else str(ctx.run_dir / "matrix.json")
+    options = PlanOptions(
+        python=ctx.python,
+        load_plugin=ctx.load_plugin,
+        platform_spec=spec,
+        emulate=ctx.request.emulate,
+        suites=ctx.request.suites,
+        keyword=ctx.request.keyword,
+        workers=ctx.threads.workers,
+        seed=ctx.request.seed,
+        shard=ctx.request.shard,
+        update_expectations=ctx.request.update_expectations,
+    )
+    ctx.invocations = plan_run(ctx.matrix, ctx.run_dir, ctx.root, options)
+
+
+def print_plan(ctx: RunContext) -> None:
+    for inv in ctx.invocations:
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(mask_env(dict(inv.env)).items()))
+        print(f"[{inv.suite}] {env} {shlex.join(inv.argv)}")
+
+
+def start_manifest(ctx: RunContext) -> None:
+    from harness.gitinfo import git_info
+    from harness.host import host_fingerprint
+
+    git = git_info(ctx.root)
+    assert ctx.threads is not None
+    threads = ctx.threads.as_dict() | {
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS")
+        if ctx.threads.user_set
+        else ctx.threads.threads_per_worker
+    }
+    ctx.manifest = Manifest(
+        ctx.run_dir / "manifest.json",
+        {
+            "run_id": ctx.run_id,
+            "matrix": {"name": ctx.matrix.name, "hash": ctx.matrix.hash, "file": ctx.matrix.file},
+            "platform": ctx.matrix.name,
+            "family": ctx.matrix.family,
+            "emulate": ctx.request.emulate,
+            "runner": "docker" if ctx.use_docker else "local",
+            "image": None,
+            "git": {"sha": git.sha, "dirty": git.dirty},
+            "python": ctx.python,
+            "torch": None,
+            "host": host_fingerprint(),
+            "device_fingerprint": None,
+            "threads": threads,
+            "seed": ctx.request.seed,
+            "shard": ctx.request.shard,
+            "suites_planned": [inv.suite for inv in ctx.invocations],
+            "env": mask_env({k: v for k, v in ctx.env.items() if k != "HARNESS_SUITE_PROPERTIES"}),
+            "command": list(ctx.request.command_line),
+            "started": now(),
+            "ended": None,
+        },
+    )
+
+
+def execute(ctx: RunContext) -> None:
+    assert ctx.manifest is not None
+    manifest = ctx.manifest
+    if ctx.use_docker:
+        from harness.runners.docker import run_invocations as run_in_docker
+
+        ctx.outcomes = run_in_docker(
+            ctx.matrix,
+            ctx.invocations,
+            ctx.run_dir,
+            keep_container=ctx.request.keep_container,
+            env=ctx.env,
+            manifest=manifest,
+        )
+        for outcome in ctx.outcomes:
+            manifest.add_outcome(outcome)
+        return
+    from harness.runners.local import run_invocations
+
+    ctx.outcomes = run_invocations(
+        ctx.invocations, os.environ | ctx.env, on_outcome=manifest.add_outcome
+    )
+
+
+def collect_torch_version(ctx: RunContext) -> None:
+    """The plugin records torch's version as a suite property; lift it into the manifest."""
+    import xml.etree.ElementTree as ET
+
+    assert ctx.manifest is not None
+    for outcome in ctx.outcomes:
+        path = Path(outcome.junit)
+        if not path.is_file():
+            continue
+        for prop in ET.parse(path).getroot().iter("property"):
+            name = prop.get("name")
+            if name in ("torch_version", "device_fingerprint") and prop.get("value"):
+                key = "torch" if name == "torch_version" else name
+                if not ctx.manifest.data.get(key):
+                    value = prop.get("value", "")
+                    ctx.manifest.data[key] = (
+                        json.loads(value) if name == "device_fingerprint" else value
+                    )
+    ctx.manifest.write()
+
+
+def merge_step(ctx: RunContext) -> None:
+    from harness.results.merge import merge_junit
+
+    files = [Path(o.junit) for o in ctx.outcomes if Path(o.junit).is_file()]
+    if files:
+        merge_junit(files, ctx.run_dir / "merged.xml")
+
+
+def print_table(ctx: RunContext) -> None:
+    print()
+    print(
+        f"{'suite':<16} {'status':<12} {'passed':>7} {'failed':>7} {'error':>6} "
+        f"{'skipped':>8} {'time':>8}  note"
+    )
+    for o in ctx.outcomes:
+        c = o.counts
+        print(
+            f"{o.suite:<16} {o.status.value:<12} {c.get('passed', 0):>7} "
+            f"{c.get('failed', 0):>7} {c.get('error', 0):>6} {c.get('skipped', 0):>8} "
+            f"{o.duration_s:>7.1f}s  {o.reason}"
+        )
+    print(f"run folder: {ctx.run_dir}")
+
+
+def finish(ctx: RunContext) -> int:
+    """Exit code: 1 if a test failed, else 3 on infrastructure trouble, 130 if interrupted."""
+    assert ctx.manifest is not None
+    failed = any(o.status is Status.FAILED or o.counts.get("failed") for o in ctx.outcomes)
+    infra = [o for o in ctx.outcomes if o.status.is_infra]
+    interrupted = any(o.status is Status.INTERRUPTED for o in ctx.outcomes)
+    infra_error = None
+    if infra:
+        first = infra[0]
+        infra_error = {"kind": first.status.value, "suite": first.suite, "message": first.reason}
+    if interrupted:
+        code, status = 130, "interrupted"
+    elif failed:
+        code, status = 1, "failed"
+    elif infra:
+        code, status = 3, "error"
+    else:
+        code, status = 0, "passed"
+    ctx.manifest.finish(status=status, exit_code=code, infra_error=infra_error)
+    if interrupted:
+        raise Interrupted(f"interrupted; results so far are in {ctx.run_dir}")
+    if infra and not failed:
+        raise InfraError(
+            f"{infra_error['suite']}: {infra_error['message']}"  # type: ignore[index]
+            f" (run folder {ctx.run_dir})"
+        )
+    if failed:
+        raise TestsFailed(f"tests failed; see {ctx.run_dir}")
+    return code
+
+
+def run_workflow(ctx: RunContext) -> int:
+    print_config(ctx)
+    plan_threads_step(ctx)
+    prepare_run_dir(ctx)
+    choose_python(ctx)
+    build_env(ctx)
+    plan_step(ctx)
+    if ctx.request.dry_run:
+        print_plan(ctx)
+        return 0
+    start_manifest(ctx)
+    try:
+        check_caches(ctx)
+        execute(ctx)
+    except KeyboardInterrupt:
+        pass  # the runner recorded what was interrupted; finish() reports it
+    except InfraError as error:
+        assert ctx.manifest is not None
+        ctx.manifest.finish(
+            status="error",
+            exit_code=3,
+            infra_error={"kind": "infra", "suite": "", "message": str(error)},
+        )
+        raise
+    collect_torch_version(ctx)
+    merge_step(ctx)
+    print_table(ctx)
+    return finish(ctx)
+
+
+def check_caches(ctx: RunContext) -> None:
+    """A cold or corrupt tokenizer cache is an infrastructure error before any suite runs."""
+    if not ctx.matrix.caches.tiktoken or not any(i.suite in CACHE_SUITES for i in ctx.invocations):
+        return
+    from harness.cache import verify
+
+    verify(ctx.matrix)
