@@ -18,7 +18,6 @@ from harness.results.manifest import Manifest, mask_env, now
 from harness.runners.outcome import Status, SuiteOutcome
 from harness.threads import ThreadPlan, cpu_budget, plan_threads
 
-
 # Suites that read the persistent tokenizer caches (and must find them warm).
 CACHE_SUITES = frozenset({"e2e"})
 
