@@ -197,7 +197,8 @@ def read_yaml(path: Path, display: str) -> Any:
         problem = error.problem or error.context or "invalid YAML"
         if mark is None:
             raise ConfigError(f"YAML syntax error: {problem}", file=display) from None
-        raise ConfigError(f"YAML syntax error: {problem} (column {mark.column + 1})",
+        kind = "" if isinstance(error, yaml.constructor.ConstructorError) else "YAML syntax error: "
+        raise ConfigError(f"{kind}{problem} (column {mark.column + 1})",
                           file=display, line=mark.line + 1) from None
     except yaml.YAMLError as error:
         raise ConfigError(f"YAML error: {error}", file=display) from None
