@@ -17,6 +17,7 @@ COMMANDS: tuple[str, ...] = (
     "matrix",
     "cache",
     "history",
+    "ci",
 )
 
 

@@ -1,0 +1,1 @@
+"""CI integration: pipeline generation from the matrices, and checkout hygiene."""
