@@ -79,6 +79,10 @@ def check_semantics(merged: LDict, refs: list[_Ref], *, shapes_ok: bool) -> list
                        where_of(merged, parent) if parent else (merged.at[0], None))
     if not shapes_ok:
         return list(errors)
+    for suite, entry in (merged.get("suites") or {}).items():
+        if "path" not in entry:
+            errors.add(merged, f"suites.{suite}.path", "missing required key",
+                       where_of(merged, f"suites.{suite}"))
     provides = set(get(merged, "capabilities.provides") or ())
     family, device = merged.get("family"), merged.get("device")
     if family in FAMILY_DEVICE and device is not None and FAMILY_DEVICE[family] != device:

@@ -41,7 +41,7 @@ def list_matrices(root: Path | None = None) -> list[str]:
     """Names of the concrete (non-abstract) matrices shipped in ``root/matrices``."""
     folder = (root or repo_root()) / "matrices"
     names = []
-    for path in sorted(folder.glob("*.yaml")):
+    for path in sorted(folder.glob("*.yaml"), key=lambda p: p.stem):
         if not _declares_abstract(path):
             names.append(path.stem)
     return names
