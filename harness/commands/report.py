@@ -1,0 +1,75 @@
+"""``harness report nightly``: the coverage report from the history database."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UsageError
+from harness.history.schema import default_db_path
+from harness.reports import build_report, write_reports
+
+_SPAN = re.compile(r"(\d+)([dhw])")
+_UNITS = {"d": "days", "h": "hours", "w": "weeks"}
+
+
+def parse_since(text: str, now: dt.datetime) -> dt.timedelta:
+    """``14d``, ``36h``, ``2w``, or a date (``2026-11-01``) the window starts at."""
+    match = _SPAN.fullmatch(text.strip())
+    if match:
+        return dt.timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+    try:
+        start = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"--since {text!r}: expected e.g. 14d, 36h, 2w or 2026-11-01") from None
+    if start.tzinfo is None:
+        start = start.replace(tzinfo=dt.UTC)
+    if start > now:
+        raise UsageError(f"--since {text!r} is in the future")
+    return now - start
+
+
+def _nightly(args: argparse.Namespace) -> int:
+    now = dt.datetime.now(dt.UTC)
+    since = parse_since(args.since, now)
+    db = Path(args.history) if args.history else default_db_path()
+    report = build_report(
+        db,
+        since=since,
+        now=now,
+        matrices=Path(args.matrices) if args.matrices else None,
+        warn=lambda line: print(f"harness: warning: {line}", file=sys.stderr),
+    )
+    paths = write_reports(report, Path(args.out))
+    print(report.headline)
+    for path in paths.values():
+        print(f"wrote {path}")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("report", help="reports built from the history")
+    sub = parser.add_subparsers(dest="report_command", metavar="KIND", required=True)
+    nightly = sub.add_parser("nightly", help="coverage report: HTML, Markdown and JSON")
+    nightly.add_argument(
+        "--history",
+        metavar="DB",
+        help="history database (default: $HARNESS_HISTORY or reports/history.sqlite)",
+    )
+    nightly.add_argument(
+        "--since",
+        default="14d",
+        metavar="SPAN",
+        help="window: 14d, 36h, 2w or a start date (default 14d)",
+    )
+    nightly.add_argument(
+        "--matrices",
+        metavar="DIR",
+        help="matrices folder for platforms with no run (default: the checkout's)",
+    )
+    nightly.add_argument("--out", required=True, metavar="DIR")
+    nightly.set_defaults(func=_nightly)

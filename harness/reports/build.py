@@ -1,0 +1,355 @@
+"""Build the report model from the history database (SQL in, plain data out)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+import re
+import sqlite3
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.history.schema import connect
+from harness.plugin.known_failures import normalise_test_id
+from harness.reports import queries
+from harness.reports.matrices import MatrixFacts, facts_from_json, load_declared
+from harness.reports.model import (
+    MISSING,
+    NEVER_RAN,
+    CapabilityRow,
+    Change,
+    HeadroomRow,
+    KnownFailureRow,
+    Lane,
+    Report,
+    SuiteCell,
+    TestRow,
+)
+
+HEADROOM_LIMIT = 0.8
+EXPIRY_DAYS = 14
+_STATUS_RANK = {"error": 0, "failed": 1, "xpass": 2, "skipped": 3, "xfail": 4, "passed": 5}
+_SPLIT = re.compile(r"[,\s]+")
+
+
+def _iso(when: dt.datetime) -> str:
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _Runs:
+    """The runs in the window, grouped by lane, oldest first."""
+
+    def __init__(self, db: sqlite3.Connection, since: str, until: str) -> None:
+        self.by_lane: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        self.rows: dict[int, tuple[str, str, str, str | None, str | None, str | None]] = {}
+        for rid, key, lane, matrix, started, status, sig, mjson in db.execute(
+            "SELECT id, run_key, lane, matrix, started, status, infra_signature, matrix_json"
+            " FROM runs WHERE started >= ? AND started <= ? ORDER BY started, id",
+            (since, until),
+        ):
+            self.by_lane[lane].append((rid, started))
+            self.rows[rid] = (key, lane, matrix, status, sig, mjson)
+
+    @property
+    def ids(self) -> list[int]:
+        return list(self.rows)
+
+    def latest_map(self, lanes: list[str]) -> dict[int, str]:
+        """Latest run id -> lane, for the lanes that ran."""
+        return {runs[-1][0]: lane for lane in lanes if (runs := self.by_lane.get(lane))}
+
+    def latest(self, lane: str) -> int | None:
+        runs = self.by_lane.get(lane)
+        return runs[-1][0] if runs else None
+
+
+def _lane_facts(runs: _Runs, declared: dict[str, MatrixFacts]) -> dict[str, MatrixFacts]:
+    facts: dict[str, MatrixFacts] = {}
+    for lane, lane_runs in runs.by_lane.items():
+        _, _, matrix, _, _, mjson = runs.rows[lane_runs[-1][0]]
+        found = facts_from_json(mjson) if mjson else None
+        if found is not None:
+            facts[lane] = found
+        elif matrix in declared:
+            facts[lane] = declared[matrix]
+    for name, item in declared.items():
+        if name not in runs.by_lane:  # declared but never ran in the window: a gap
+            facts.setdefault(name, item)
+    return facts
+
+
+def _suite_grid(
+    db: sqlite3.Connection, runs: _Runs, lanes: list[str], facts: dict[str, MatrixFacts]
+) -> tuple[list[str], list[SuiteCell]]:
+    names = {
+        row[0]
+        for row in db.execute(
+            f"SELECT DISTINCT name FROM suites WHERE run IN ({queries.ids(runs.ids)})"
+        )
+    }
+    for item in facts.values():
+        names.update(item.suites)
+    suites = sorted(names)
+    latest = runs.latest_map(lanes)
+    seen: dict[tuple[str, str], SuiteCell] = {}
+    for run, name, status, sig, reason, case_status, count, duration in db.execute(
+        "SELECT s.run, s.name, s.status, s.infra_signature, s.reason, c.status, count(c.status),"
+        " coalesce(sum(c.duration), 0) FROM suites s LEFT JOIN cases c ON c.suite = s.id"
+        f" WHERE s.run IN ({queries.ids(latest)}) GROUP BY s.id, c.status"
+    ):
+        lane = latest[run]
+        cell = seen.get((lane, name))
+        if cell is None:
+            state = "infra" if sig else "passed"
+            text = f"{sig}: {reason}" if sig and reason else (sig or reason or status or "")
+            cell = seen[(lane, name)] = SuiteCell(lane, name, state, {}, 0.0, text)
+        if case_status:
+            cell.counts[case_status] = cell.counts.get(case_status, 0) + int(count)
+            cell.duration_s += float(duration)
+    cells: list[SuiteCell] = []
+    for lane in lanes:
+        for name in suites:
+            cell = seen.get((lane, name))
+            if cell is None:
+                why = "no run in the window" if runs.latest(lane) is None else "not in the run"
+                cells.append(SuiteCell(lane, name, "absent", {}, 0.0, why))
+                continue
+            total = sum(cell.counts.values())
+            if cell.state != "infra":
+                if cell.counts.get("failed", 0) + cell.counts.get("error", 0):
+                    cell.state = "failed"
+                elif total == 0:
+                    cell.state, cell.reason = "empty", cell.reason or "no test cases"
+                elif cell.counts.get("skipped", 0) == total:
+                    cell.state = "all-skipped"
+            cells.append(cell)
+    return suites, cells
+
+
+def _test_grid(db: sqlite3.Connection, runs: _Runs, lanes: list[str]) -> list[TestRow]:
+    seen: dict[str, set[str]] = defaultdict(set)
+    for lane, key in db.execute(
+        "SELECT DISTINCT r.lane, t.key FROM cases c JOIN runs r ON r.id = c.run"
+        f" JOIN tests t ON t.id = c.test WHERE c.run IN ({queries.ids(runs.ids)})"
+    ):
+        seen[key].add(lane)
+    latest = runs.latest_map(lanes)
+    rows = {key: TestRow(key, {}) for key in seen}
+    for run, key, status, message in db.execute(
+        "SELECT c.run, t.key, c.status, c.message FROM cases c JOIN tests t ON t.id = c.test"
+        f" WHERE c.run IN ({queries.ids(latest)})"
+    ):
+        row, lane = rows[key], latest[run]
+        old = row.cells.get(lane)
+        if old is None or _STATUS_RANK[status] < _STATUS_RANK[old]:
+            row.cells[lane] = status
+            if message and status != "passed":
+                row.notes[lane] = message.split("\n", 1)[0][:300]
+    for key, row in rows.items():
+        for lane in lanes:
+            if lane not in row.cells:
+                row.cells[lane] = MISSING if lane in seen[key] else NEVER_RAN
+
+    def order(row: TestRow) -> tuple[int, str]:
+        return (min(_STATUS_RANK.get(s, 3) for s in row.cells.values()), row.key)
+
+    return sorted(rows.values(), key=order)
+
+
+def _capabilities(
+    db: sqlite3.Connection, runs: _Runs, lanes: list[str], facts: dict[str, MatrixFacts]
+) -> tuple[list[CapabilityRow], list[tuple[str, str]]]:
+    exercised: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for lane, test, requires in db.execute(
+        "SELECT DISTINCT r.lane, c.test, c.requires FROM cases c JOIN runs r ON r.id = c.run"
+        f" WHERE c.run IN ({queries.ids(runs.ids)}) AND c.requires IS NOT NULL"
+        " AND c.status NOT IN ('skipped')"
+    ):
+        item = facts.get(lane)
+        for cap in filter(None, _SPLIT.split(requires)):
+            for name in [cap, *(item.ancestors(cap) if item else [])]:
+                exercised[(lane, name)].add(test)
+    catalog: dict[str, tuple[str | None, bool]] = {}
+    for item in facts.values():
+        catalog.update(item.catalog)
+    closures = {lane: facts[lane].closure() if lane in facts else set() for lane in lanes}
+    rows: list[CapabilityRow] = []
+    uncovered: list[tuple[str, str]] = []
+    for name in sorted(catalog):
+        parent, hardware = catalog[name]
+        row = CapabilityRow(name, parent, hardware, {}, {})
+        for lane in lanes:
+            row.provided[lane] = name in closures[lane]
+            row.tests[lane] = len(exercised.get((lane, name), ()))
+            if row.provided[lane] and row.tests[lane] == 0:
+                uncovered.append((lane, name))
+        rows.append(row)
+    return rows, uncovered
+
+
+def _headroom(
+    db: sqlite3.Connection, latest: dict[int, str], limit: int = 500
+) -> list[HeadroomRow]:
+    return [
+        HeadroomRow(latest[run], key, op or "", dtype or "", provider or "", float(head), err, atol)
+        for run, key, op, dtype, provider, head, err, atol in db.execute(
+            "SELECT c.run, t.key, c.op, c.dtype, c.provider, c.headroom, c.max_abs_err, c.atol"
+            f" FROM cases c JOIN tests t ON t.id = c.test WHERE c.run IN ({queries.ids(latest)})"
+            " AND c.headroom >= ? ORDER BY c.headroom DESC LIMIT ?",
+            (HEADROOM_LIMIT, limit),
+        )
+    ]
+
+
+def _known_failures(
+    db: sqlite3.Connection, runs: _Runs, facts: dict[str, MatrixFacts], today: dt.date
+) -> list[KnownFailureRow]:
+    found: list[KnownFailureRow] = []
+    for lane, item in sorted(facts.items()):
+        latest = runs.latest(lane)
+        outcomes = (
+            []
+            if latest is None
+            else db.execute(
+                "SELECT t.nodeid, c.status FROM cases c JOIN tests t ON t.id = c.test"
+                " WHERE c.run = ?",
+                (latest,),
+            ).fetchall()
+        )
+        for entry in item.known_failures:
+            raw = str(entry.get("id") or entry.get("pattern") or "")
+            pattern = normalise_test_id(
+                raw.replace("{device}", item.device or "*").replace("{fp8}", "*")
+            )
+            passing = sorted(
+                n
+                for n, s in outcomes
+                if s in ("passed", "xpass") and fnmatch.fnmatchcase(n, pattern)
+            )
+            expires = entry.get("expires")
+            expiry = None
+            if expires:
+                try:
+                    expiry = dt.date.fromisoformat(str(expires))
+                except ValueError:
+                    expiry = None
+            state = None
+            if passing:
+                state = "now-passing"
+            elif expiry is not None and expiry < today:
+                state = "expired"
+            elif expiry is not None and expiry <= today + dt.timedelta(days=EXPIRY_DAYS):
+                state = "expiring"
+            if state:
+                found.append(
+                    KnownFailureRow(
+                        lane,
+                        raw,
+                        str(entry.get("reason", "")),
+                        str(entry.get("issue") or ""),
+                        str(entry.get("owner") or ""),
+                        expiry.isoformat() if expiry else None,
+                        state,
+                        passing[:20],
+                    )
+                )
+    return found
+
+
+def build_report(
+    db_path: Path,
+    *,
+    since: dt.timedelta,
+    now: dt.datetime | None = None,
+    matrices: Path | None = None,
+    declared: bool = True,
+    warn: Callable[[str], None] = lambda line: None,
+) -> Report:
+    now = now or dt.datetime.now(dt.UTC)
+    start, until = _iso(now - since), _iso(now)
+    warnings: list[str] = []
+
+    def note(line: str) -> None:
+        warnings.append(line)
+        warn(line)
+
+    db = connect(db_path, create=False)
+    try:
+        runs = _Runs(db, start, until)
+        facts = _lane_facts(runs, load_declared(matrices, note) if declared else {})
+        lanes = sorted(set(runs.by_lane) | set(facts))
+        latest = runs.latest_map(lanes)
+        suites, suite_grid = _suite_grid(db, runs, lanes, facts)
+        grid = _test_grid(db, runs, lanes)
+        capabilities, uncovered = _capabilities(db, runs, lanes, facts)
+        regressions: list[Change] = []
+        fixes: list[Change] = []
+        streaks = []
+        for lane in lanes:
+            lane_runs = runs.by_lane.get(lane, [])
+            if len(lane_runs) >= 2:
+                got = queries.changes(db, lane, lane_runs[-2][0], lane_runs[-1][0])
+                regressions += got[0]
+                fixes += got[1]
+            streaks += queries.streaks(db, lane, lane_runs)
+        flaky = queries.flaky(db, runs.ids)
+        infra = queries.infra_events(db, runs.ids)
+        report_lanes = []
+        for lane in lanes:
+            rid = runs.latest(lane)
+            row = runs.rows.get(rid) if rid is not None else None
+            report_lanes.append(
+                Lane(
+                    lane,
+                    row[2] if row else lane,
+                    len(runs.by_lane.get(lane, [])),
+                    row[0] if row else None,
+                    runs.by_lane[lane][-1][1] if row else None,
+                    row[3] if row else None,
+                    row[4] if row else None,
+                )
+            )
+        report = Report(
+            generated=_iso(dt.datetime.now(dt.UTC)),
+            since=start,
+            until=until,
+            database=str(db_path),
+            headline="",
+            lanes=report_lanes,
+            suites=suites,
+            suite_grid=suite_grid,
+            test_grid=grid,
+            test_rows_total=len(grid),
+            capabilities=capabilities,
+            uncovered=uncovered,
+            regressions=regressions,
+            fixes=fixes,
+            streaks=streaks,
+            flaky=flaky,
+            infra=infra,
+            headroom=_headroom(db, latest),
+            error_trends=queries.error_trends(db, runs.ids),
+            pass_rates=queries.pass_rates(db, runs.ids),
+            fusion=queries.fusion_drift(db, runs.ids),
+            known_failures=_known_failures(db, runs, facts, now.date()),
+            warnings=warnings,
+        )
+    finally:
+        db.close()
+    report.headline = headline(report)
+    return report
+
+
+def headline(report: Report) -> str:
+    failing = sum(
+        1 for row in report.test_grid if any(s in ("failed", "error") for s in row.cells.values())
+    )
+    flagged = sum(1 for cell in report.suite_grid if cell.flagged)
+    ran = sum(1 for lane in report.lanes if lane.runs)
+    return (
+        f"{ran}/{len(report.lanes)} platforms ran, {report.test_rows_total} tests: "
+        f"{len(report.regressions)} regressions, {failing} failing, {len(report.flaky)} flaky, "
+        f"{sum(1 for e in report.infra if e.scope != 'case')} infra failures, "
+        f"{flagged} flagged suite cells, {len(report.uncovered)} uncovered capabilities"
+    )
