@@ -17,7 +17,9 @@ COMMANDS: tuple[str, ...] = (
     "matrix",
     "cache",
     "history",
+    "report",
     "ci",
+    "image",
 )
 
 
