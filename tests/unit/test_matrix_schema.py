@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -20,12 +21,19 @@ SHIPPED_FILES = sorted((ROOT / "matrices").glob("*.yaml"))
 DATA = ROOT / "tests" / "data" / "matrices"
 
 
-def _validator() -> Any:
-    jsonschema = pytest.importorskip("jsonschema")
+@functools.cache
+def _cached_validator() -> Any:
+    import jsonschema
+
     schema = json.loads(SCHEMA_FILE.read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(
         schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+
+
+def _validator() -> Any:
+    pytest.importorskip("jsonschema")
+    return _cached_validator()
 
 
 def test_checked_in_schema_is_the_generated_one() -> None:
