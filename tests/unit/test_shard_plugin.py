@@ -46,7 +46,8 @@ def _run_shard(suite: pytest.Pytester, spec: str, *extra: str) -> pytest.RunResu
 
 @pytest.mark.parametrize("count", [1, 2, 3, 5])
 def test_shards_are_disjoint_and_cover_everything(suite: pytest.Pytester, count: int) -> None:
-    everything = _collected(suite.runpytest("--collect-only", "-q"))
+    everything = _collected(suite.runpytest("-p", "harness.plugin_shard", "--collect-only",
+                                            "-q"))
     assert len(everything) == 21
     shards = [_collected(_run_shard(suite, f"{i}/{count}")) for i in range(1, count + 1)]
     flat = [t for s in shards for t in s]
