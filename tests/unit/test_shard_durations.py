@@ -140,3 +140,21 @@ def test_durations_for_reads_the_last_runs_of_each_lane(tmp_path: Path) -> None:
 def test_durations_for_without_a_database_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"history\.sqlite: no history database"):
         durations_for("cpu", tmp_path / "history.sqlite")
+
+
+def test_ci_durations_command_writes_the_file_shards_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+    from harness.history import ingest_paths
+
+    reports = tmp_path / "reports"
+    _manifest_run(reports, "cpu", "r1", "2026-01-01T00:00:00Z", "cpu", 2.5)
+    _manifest_run(reports, "cuda", "r1", "2026-01-01T00:00:00Z", "cuda:0", 0.5)
+    db = tmp_path / "history.sqlite"
+    ingest_paths(db, [reports], lambda line: None)
+    out = tmp_path / "durations" / "cpu.json"
+    assert main(["ci", "durations", "--matrix", "cpu", "--db", str(db), "--out", str(out)]) == 0
+    assert capsys.readouterr().out == f"wrote {out}: 3 tests timed on cpu, 1 sibling lanes\n"
+    loaded = load(out)
+    assert loaded.durations["suites/k/test_a.py::test_op[cpu-bfloat16]"] == 2.5
+    assert loaded.siblings["cuda"]["suites/k/test_a.py::test_op[bfloat16]"] == 0.5
