@@ -30,8 +30,9 @@ def register(subparsers: Any) -> None:
     validate.set_defaults(func=cmd_validate)
 
     schema = sub.add_parser("schema", help="print the JSON Schema generated from schema.py")
-    schema.add_argument("--check", action="store_true",
-                        help="exit 2 if the checked-in schema file is out of date")
+    schema.add_argument(
+        "--check", action="store_true", help="exit 2 if the checked-in schema file is out of date"
+    )
     schema.set_defaults(func=cmd_schema)
 
 
@@ -56,8 +57,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.name)
     print(f"# {matrix.file}  hash {matrix.hash}")
     if args.resolved:
-        sys.stdout.write(yaml.safe_dump(dict(matrix.resolved), sort_keys=False,
-                                        default_flow_style=None, width=100))
+        sys.stdout.write(
+            yaml.safe_dump(
+                dict(matrix.resolved), sort_keys=False, default_flow_style=None, width=100
+            )
+        )
     else:
         from harness.matrix import repo_root
 
@@ -73,8 +77,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     files = list(args.files)
     if not files:
-        files = [p.relative_to(repo_root()).as_posix()
-                 for p in sorted((repo_root() / "matrices").glob("*.yaml"))]
+        files = [
+            p.relative_to(repo_root()).as_posix()
+            for p in sorted((repo_root() / "matrices").glob("*.yaml"))
+        ]
     problems: list[ConfigError] = []
     for name in files:
         try:
@@ -105,7 +111,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
     except OSError:
         current = ""
     if current != text:
-        raise UsageError(f"{SCHEMA_FILE.name} is out of date: run "
-                         "`harness matrix schema > harness/matrix/matrix.schema.json`")
+        raise UsageError(
+            f"{SCHEMA_FILE.name} is out of date: run "
+            "`harness matrix schema > harness/matrix/matrix.schema.json`"
+        )
     print(f"ok {SCHEMA_FILE.name}")
     return 0

@@ -63,22 +63,30 @@ def known_failures(raw: list[Any], source: Any) -> tuple[KnownFailure, ...]:
         expires = entry.get("expires")
         if isinstance(expires, str):
             expires = datetime.date.fromisoformat(expires)
-        out.append(KnownFailure(
-            id=entry["id"], reason=entry["reason"], issue=entry.get("issue"),
-            owner=entry.get("owner"), expires=expires, action=entry.get("action", "xfail"),
-            requires=tuple(entry.get("requires", ())),
-            line=entry.get("line", where[1]), file=entry.get("file", where[0]),
-        ))
+        out.append(
+            KnownFailure(
+                id=entry["id"],
+                reason=entry["reason"],
+                issue=entry.get("issue"),
+                owner=entry.get("owner"),
+                expires=expires,
+                action=entry.get("action", "xfail"),
+                requires=tuple(entry.get("requires", ())),
+                line=entry.get("line", where[1]),
+                file=entry.get("file", where[0]),
+            )
+        )
     return tuple(out)
 
 
-def build(resolved: dict[str, Any], *, name: str, file: str,
-          source: LDict | None = None) -> Matrix:
+def build(resolved: dict[str, Any], *, name: str, file: str, source: LDict | None = None) -> Matrix:
     """``resolved`` is plain (see ``plain``); ``source`` the located merge, when known."""
     r = resolved
     catalog = {
         cap: CapabilityDef(
-            name=cap, parent=d.get("parent"), hardware=bool(d.get("hardware", False)),
+            name=cap,
+            parent=d.get("parent"),
+            hardware=bool(d.get("hardware", False)),
             emulable=bool(d.get("emulable", not d.get("hardware", False))),
             description=d.get("description", ""),
         )
@@ -89,10 +97,7 @@ def build(resolved: dict[str, Any], *, name: str, file: str,
     image["downloads"] = tuple(Download(**d) for d in image.get("downloads", ()))
     image.setdefault("dockerfile", None)
     image.setdefault("base", None)
-    suites = {
-        key: Suite(name=key, **_kw(value))
-        for key, value in _map(r.get("suites")).items()
-    }
+    suites = {key: Suite(name=key, **_kw(value)) for key, value in _map(r.get("suites")).items()}
     kf_source = source.get("known_failures") if source is not None else None
     return Matrix(
         name=name,
@@ -106,7 +111,8 @@ def build(resolved: dict[str, Any], *, name: str, file: str,
         arch=tuple(r.get("arch", ())),
         byteorder=r.get("byteorder", "little"),
         capabilities=Capabilities(
-            platform=name, catalog=catalog,
+            platform=name,
+            catalog=catalog,
             provides=frozenset(_map(r.get("capabilities")).get("provides", ())),
         ),
         dtypes=tuple(r.get("dtypes", ())),
@@ -114,14 +120,19 @@ def build(resolved: dict[str, Any], *, name: str, file: str,
         kernels={op: tuple(p) for op, p in _map(r.get("kernels")).items()},
         tolerances=Tolerances(
             by_dtype={d: _tol(t) for d, t in _map(tol.get("by_dtype")).items()},
-            ops={op: {d: _tol(t) for d, t in per.items()}
-                 for op, per in _map(tol.get("ops")).items()},
+            ops={
+                op: {d: _tol(t) for d, t in per.items()} for op, per in _map(tol.get("ops")).items()
+            },
             origins=_map(tol.get("origins")),
         ),
         python=PythonEnv(**_kw(r.get("python"), ("requirements",))),
         image=Image(**image),
-        runtime=Runtime(**_kw(r.get("runtime"), ("devices", "group_add", "security_opt",
-                                                 "cap_add", "env_allowlist"))),
+        runtime=Runtime(
+            **_kw(
+                r.get("runtime"),
+                ("devices", "group_add", "security_opt", "cap_add", "env_allowlist"),
+            )
+        ),
         probe=Probe(**_map(r.get("probe"))),
         caches=Caches(**_map(r.get("caches"))),
         suites=suites,

@@ -53,9 +53,14 @@ def check_semantics(merged: LDict, refs: list[_Ref], *, shapes_ok: bool) -> list
     catalog = catalog if isinstance(catalog, dict) else {}
     for ref in refs:
         if ref.value not in catalog:
-            errors.append(ConfigError(
-                f"unknown capability {ref.value!r}{did_you_mean(ref.value, list(catalog))}",
-                file=ref.where[0], line=ref.where[1], key=ref.path))
+            errors.append(
+                ConfigError(
+                    f"unknown capability {ref.value!r}{did_you_mean(ref.value, list(catalog))}",
+                    file=ref.where[0],
+                    line=ref.where[1],
+                    key=ref.path,
+                )
+            )
     if shapes_ok:
         _check_catalog_cycles(merged, catalog, errors)
     for key in LOADER_KEYS:
@@ -68,27 +73,41 @@ def check_semantics(merged: LDict, refs: list[_Ref], *, shapes_ok: bool) -> list
                 break
             if key in entry:
                 at = entry.where(key) if isinstance(entry, LDict) else merged.at
-                errors.add(merged, f"known_failures[{index}].{key}",
-                           "set by the loader; remove it from the matrix file", at)
+                errors.add(
+                    merged,
+                    f"known_failures[{index}].{key}",
+                    "set by the loader; remove it from the matrix file",
+                    at,
+                )
     if merged.get("abstract") is True:
         return list(errors)
     for path in S.CONCRETE_REQUIRED:
         if get(merged, path) in (None, "", []):
             parent = path.rpartition(".")[0]
-            errors.add(merged, path, "missing required key",
-                       where_of(merged, parent) if parent else (merged.at[0], None))
+            errors.add(
+                merged,
+                path,
+                "missing required key",
+                where_of(merged, parent) if parent else (merged.at[0], None),
+            )
     if not shapes_ok:
         return list(errors)
     for suite, entry in (merged.get("suites") or {}).items():
         if "path" not in entry:
-            errors.add(merged, f"suites.{suite}.path", "missing required key",
-                       where_of(merged, f"suites.{suite}"))
+            errors.add(
+                merged,
+                f"suites.{suite}.path",
+                "missing required key",
+                where_of(merged, f"suites.{suite}"),
+            )
     provides = set(get(merged, "capabilities.provides") or ())
     family, device = merged.get("family"), merged.get("device")
     if family in FAMILY_DEVICE and device is not None and FAMILY_DEVICE[family] != device:
-        errors.add(merged, "device",
-                   f"family {family} runs on torch device {FAMILY_DEVICE[family]!r}, "
-                   f"got {device!r}")
+        errors.add(
+            merged,
+            "device",
+            f"family {family} runs on torch device {FAMILY_DEVICE[family]!r}, got {device!r}",
+        )
     _check_kernels(merged, provides, errors)
     _check_numerics(merged, provides, errors)
     return list(errors)
@@ -100,8 +119,11 @@ def _check_catalog_cycles(merged: LDict, catalog: dict[str, Any], errors: _Error
         parent = (catalog[name] or {}).get("parent")
         while parent in catalog:
             if parent in seen:
-                errors.add(merged, f"capability_catalog.{name}",
-                           f"parent cycle: {' -> '.join([*seen, parent])}")
+                errors.add(
+                    merged,
+                    f"capability_catalog.{name}",
+                    f"parent cycle: {' -> '.join([*seen, parent])}",
+                )
                 break
             seen.append(parent)
             parent = (catalog[parent] or {}).get("parent")
@@ -117,9 +139,12 @@ def _check_kernels(merged: LDict, provides: set[str], errors: _Errors) -> None:
             cap = PROVIDER_CAPABILITY.get(provider)
             if cap is not None and cap not in provides:
                 at = providers.where(index) if isinstance(providers, LList) else None
-                errors.add(merged, f"kernels.{op}[{index}]",
-                           f"provider {provider} needs capability {cap} in capabilities.provides",
-                           at)
+                errors.add(
+                    merged,
+                    f"kernels.{op}[{index}]",
+                    f"provider {provider} needs capability {cap} in capabilities.provides",
+                    at,
+                )
 
 
 def _check_numerics(merged: LDict, provides: set[str], errors: _Errors) -> None:
@@ -136,11 +161,11 @@ def _check_numerics(merged: LDict, provides: set[str], errors: _Errors) -> None:
             continue
         cap = "fp8_" + dtype.removeprefix("float8_")
         if cap not in provides:
-            errors.add(merged, f"fp8.{flavour}",
-                       f"{dtype} needs capability {cap} in capabilities.provides")
+            errors.add(
+                merged, f"fp8.{flavour}", f"{dtype} needs capability {cap} in capabilities.provides"
+            )
         if dtype not in by_dtype:
-            errors.add(merged, f"fp8.{flavour}", f"{dtype} has no tolerance in "
-                       "tolerances.by_dtype")
+            errors.add(merged, f"fp8.{flavour}", f"{dtype} has no tolerance in tolerances.by_dtype")
     big = "big_endian" in provides
     if big != (merged.get("byteorder") == "big"):
         errors.add(merged, "byteorder", "byteorder big and capability big_endian go together")

@@ -80,8 +80,7 @@ def _origins(merged: LDict, abstract_files: frozenset[str]) -> dict[str, str]:
     by_dtype = tol.get("by_dtype") if isinstance(tol, LDict) else None
     if not isinstance(by_dtype, LDict):
         return {}
-    return {d: "base" if by_dtype.where(d)[0] in abstract_files else "platform"
-            for d in by_dtype}
+    return {d: "base" if by_dtype.where(d)[0] in abstract_files else "platform" for d in by_dtype}
 
 
 def resolve_chain(chain: Chain, name: str, file: str) -> dict[str, Any]:

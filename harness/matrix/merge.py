@@ -51,18 +51,35 @@ def merge(parent: LDict, child: LDict, errors: list[ConfigError], path: str = ""
             target = key[: -len(APPEND)]
             full = _join(path, key)
             if target in child:
-                errors.append(ConfigError(f"use either {target} or {key}, not both",
-                                          file=where[0], line=where[1], key=full))
+                errors.append(
+                    ConfigError(
+                        f"use either {target} or {key}, not both",
+                        file=where[0],
+                        line=where[1],
+                        key=full,
+                    )
+                )
                 continue
             if not isinstance(value, list):
-                errors.append(ConfigError(f"appends to a list, got a {type_name(value)}",
-                                          file=where[0], line=where[1], key=full))
+                errors.append(
+                    ConfigError(
+                        f"appends to a list, got a {type_name(value)}",
+                        file=where[0],
+                        line=where[1],
+                        key=full,
+                    )
+                )
                 continue
             base = parent.get(target, [])
             if not isinstance(base, list):
-                errors.append(ConfigError(
-                    f"appends to a list, but the inherited {target} is a {type_name(base)}",
-                    file=where[0], line=where[1], key=full))
+                errors.append(
+                    ConfigError(
+                        f"appends to a list, but the inherited {target} is a {type_name(base)}",
+                        file=where[0],
+                        line=where[1],
+                        key=full,
+                    )
+                )
                 continue
             base_loc = base.loc if isinstance(base, LList) else [where] * len(base)
             value_loc = value.loc if isinstance(value, LList) else [where] * len(value)
@@ -112,8 +129,9 @@ def load_chain(path: Path, matrices_dir: Path, show: Callable[[Path], str]) -> C
         shown = show(current)
         data = read_yaml(current, shown)
         if not isinstance(data, LDict):
-            raise ConfigError(f"expected a mapping at the top level, got a {type_name(data)}",
-                              file=shown)
+            raise ConfigError(
+                f"expected a mapping at the top level, got a {type_name(data)}", file=shown
+            )
         seen.append(current.resolve())
         files.append((shown, data))
         parent = data.get("extends")
@@ -121,16 +139,20 @@ def load_chain(path: Path, matrices_dir: Path, show: Callable[[Path], str]) -> C
             break
         line = data.where("extends")[1]
         if not isinstance(parent, str) or not parent:
-            raise ConfigError(f"expected a file name like 'base.yaml', got a {type_name(parent)}",
-                              file=shown, line=line, key="extends")
+            raise ConfigError(
+                f"expected a file name like 'base.yaml', got a {type_name(parent)}",
+                file=shown,
+                line=line,
+                key="extends",
+            )
         found = _find_parent(parent, current, matrices_dir)
         if found is None:
-            choices = sorted({p.name for folder in (current.parent, matrices_dir)
-                              for p in folder.glob("*.yaml")})
+            choices = sorted(
+                {p.name for folder in (current.parent, matrices_dir) for p in folder.glob("*.yaml")}
+            )
             near = difflib.get_close_matches(parent, choices, n=1)
             hint = f" (did you mean {near[0]}?)" if near else ""
-            raise ConfigError(f"no such file {parent}{hint}", file=shown, line=line,
-                              key="extends")
+            raise ConfigError(f"no such file {parent}{hint}", file=shown, line=line, key="extends")
         if found.resolve() in seen:
             loop = " -> ".join([*(show(p) for p in seen), show(found)])
             raise ConfigError(f"cycle: {loop}", file=shown, line=line, key="extends")
@@ -140,9 +162,11 @@ def load_chain(path: Path, matrices_dir: Path, show: Callable[[Path], str]) -> C
     merged = ldict({}, (files[-1][0], None))
     for shown, data in files:
         own = {key: data[key] for key in OWN_KEYS if key in data}
-        inherited = ldict({k: v for k, v in merged.items() if k not in OWN_KEYS},
-                          (shown, None), {k: v for k, v in merged.loc.items()
-                                          if k not in OWN_KEYS})
+        inherited = ldict(
+            {k: v for k, v in merged.items() if k not in OWN_KEYS},
+            (shown, None),
+            {k: v for k, v in merged.loc.items() if k not in OWN_KEYS},
+        )
         merged = merge(inherited, data, errors)
         merged.at = (shown, None)
         for key in OWN_KEYS:

@@ -18,9 +18,18 @@ FP8_E4M3 = ("float8_e4m3fn", "float8_e4m3fnuz")
 FP8_E5M2 = ("float8_e5m2", "float8_e5m2fnuz")
 TOL_DTYPES = (*DTYPES, *FP8_E4M3, *FP8_E5M2, "int8")
 OPS = (
-    "linear", "rms_norm", "add_rms_norm", "silu_and_mul", "gelu_and_mul", "rotary_embedding",
-    "fp8_quant", "fp8_block_gemm", "int8_scaled_gemm", "attention_prefill",
-    "attention_decode", "fused_moe",
+    "linear",
+    "rms_norm",
+    "add_rms_norm",
+    "silu_and_mul",
+    "gelu_and_mul",
+    "rotary_embedding",
+    "fp8_quant",
+    "fp8_block_gemm",
+    "int8_scaled_gemm",
+    "attention_prefill",
+    "attention_decode",
+    "fused_moe",
 )
 PROVIDERS = ("native", "torch", "inductor", "triton", "zentorch")
 PROBES = ("nvidia-smi", "amd-smi", "xpu-smi", "lscpu", "s390x", "none")
@@ -33,7 +42,13 @@ ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 # Keys a concrete (non-abstract) matrix must end up with after merging.
 CONCRETE_REQUIRED = (
-    "description", "family", "hardware", "device", "arch", "image.dockerfile", "image.base",
+    "description",
+    "family",
+    "hardware",
+    "device",
+    "arch",
+    "image.dockerfile",
+    "image.base",
     "ci.queue",
 )
 
@@ -116,132 +131,181 @@ TOL = OneOf(
     ),
 )
 
-CAPABILITY_DEF = Obj(fields={
-    "parent": _cap("the broader capability this one implies", nullable=True),
-    "hardware": Bool(doc="a property of the physical device or its vendor stack"),
-    "emulable": Bool(doc="still available when the profile is emulated on the CPU "
-                         "(default: not hardware)"),
-    "description": Str(),
-})
+CAPABILITY_DEF = Obj(
+    fields={
+        "parent": _cap("the broader capability this one implies", nullable=True),
+        "hardware": Bool(doc="a property of the physical device or its vendor stack"),
+        "emulable": Bool(
+            doc="still available when the profile is emulated on the CPU (default: not hardware)"
+        ),
+        "description": Str(),
+    }
+)
 
-SUITE = Obj(fields={
-    "path": _path("the pytest tree to run, relative to the repository"),
-    "workers": OneOf(hint="a positive integer or 'auto'",
-                     options=(Int(minimum=1), Str(enum=("auto",)))),
-    "timeout_s": Int(minimum=1, doc="wall-clock limit for the whole suite"),
-    "markers": Str(doc="pytest -m expression"),
-    "k": Str(doc="pytest -k expression"),
-    "tier": Str(enum=TIERS, what="tier"),
-    "enabled": Bool(),
-})  # path is required after merging (a child may write {tier: smoke} alone): see checks.py
+SUITE = Obj(
+    fields={
+        "path": _path("the pytest tree to run, relative to the repository"),
+        "workers": OneOf(
+            hint="a positive integer or 'auto'", options=(Int(minimum=1), Str(enum=("auto",)))
+        ),
+        "timeout_s": Int(minimum=1, doc="wall-clock limit for the whole suite"),
+        "markers": Str(doc="pytest -m expression"),
+        "k": Str(doc="pytest -k expression"),
+        "tier": Str(enum=TIERS, what="tier"),
+        "enabled": Bool(),
+    }
+)  # path is required after merging (a child may write {tier: smoke} alone): see checks.py
 
-KNOWN_FAILURE = Obj(fields={
-    "id": Str(doc="test id pattern (fnmatch); device and dtype suffixes are normalised"),
-    "reason": Str(),
-    "issue": Str(nullable=True, doc="link to the tracking issue"),
-    "owner": Str(nullable=True),
-    "expires": Date(nullable=True, doc="after this date the entry is an error, not an xfail"),
-    "action": Str(enum=ACTIONS, what="action"),
-    "requires": Seq(item=_cap(), doc="applies only where the platform has all of these"),
-    "file": Str(doc="written by the loader into resolved matrices; not set by hand"),
-    "line": Int(minimum=1, doc="written by the loader into resolved matrices"),
-}, required=("id", "reason"))
+KNOWN_FAILURE = Obj(
+    fields={
+        "id": Str(doc="test id pattern (fnmatch); device and dtype suffixes are normalised"),
+        "reason": Str(),
+        "issue": Str(nullable=True, doc="link to the tracking issue"),
+        "owner": Str(nullable=True),
+        "expires": Date(nullable=True, doc="after this date the entry is an error, not an xfail"),
+        "action": Str(enum=ACTIONS, what="action"),
+        "requires": Seq(item=_cap(), doc="applies only where the platform has all of these"),
+        "file": Str(doc="written by the loader into resolved matrices; not set by hand"),
+        "line": Int(minimum=1, doc="written by the loader into resolved matrices"),
+    },
+    required=("id", "reason"),
+)
 
-PROBE_EXPECT = Obj(fields={
-    "arch": Str(doc="e.g. gfx942, s390x"),
-    "compute_cap": Str(pattern=r"^[0-9]+\.[0-9]+$", hint="a string like '9.0'"),
-    "min_devices": Int(minimum=0),
-    "vendor": Str(doc="lscpu vendor id, e.g. AuthenticAMD"),
-    "cpu_flags": _strs("flags lscpu must report"),
-    "byteorder": Str(enum=("little", "big"), what="byte order"),
-    "vendor_library": _cap("a vendor library capability that must import"),
-    "capabilities": Seq(item=_cap(), doc="capabilities the probe must confirm"),
-})
+PROBE_EXPECT = Obj(
+    fields={
+        "arch": Str(doc="e.g. gfx942, s390x"),
+        "compute_cap": Str(pattern=r"^[0-9]+\.[0-9]+$", hint="a string like '9.0'"),
+        "min_devices": Int(minimum=0),
+        "vendor": Str(doc="lscpu vendor id, e.g. AuthenticAMD"),
+        "cpu_flags": _strs("flags lscpu must report"),
+        "byteorder": Str(enum=("little", "big"), what="byte order"),
+        "vendor_library": _cap("a vendor library capability that must import"),
+        "capabilities": Seq(item=_cap(), doc="capabilities the probe must confirm"),
+    }
+)
 
-MATRIX = Obj(fields={
-    "name": Str(pattern=r"^[a-z0-9][a-z0-9_.-]*$", hint="a name like 'rocm-mi355'",
-                doc="defaults to the file name without .yaml; never inherited"),
-    "extends": Str(nullable=True, doc="parent file, relative to this one; never inherited"),
-    "abstract": Bool(doc="a parent only: not listed, not run; never inherited"),
-    "file": Str(doc="written by the loader into resolved matrices; not set by hand"),
-    "description": Str(),
-    "family": Str(enum=FAMILIES, what="family"),
-    "hardware": Str(doc="human name of the hardware, e.g. AMD Instinct MI300X"),
-    "device": Str(enum=DEVICES, what="torch device", doc="'cuda' for CUDA and ROCm"),
-    "arch": _strs("e.g. [gfx942], [sm_90], [x86_64, znver4], [s390x, z15]"),
-    "byteorder": Str(enum=("little", "big"), what="byte order"),
-    "capability_catalog": Dict(value=CAPABILITY_DEF, doc="every capability name"),
-    "capabilities": Obj(fields={"provides": Seq(item=_cap())}),
-    "dtypes": Seq(item=Str(enum=DTYPES, what="dtype"), doc="torch dtype names"),
-    "fp8": Obj(fields={
-        "e4m3": Str(enum=FP8_E4M3, what="fp8 e4m3 dtype", nullable=True),
-        "e5m2": Str(enum=FP8_E5M2, what="fp8 e5m2 dtype", nullable=True),
-    }),
-    "kernels": Dict(keys=Str(enum=OPS, what="op"),
-                    value=Seq(item=Str(enum=PROVIDERS, what="kernel provider")),
-                    doc="op -> provider priority (first = primary)"),
-    "tolerances": Obj(fields={
-        "by_dtype": Dict(keys=Str(enum=TOL_DTYPES, what="dtype"), value=TOL),
-        "ops": Dict(keys=Str(enum=OPS, what="op"),
-                    value=Dict(keys=Str(enum=(*TOL_DTYPES, "*"), what="dtype"), value=TOL)),
-        "origins": Dict(keys=Str(enum=TOL_DTYPES, what="dtype"),
-                        value=Str(enum=("base", "platform")),
-                        doc="written by the loader into resolved matrices; not set by hand"),
-    }),
-    "python": Obj(fields={
-        "requirements": _strs("pip requirement lines; one list feeds the venv and the image"),
-        "python": Str(nullable=True, doc="interpreter version, e.g. '3.11'"),
-    }),
-    "image": Obj(fields={
-        "dockerfile": _path("the recipe, relative to the repository", nullable=True),
-        "base": Str(nullable=True, doc="registry image real users pull"),
-        "local_base": Str(nullable=True, doc="stand-in image on hosts without a registry"),
-        "build_args": Dict(keys=Str(pattern=ENV_NAME, hint="a build-arg name"), value=Str()),
-        "downloads": Seq(item=Obj(fields={
-            "url": Str(pattern=r"^https://", hint="an https:// URL"),
-            "sha256": Str(pattern=SHA256, hint="64 lowercase hex digits"),
-            "dest": _path("where it goes in the build context"),
-        }, required=("url", "sha256", "dest"))),
-        "tag_prefix": Str(pattern=r"^[a-z0-9][a-z0-9._/-]*$", hint="an image name"),
-    }),
-    "runtime": Obj(fields={
-        "docker": Bool(doc="docker is the default runner for this matrix"),
-        "gpus": Str(nullable=True, doc="docker --gpus, e.g. 'all'"),
-        "devices": _strs("host device nodes, e.g. /dev/kfd"),
-        "group_add": _strs(),
-        "ipc": Str(nullable=True, enum=("host", "private", "shareable"), what="ipc mode"),
-        "shm_size": Str(nullable=True, pattern=SIZE, hint="a string like '16g'"),
-        "security_opt": _strs(),
-        "cap_add": _strs(pattern=r"^[A-Z_]+$"),
-        "env": Dict(keys=Str(pattern=ENV_NAME, hint="an env var name"), value=Str()),
-        "env_allowlist": _strs("host env vars passed through", pattern=ENV_NAME),
-        "network": Str(enum=("none", "host", "bridge"), what="network"),
-        "cpuset_cpus": Str(nullable=True, pattern=r"^[0-9,-]+$", hint="a string like '0-7'"),
-        "cpuset_mems": Str(nullable=True, pattern=r"^[0-9,-]+$", hint="a string like '0'"),
-        "mem_limit": Str(nullable=True, pattern=SIZE, hint="a string like '64g'"),
-        "platform": Str(nullable=True, pattern=r"^linux/[a-z0-9_]+$",
-                        hint="a string like 'linux/s390x'"),
-        "step_timeout_s": Int(minimum=1),
-        "test_timeout_s": Int(minimum=1),
-    }),
-    "probe": Obj(fields={"kind": Str(enum=PROBES, what="probe"), "expect": PROBE_EXPECT}),
-    "caches": Obj(fields={
-        "root": Str(doc="may start with ~ or ${VAR}"),
-        "tiktoken": Bool(),
-        "hf": Bool(),
-        "env": Dict(keys=Str(pattern=ENV_NAME, hint="an env var name"), value=Str()),
-    }),
-    "suites": Dict(value=SUITE),
-    "known_failures": Seq(item=KNOWN_FAILURE),
-    "ci": Obj(fields={
-        "queue": Str(nullable=True, doc="CI agent queue"),
-        "shards": Int(minimum=1),
-        "nightly": Bool(),
-        "timeout_minutes": Int(minimum=1),
-    }),
-    "emulation": Obj(fields={"device": Str(enum=("cpu",), what="emulation device"),
-                             "note": Str()}),
-})
+MATRIX = Obj(
+    fields={
+        "name": Str(
+            pattern=r"^[a-z0-9][a-z0-9_.-]*$",
+            hint="a name like 'rocm-mi355'",
+            doc="defaults to the file name without .yaml; never inherited",
+        ),
+        "extends": Str(nullable=True, doc="parent file, relative to this one; never inherited"),
+        "abstract": Bool(doc="a parent only: not listed, not run; never inherited"),
+        "file": Str(doc="written by the loader into resolved matrices; not set by hand"),
+        "description": Str(),
+        "family": Str(enum=FAMILIES, what="family"),
+        "hardware": Str(doc="human name of the hardware, e.g. AMD Instinct MI300X"),
+        "device": Str(enum=DEVICES, what="torch device", doc="'cuda' for CUDA and ROCm"),
+        "arch": _strs("e.g. [gfx942], [sm_90], [x86_64, znver4], [s390x, z15]"),
+        "byteorder": Str(enum=("little", "big"), what="byte order"),
+        "capability_catalog": Dict(value=CAPABILITY_DEF, doc="every capability name"),
+        "capabilities": Obj(fields={"provides": Seq(item=_cap())}),
+        "dtypes": Seq(item=Str(enum=DTYPES, what="dtype"), doc="torch dtype names"),
+        "fp8": Obj(
+            fields={
+                "e4m3": Str(enum=FP8_E4M3, what="fp8 e4m3 dtype", nullable=True),
+                "e5m2": Str(enum=FP8_E5M2, what="fp8 e5m2 dtype", nullable=True),
+            }
+        ),
+        "kernels": Dict(
+            keys=Str(enum=OPS, what="op"),
+            value=Seq(item=Str(enum=PROVIDERS, what="kernel provider")),
+            doc="op -> provider priority (first = primary)",
+        ),
+        "tolerances": Obj(
+            fields={
+                "by_dtype": Dict(keys=Str(enum=TOL_DTYPES, what="dtype"), value=TOL),
+                "ops": Dict(
+                    keys=Str(enum=OPS, what="op"),
+                    value=Dict(keys=Str(enum=(*TOL_DTYPES, "*"), what="dtype"), value=TOL),
+                ),
+                "origins": Dict(
+                    keys=Str(enum=TOL_DTYPES, what="dtype"),
+                    value=Str(enum=("base", "platform")),
+                    doc="written by the loader into resolved matrices; not set by hand",
+                ),
+            }
+        ),
+        "python": Obj(
+            fields={
+                "requirements": _strs(
+                    "pip requirement lines; one list feeds the venv and the image"
+                ),
+                "python": Str(nullable=True, doc="interpreter version, e.g. '3.11'"),
+            }
+        ),
+        "image": Obj(
+            fields={
+                "dockerfile": _path("the recipe, relative to the repository", nullable=True),
+                "base": Str(nullable=True, doc="registry image real users pull"),
+                "local_base": Str(nullable=True, doc="stand-in image on hosts without a registry"),
+                "build_args": Dict(
+                    keys=Str(pattern=ENV_NAME, hint="a build-arg name"), value=Str()
+                ),
+                "downloads": Seq(
+                    item=Obj(
+                        fields={
+                            "url": Str(pattern=r"^https://", hint="an https:// URL"),
+                            "sha256": Str(pattern=SHA256, hint="64 lowercase hex digits"),
+                            "dest": _path("where it goes in the build context"),
+                        },
+                        required=("url", "sha256", "dest"),
+                    )
+                ),
+                "tag_prefix": Str(pattern=r"^[a-z0-9][a-z0-9._/-]*$", hint="an image name"),
+            }
+        ),
+        "runtime": Obj(
+            fields={
+                "docker": Bool(doc="docker is the default runner for this matrix"),
+                "gpus": Str(nullable=True, doc="docker --gpus, e.g. 'all'"),
+                "devices": _strs("host device nodes, e.g. /dev/kfd"),
+                "group_add": _strs(),
+                "ipc": Str(nullable=True, enum=("host", "private", "shareable"), what="ipc mode"),
+                "shm_size": Str(nullable=True, pattern=SIZE, hint="a string like '16g'"),
+                "security_opt": _strs(),
+                "cap_add": _strs(pattern=r"^[A-Z_]+$"),
+                "env": Dict(keys=Str(pattern=ENV_NAME, hint="an env var name"), value=Str()),
+                "env_allowlist": _strs("host env vars passed through", pattern=ENV_NAME),
+                "network": Str(enum=("none", "host", "bridge"), what="network"),
+                "cpuset_cpus": Str(
+                    nullable=True, pattern=r"^[0-9,-]+$", hint="a string like '0-7'"
+                ),
+                "cpuset_mems": Str(nullable=True, pattern=r"^[0-9,-]+$", hint="a string like '0'"),
+                "mem_limit": Str(nullable=True, pattern=SIZE, hint="a string like '64g'"),
+                "platform": Str(
+                    nullable=True, pattern=r"^linux/[a-z0-9_]+$", hint="a string like 'linux/s390x'"
+                ),
+                "step_timeout_s": Int(minimum=1),
+                "test_timeout_s": Int(minimum=1),
+            }
+        ),
+        "probe": Obj(fields={"kind": Str(enum=PROBES, what="probe"), "expect": PROBE_EXPECT}),
+        "caches": Obj(
+            fields={
+                "root": Str(doc="may start with ~ or ${VAR}"),
+                "tiktoken": Bool(),
+                "hf": Bool(),
+                "env": Dict(keys=Str(pattern=ENV_NAME, hint="an env var name"), value=Str()),
+            }
+        ),
+        "suites": Dict(value=SUITE),
+        "known_failures": Seq(item=KNOWN_FAILURE),
+        "ci": Obj(
+            fields={
+                "queue": Str(nullable=True, doc="CI agent queue"),
+                "shards": Int(minimum=1),
+                "nightly": Bool(),
+                "timeout_minutes": Int(minimum=1),
+            }
+        ),
+        "emulation": Obj(
+            fields={"device": Str(enum=("cpu",), what="emulation device"), "note": Str()}
+        ),
+    }
+)
 
 
 def _json(node: Type) -> dict[str, Any]:
@@ -269,8 +333,11 @@ def _json(node: Type) -> dict[str, Any]:
     elif isinstance(node, Seq):
         out = {"type": "array", "items": _json(node.item)}
     elif isinstance(node, Dict):
-        out = {"type": "object", "propertyNames": _json(node.keys),
-               "additionalProperties": _json(node.value)}
+        out = {
+            "type": "object",
+            "propertyNames": _json(node.keys),
+            "additionalProperties": _json(node.value),
+        }
     elif isinstance(node, Obj):
         props: dict[str, Any] = {}
         for name, sub in node.fields.items():
@@ -301,6 +368,6 @@ def json_schema() -> dict[str, Any]:
         "$id": "https://harness.invalid/matrix.schema.json",
         "title": "harness capability matrix",
         "description": "Generated from harness/matrix/schema.py by `harness matrix schema`; "
-                       "do not edit by hand.",
+        "do not edit by hand.",
         **{k: v for k, v in body.items() if k != "description"},
     }

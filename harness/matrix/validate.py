@@ -77,8 +77,11 @@ class _Walker:
     def _str(self, value: Any, node: S.Str, path: str, where: Loc) -> None:
         if not isinstance(value, str):
             hint = f"one of {', '.join(node.enum)}" if node.enum else node.hint
-            quote = " (quote it: YAML reads on/off/yes/no as booleans)" if isinstance(
-                value, bool) else ""
+            quote = (
+                " (quote it: YAML reads on/off/yes/no as booleans)"
+                if isinstance(value, bool)
+                else ""
+            )
             self.error(f"expected {hint}, got {_shown(value)}{quote}", path, where)
             return
         if node.enum is not None and value not in node.enum:
@@ -101,8 +104,7 @@ class _Walker:
 
     def _date(self, value: Any, path: str, where: Loc) -> None:
         if isinstance(value, datetime.datetime):
-            self.error(f"expected a date like 2026-06-30, got a date and time {value}", path,
-                       where)
+            self.error(f"expected a date like 2026-06-30, got a date and time {value}", path, where)
         elif isinstance(value, datetime.date):
             return
         elif isinstance(value, str):
@@ -137,8 +139,7 @@ class _Walker:
         if isinstance(node, S.Obj):
             for name in node.required:
                 if name not in value:
-                    self.error("missing required key", f"{path}.{name}" if path else name,
-                               where)
+                    self.error("missing required key", f"{path}.{name}" if path else name, where)
 
     def _one_of(self, value: Any, node: S.OneOf, path: str, where: Loc) -> None:
         attempts: list[_Walker] = []
@@ -152,8 +153,8 @@ class _Walker:
         # Report the option of the same shape, so `{atl: 1}` says "unknown key".
         for option, trial in zip(node.options, attempts, strict=True):
             if (isinstance(value, dict) and isinstance(option, S.Obj | S.Dict)) or (
-                    isinstance(value, str) and isinstance(option, S.Str)
-                    and not _is_enum_of_one(option)):
+                isinstance(value, str) and isinstance(option, S.Str) and not _is_enum_of_one(option)
+            ):
                 self.errors.extend(trial.errors)
                 return
         self.error(f"expected {node.hint}, got {_shown(value)}", path, where)
@@ -174,8 +175,13 @@ def _hint(node: S.Type) -> str:
         return node.hint
     if isinstance(node, S.OneOf):
         return node.hint
-    return {S.Int: "an integer", S.Num: "a number", S.Bool: "true or false",
-            S.Date: "a date like 2026-06-30", S.Seq: "a list"}.get(type(node), "a mapping")
+    return {
+        S.Int: "an integer",
+        S.Num: "a number",
+        S.Bool: "true or false",
+        S.Date: "a date like 2026-06-30",
+        S.Seq: "a list",
+    }.get(type(node), "a mapping")
 
 
 def _shown(value: Any) -> str:

@@ -91,7 +91,8 @@ class _Located:
             return yaml.SafeLoader.construct_yaml_timestamp(self, node)
         except ValueError as error:  # 2026-13-45 looks like a date but is not one
             raise yaml.constructor.ConstructorError(
-                None, None, f"invalid date {node.value!r} ({error})", node.start_mark) from None
+                None, None, f"invalid date {node.value!r} ({error})", node.start_mark
+            ) from None
 
 
 def _loader_class(base: Any) -> Any:
@@ -130,7 +131,8 @@ def _count_nodes(root: yaml.Node, display: str) -> None:
         if total > MAX_NODES:
             raise ConfigError(
                 f"YAML expands to more than {MAX_NODES:,} nodes (alias bomb?)",
-                file=display, line=node.start_mark.line + 1,
+                file=display,
+                line=node.start_mark.line + 1,
             )
         sizes[key] = total
         return total
@@ -142,10 +144,14 @@ def _check_nodes(node: yaml.Node, path: str, display: str, errors: list[ConfigEr
     line = node.start_mark.line + 1
     if node.tag not in _PLAIN_TAGS:
         shown = node.tag.replace("tag:yaml.org,2002:", "!!")
-        errors.append(ConfigError(
-            f"YAML tag {shown} is not allowed (plain YAML types only)",
-            file=display, line=line, key=path or None,
-        ))
+        errors.append(
+            ConfigError(
+                f"YAML tag {shown} is not allowed (plain YAML types only)",
+                file=display,
+                line=line,
+                key=path or None,
+            )
+        )
         return
     if isinstance(node, yaml.SequenceNode):
         for index, child in enumerate(node.value):
@@ -155,19 +161,37 @@ def _check_nodes(node: yaml.Node, path: str, display: str, errors: list[ConfigEr
         for key_node, value_node in node.value:
             key_line = key_node.start_mark.line + 1
             if key_node.tag == "tag:yaml.org,2002:merge":
-                errors.append(ConfigError("YAML merge keys (<<) are not supported; use extends",
-                                          file=display, line=key_line, key=path or None))
+                errors.append(
+                    ConfigError(
+                        "YAML merge keys (<<) are not supported; use extends",
+                        file=display,
+                        line=key_line,
+                        key=path or None,
+                    )
+                )
                 continue
             if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
                 shown = key_node.value if isinstance(key_node, yaml.ScalarNode) else "?"
-                errors.append(ConfigError(f"key {shown!r} is not a string (quote it)",
-                                          file=display, line=key_line, key=path or None))
+                errors.append(
+                    ConfigError(
+                        f"key {shown!r} is not a string (quote it)",
+                        file=display,
+                        line=key_line,
+                        key=path or None,
+                    )
+                )
                 continue
             key = str(key_node.value)
             sub = f"{path}.{key}" if path else key
             if key in first:
-                errors.append(ConfigError(f"duplicate key (first at line {first[key]})",
-                                          file=display, line=key_line, key=sub))
+                errors.append(
+                    ConfigError(
+                        f"duplicate key (first at line {first[key]})",
+                        file=display,
+                        line=key_line,
+                        key=sub,
+                    )
+                )
                 continue
             first[key] = key_line
             _check_nodes(value_node, sub, display, errors)
@@ -180,8 +204,7 @@ def read_yaml(path: Path, display: str) -> Any:
     except OSError as error:
         raise ConfigError(f"cannot read: {error.strerror}", file=display) from None
     if size > MAX_BYTES:
-        raise ConfigError(f"file is {size / (1 << 20):.1f} MiB, over the 1 MiB limit",
-                          file=display)
+        raise ConfigError(f"file is {size / (1 << 20):.1f} MiB, over the 1 MiB limit", file=display)
     try:
         text = path.read_bytes()[: MAX_BYTES + 1].decode("utf-8")
     except UnicodeDecodeError as error:
@@ -222,8 +245,9 @@ def _parse(text: str, display: str, loader_class: Any, final: bool = False) -> A
         kind = "" if constructing else "YAML syntax error: "
         if mark is None:
             raise ConfigError(f"{kind}{problem}", file=display) from None
-        raise ConfigError(f"{kind}{problem} (column {mark.column + 1})",
-                          file=display, line=mark.line + 1) from None
+        raise ConfigError(
+            f"{kind}{problem} (column {mark.column + 1})", file=display, line=mark.line + 1
+        ) from None
     except yaml.YAMLError as error:
         if not final:
             raise _SyntaxError from None

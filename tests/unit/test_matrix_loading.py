@@ -44,7 +44,10 @@ def test_family_facts() -> None:
     assert rocm.runtime.devices == ("/dev/kfd", "/dev/dri")
     assert rocm.runtime.shm_size == "16g"
     assert (mi355.arch, mi355.fp8.e4m3, mi355.probe.expect["arch"]) == (
-        ("gfx950",), "float8_e4m3fn", "gfx950")
+        ("gfx950",),
+        "float8_e4m3fn",
+        "gfx950",
+    )
     # inherited from rocm.yaml, untouched by mi355
     assert mi355.runtime == rocm.runtime
     assert mi355.capabilities.has("mx_fp8") and not rocm.capabilities.has("mx_fp8")
@@ -61,7 +64,10 @@ def test_family_facts() -> None:
 def test_zen_appends_capabilities_and_puts_zentorch_first() -> None:
     cpu, zen = load_matrix("cpu"), load_matrix("zen")
     assert zen.capabilities.provides == cpu.capabilities.provides | {
-        "avx512_bf16", "avx512_vnni", "zentorch"}
+        "avx512_bf16",
+        "avx512_vnni",
+        "zentorch",
+    }
     assert zen.kernels["linear"][0] == "zentorch"
     assert zen.kernels["silu_and_mul"] == cpu.kernels["silu_and_mul"]
     pins = zen.python.requirements
@@ -75,10 +81,12 @@ def test_capability_closure_and_emulation() -> None:
     assert caps.has("fp8_e4m3fnuz", emulate=True)  # torch casts fnuz on the CPU
     assert not caps.has("cuda_graphs", emulate=True)
     assert caps.why_missing("cuda_graphs", emulate=True) == (
-        "rocm: cuda_graphs needs hardware (emulated on the CPU)")
+        "rocm: cuda_graphs needs hardware (emulated on the CPU)"
+    )
     assert caps.why_missing("cuda_graphs") is None
     assert load_matrix("cpu").capabilities.why_missing("fp8_e4m3fnuz") == (
-        "cpu does not provide fp8_e4m3fnuz")
+        "cpu does not provide fp8_e4m3fnuz"
+    )
     assert caps.known("gloo") and not caps.known("gloo2")
     with pytest.raises(UsageError, match=r"unknown capability 'cuda_graph' \(did you mean"):
         caps.has("cuda_graph")
@@ -96,9 +104,13 @@ def test_tolerance_layers_base_platform_op() -> None:
     assert custom.tolerances.lookup("float32") == (Tol(atol=1e-5, rtol=1.3e-6), "base")
     assert custom.tolerances.lookup("torch.float16") == (Tol(atol=2e-3, rtol=2e-3), "platform")
     assert custom.tolerances.lookup("bfloat16", "rms_norm") == (
-        Tol(atol=2e-2, rtol=2e-2), "op:rms_norm")
+        Tol(atol=2e-2, rtol=2e-2),
+        "op:rms_norm",
+    )
     assert custom.tolerances.lookup("float32", "rms_norm") == (
-        Tol(atol=0.0, rtol=0.0, bitwise=True), "op:rms_norm")
+        Tol(atol=0.0, rtol=0.0, bitwise=True),
+        "op:rms_norm",
+    )
     assert custom.tolerances.lookup("bfloat16", "linear")[1] == "base"
     with pytest.raises(UsageError):
         custom.tolerances.lookup("complex64")
@@ -157,11 +169,22 @@ def test_harness_root_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
 
 
 def test_yaml_1_2_floats_and_located_merge() -> None:
-    parent = ldict({"a": llist([1], ("p.yaml", 2), [("p.yaml", 2)]), "d": ldict(
-        {"x": 1, "y": 2}, ("p.yaml", 3))}, ("p.yaml", None), {"a": ("p.yaml", 2)})
-    child = ldict({"a+": llist([2], ("c.yaml", 5), [("c.yaml", 5)]),
-                   "d": ldict({"y": 3}, ("c.yaml", 6), {"y": ("c.yaml", 7)})},
-                  ("c.yaml", None), {"a+": ("c.yaml", 5), "d": ("c.yaml", 6)})
+    parent = ldict(
+        {
+            "a": llist([1], ("p.yaml", 2), [("p.yaml", 2)]),
+            "d": ldict({"x": 1, "y": 2}, ("p.yaml", 3)),
+        },
+        ("p.yaml", None),
+        {"a": ("p.yaml", 2)},
+    )
+    child = ldict(
+        {
+            "a+": llist([2], ("c.yaml", 5), [("c.yaml", 5)]),
+            "d": ldict({"y": 3}, ("c.yaml", 6), {"y": ("c.yaml", 7)}),
+        },
+        ("c.yaml", None),
+        {"a+": ("c.yaml", 5), "d": ("c.yaml", 6)},
+    )
     errors: list[ConfigError] = []
     out = merge(parent, child, errors)
     assert errors == []
@@ -180,7 +203,9 @@ def test_matrix_is_frozen() -> None:
 
 
 def test_no_torch_at_import_or_load() -> None:
-    code = ("import sys; import harness.cli, harness.matrix as m; m.load_matrix('rocm'); "
-            "sys.exit('torch' in sys.modules)")
+    code = (
+        "import sys; import harness.cli, harness.matrix as m; m.load_matrix('rocm'); "
+        "sys.exit('torch' in sys.modules)"
+    )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, timeout=60, check=False)
     assert result.returncode == 0

@@ -28,7 +28,8 @@ def _cached_validator() -> Any:
     schema = json.loads(SCHEMA_FILE.read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(
-        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
 
 
 def _validator() -> Any:
@@ -40,8 +41,9 @@ def test_checked_in_schema_is_the_generated_one() -> None:
     assert SCHEMA_FILE.read_text() == json.dumps(json_schema(), indent=2) + "\n"
 
 
-def test_schema_check_command(monkeypatch: pytest.MonkeyPatch,
-                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_schema_check_command(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(cli, "COMMANDS", ("matrix",))
     assert cli.main(["matrix", "schema", "--check"]) == 0
     assert capsys.readouterr().out == "ok matrix.schema.json\n"
@@ -66,9 +68,19 @@ def test_documented_example_validates() -> None:
     assert list(validator.iter_errors(raw)) == []
 
 
-@pytest.mark.parametrize("name", ["unknown_key.yaml", "wrong_type.yaml", "unknown_dtype.yaml",
-                                  "unknown_provider.yaml", "bad_fp8.yaml", "path_escape.yaml",
-                                  "bad_expires.yaml", "several_problems.yaml"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "unknown_key.yaml",
+        "wrong_type.yaml",
+        "unknown_dtype.yaml",
+        "unknown_provider.yaml",
+        "bad_fp8.yaml",
+        "path_escape.yaml",
+        "bad_expires.yaml",
+        "several_problems.yaml",
+    ],
+)
 def test_bad_fixtures_fail_the_json_schema_too(name: str) -> None:
     validator = _validator()
     raw = plain(read_yaml(DATA / name, name))
