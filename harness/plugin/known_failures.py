@@ -1,6 +1,7 @@
 """Apply a matrix's known_failures to collected tests.
 
-Patterns are fnmatch globs over normalised test ids, so one entry covers
+Patterns are globs over normalised test ids (``*`` any text, ``?`` one character;
+brackets are literal, as in test ids), so one entry covers
 ``[cuda:0-torch.bfloat16]`` and ``[cuda-bfloat16]`` alike. ``{device}`` and ``{fp8}``
 in a pattern stand for the platform's device and fp8 flavour.
 """
@@ -8,7 +9,6 @@ in a pattern stand for the platform's device and fp8 flavour.
 from __future__ import annotations
 
 import datetime as _dt
-import fnmatch
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -43,6 +43,9 @@ class Entry:
     issue: str = ""
     matched: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.regex = glob_to_regex(self.pattern)
+
     @property
     def expired(self) -> bool:
         return self.expires is not None and self.expires < _dt.date.today()
@@ -72,10 +75,17 @@ def entries_from_matrix(matrix: Any, *, device: str, fp8: str | None) -> list[En
     return entries
 
 
+def glob_to_regex(pattern: str) -> re.Pattern[str]:
+    parts = []
+    for char in pattern:
+        parts.append(".*" if char == "*" else "." if char == "?" else re.escape(char))
+    return re.compile("".join(parts) + r"\Z", re.DOTALL)
+
+
 def match(entries: Iterable[Entry], nodeid: str) -> Entry | None:
     normalised = normalise_test_id(nodeid)
     for entry in entries:
-        if fnmatch.fnmatchcase(normalised, entry.pattern):
+        if entry.regex.match(normalised):
             entry.matched.append(nodeid)
             return entry
     return None

@@ -1,0 +1,123 @@
+"""Faults in a local run keep every result already written (real subprocesses)."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from harness.plan import Invocation
+from harness.runners.local import run_invocations
+from harness.runners.outcome import Status
+
+TESTS = """
+import os, signal, time
+
+def test_one():
+    assert True
+
+def test_two():
+    assert True
+
+def test_fault():
+    {fault}
+
+def test_after():
+    assert True
+"""
+
+
+def invocation(tmp_path: Path, fault: str, timeout_s: float = 60.0) -> Invocation:
+    suite_dir = tmp_path / "suite"
+    suite_dir.mkdir()
+    (suite_dir / "test_faulty.py").write_text(textwrap.dedent(TESTS.format(fault=fault)))
+    run = tmp_path / "run"
+    junit = run / "junit" / "faulty.xml"
+    partial = run / "junit" / "faulty.partial.jsonl"
+    argv = (
+        sys.executable,
+        "-m",
+        "pytest",
+        str(suite_dir),
+        "-p",
+        "no:cacheprovider",
+        f"--junitxml={junit}",
+        f"--harness-partial={partial}",
+        "-q",
+    )
+    return Invocation(
+        suite="faulty",
+        argv=argv,
+        env={},
+        junit=junit,
+        log=run / "logs" / "faulty.log",
+        partial=partial,
+        timeout_s=timeout_s,
+        workers=1,
+    )
+
+
+def cases(junit: Path) -> dict[str, str]:
+    out = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        kinds = [c.tag for c in case if c.tag in ("failure", "error", "skipped")]
+        out[case.get("name", "")] = kinds[0] if kinds else "passed"
+    return out
+
+
+def run_one(inv: Invocation):  # type: ignore[no-untyped-def]
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    (outcome,) = run_invocations([inv], env, echo=None)
+    return outcome
+
+
+@pytest.mark.slow
+def test_segfault_keeps_results_and_names_signal(tmp_path: Path) -> None:
+    inv = invocation(tmp_path, "os.kill(os.getpid(), signal.SIGSEGV)")
+    outcome = run_one(inv)
+    assert outcome.status is Status.CRASHED
+    assert "SIGSEGV" in outcome.reason
+    got = cases(inv.junit)
+    assert got["test_one"] == "passed" and got["test_two"] == "passed"
+    assert got["faulty: crashed: killed by SIGSEGV (exit -11)"] == "error"
+    assert "test_after" not in got
+
+
+@pytest.mark.slow
+def test_abort_is_exit_134_like(tmp_path: Path) -> None:
+    outcome = run_one(invocation(tmp_path, "os.abort()"))
+    assert outcome.status is Status.CRASHED and "SIGABRT" in outcome.reason
+
+
+@pytest.mark.slow
+def test_hang_past_step_timeout_is_killed(tmp_path: Path) -> None:
+    inv = invocation(tmp_path, "time.sleep(600)", timeout_s=8)
+    outcome = run_one(inv)
+    assert outcome.status is Status.TIMEOUT
+    assert outcome.duration_s < 30
+    got = cases(inv.junit)
+    assert got["test_one"] == "passed"
+    assert any("timeout" in name and kind == "error" for name, kind in got.items())
+
+
+@pytest.mark.slow
+def test_plain_failure_is_failed_not_infra(tmp_path: Path) -> None:
+    inv = invocation(tmp_path, "assert 1 == 2")
+    outcome = run_one(inv)
+    assert outcome.status is Status.FAILED and not outcome.status.is_infra
+    assert cases(inv.junit)["test_fault"] == "failure"
+    assert outcome.counts == {"passed": 3, "failed": 1}
+
+
+@pytest.mark.slow
+def test_exit_zero_without_junit_is_infra(tmp_path: Path) -> None:
+    inv = invocation(tmp_path, "assert True")
+    inv = Invocation(**{**inv.__dict__, "argv": (sys.executable, "-c", "print('hi')")})
+    outcome = run_one(inv)
+    assert outcome.status is Status.NO_JUNIT and outcome.status.is_infra
+    assert "without writing JUnit" in outcome.reason

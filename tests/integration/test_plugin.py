@@ -1,0 +1,188 @@
+"""The pytest plugin end to end, through pytester (in-process pytest runs)."""
+
+from __future__ import annotations
+
+import datetime
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from harness.matrix import repo_root
+
+# Imported once here: pytester restores sys.modules after each in-process run, and
+# importing torch a second time in one process crashes it.
+torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def write_matrix(pytester: pytest.Pytester, known_failures: str = "[]", base: str = "cpu") -> str:
+    text = f"extends: {repo_root() / 'matrices' / (base + '.yaml')}\nname: test-{base}\n"
+    text += f"known_failures: {known_failures}\n"
+    path = pytester.path / f"test-{base}.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_requires_skips_with_reason_naming_capability_and_platform(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.requires("fp8_e4m3fnuz")
+        def test_needs_fnuz():
+            pass
+        @pytest.mark.requires("fp8")
+        def test_needs_fp8():
+            pass
+    """)
+    result = pytester.runpytest("--platform", "cpu", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*cpu does not provide fp8_e4m3fnuz*"])
+
+
+def test_unknown_capability_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.requires("fp8_e4m3fnz")
+        def test_typo():
+            pass
+    """)
+    result = pytester.runpytest("--platform", "cpu")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*test_typo: requires: unknown capability 'fp8_e4m3fnz' (did you mean fp8_e4m3fnuz?)*"]
+    )
+
+
+def test_emulate_skips_hardware_only_capabilities(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.requires("hipblaslt")
+        def test_vendor_blas():
+            pass
+        @pytest.mark.requires("fp8_e4m3fnuz")
+        def test_fp8_flavour(platform, device):
+            assert platform.device == "cpu" and str(device) == "cpu"
+    """)
+    result = pytester.runpytest("--platform", "rocm", "--emulate", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*rocm: hipblaslt needs hardware (emulated on the CPU)*"])
+
+
+def test_known_failures_strict_xfail_with_normalised_ids(pytester: pytest.Pytester) -> None:
+    spec = write_matrix(
+        pytester,
+        """
+  - id: "test_kf.py::test_broken[bfloat16]"
+    reason: rounding differs
+    action: xfail
+  - id: "test_kf.py::test_fixed[*]"
+    reason: was broken
+    action: xfail
+  - id: "test_kf.py::test_flaky"
+    reason: flaky on this runner
+    action: quarantine
+  - id: "test_kf.py::test_skipme"
+    reason: hangs
+    action: skip
+""",
+    )
+    pytester.makepyfile(
+        test_kf="""
+        import pytest
+        @pytest.mark.parametrize("dt", ["bf16"])
+        def test_broken(dt):
+            assert False
+        @pytest.mark.parametrize("dt", ["float32"])
+        def test_fixed(dt):
+            pass
+        def test_flaky():
+            assert False
+        def test_skipme():
+            assert False
+    """
+    )
+    result = pytester.runpytest("--platform", spec, "-rxXs")
+    # test_fixed now passes: a strict xfail turns that into a failure, so the entry goes.
+    result.assert_outcomes(xfailed=2, failed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*XPASS(strict)*was broken*"])
+
+
+def test_expired_known_failure_fails_the_run_loudly(pytester: pytest.Pytester) -> None:
+    past = datetime.date.today() - datetime.timedelta(days=1)
+    spec = write_matrix(
+        pytester,
+        f"""
+  - id: "test_old.py::test_old"
+    reason: old bug
+    action: xfail
+    expires: {past.isoformat()}
+""",
+    )
+    pytester.makepyfile(
+        test_old="""
+        def test_old():
+            assert False
+    """
+    )
+    result = pytester.runpytest("--platform", spec)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            f"*known_failures entry expired on {past}: old bug*",
+            f"*EXPIRED KNOWN FAILURE ({past})*",
+        ]
+    )
+
+
+def test_junit_properties_per_suite_and_test(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.requires("fp8")
+        def test_props(record_property, tolerance):
+            tol = tolerance("float32")
+            record_property("atol", tol.atol)
+            assert (tol.atol, tol.rtol) == (1e-5, 1.3e-6)
+    """)
+    junit = pytester.path / "out.xml"
+    result = pytester.runpytest(
+        "--platform", "cpu", f"--junitxml={junit}", "-o", "junit_family=xunit1", "--harness-seed=7"
+    )
+    result.assert_outcomes(passed=1)
+    root = ET.parse(junit).getroot()
+    suite_props = {p.get("name"): p.get("value") for p in root.find("testsuite/properties")}  # type: ignore[union-attr]
+    assert suite_props["matrix"] == "cpu" and suite_props["seed"] == "7"
+    assert len(suite_props["matrix_hash"] or "") == 64
+    case_props = [
+        (p.get("name"), p.get("value"))
+        for p in root.iter("property")
+        if p not in root.find("testsuite/properties")
+    ]  # type: ignore[operator]
+    assert ("platform", "cpu") in case_props and ("requires", "fp8") in case_props
+
+
+def test_plugin_is_inert_without_platform(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        def test_plain():
+            pass
+        def test_wants_platform(platform):
+            pass
+    """)
+    result = pytester.runpytest("-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*no platform given*"])
+
+
+def test_partial_results_file(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    pytester.makepyfile("""
+        def test_a():
+            pass
+        def test_b():
+            assert 0
+    """)
+    partial = tmp_path / "p.jsonl"
+    pytester.runpytest(f"--harness-partial={partial}")
+    lines = partial.read_text().splitlines()
+    assert len(lines) == 2 and '"outcome": "failed"' in lines[1]

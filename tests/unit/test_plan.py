@@ -1,0 +1,50 @@
+from pathlib import Path
+
+import pytest
+
+from harness.errors import UsageError
+from harness.matrix import load_matrix
+from harness.plan import PlanOptions, junit_name, plan_run
+
+
+def options(**kw: object) -> PlanOptions:
+    base: dict[str, object] = {"python": "py", "load_plugin": True, "platform_spec": "m.json"}
+    base.update(kw)
+    return PlanOptions(**base)  # type: ignore[arg-type]
+
+
+def test_plan_one_invocation_per_suite(tmp_path: Path) -> None:
+    matrix = load_matrix("cpu")
+    invs = plan_run(matrix, tmp_path, Path("/repo"), options(workers=2, emulate=True))
+    assert [i.suite for i in invs] == [s for s, v in matrix.suites.items() if v.enabled]
+    first = invs[0]
+    assert first.argv[:4] == ("py", "-m", "pytest", f"/repo/{matrix.suites[first.suite].path}")
+    assert "-p" in first.argv and "harness.plugin" in first.argv
+    assert f"--junitxml={tmp_path / 'junit' / (first.suite + '.xml')}" in first.argv
+    assert "--emulate" in first.argv
+    assert first.partial.name == f"{first.suite}.partial.jsonl"
+
+
+def test_keyword_and_shard(tmp_path: Path) -> None:
+    matrix = load_matrix("cpu")
+    (inv,) = plan_run(
+        matrix, tmp_path, Path("/r"), options(suites=["platform"], keyword="dtype", shard="2/3")
+    )
+    assert inv.junit.name == "platform-shard-2-of-3.xml"
+    assert inv.argv[inv.argv.index("-k") + 1] == "(dtype)"
+    assert "--harness-shard=2/3" in inv.argv
+
+
+def test_unknown_suite_suggests() -> None:
+    matrix = load_matrix("cpu")
+    with pytest.raises(
+        UsageError,
+        match=r"--suite platfrom: cpu has no such suite "
+        r"\(did you mean platform\?\)",
+    ):
+        plan_run(matrix, Path("/t"), Path("/r"), options(suites=["platfrom"]))
+
+
+def test_junit_name() -> None:
+    assert junit_name("e2e", None) == "e2e.xml"
+    assert junit_name("e2e", "1/4") == "e2e-shard-1-of-4.xml"
