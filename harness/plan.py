@@ -35,6 +35,7 @@ class PlanOptions:
     workers: int = 1
     seed: int = 0
     shard: str | None = None
+    durations: Path | None = None  # every shard of one job must read the same file
     update_expectations: bool = False
     extra_pytest_args: Sequence[str] = ()
 
@@ -101,6 +102,8 @@ def plan_run(matrix: Any, run_dir: Path, root: Path, options: PlanOptions) -> li
             argv += ["-k", keyword]
         if options.shard:
             argv += [f"--harness-shard={options.shard}"]
+            if options.durations:
+                argv += [f"--harness-durations={options.durations}"]
         if options.update_expectations:
             argv.append("--update-expectations")
         argv += list(options.extra_pytest_args)

@@ -174,9 +174,27 @@ def plan_step(ctx: RunContext) -> None:
         workers=ctx.threads.workers,
         seed=ctx.request.seed,
         shard=ctx.request.shard,
+        durations=write_durations(ctx),
         update_expectations=ctx.request.update_expectations,
     )
     ctx.invocations = plan_run(ctx.matrix, ctx.run_dir, ctx.root, options)
+
+
+def write_durations(ctx: RunContext) -> Path | None:
+    """For a shard: this matrix's durations from the history, to balance the shards."""
+    if not ctx.request.shard or ctx.request.dry_run:
+        return None
+    from harness.history.schema import default_db_path
+    from harness.shard_durations import DurationSet, dump, durations_for
+
+    db = default_db_path()
+    lane = f"{ctx.matrix.name} (emulated)" if ctx.request.emulate else ctx.matrix.name
+    durations = durations_for(lane, db) if db.is_file() else DurationSet(matrix=lane)
+    path = ctx.run_dir / "durations.json"
+    dump(durations, path)
+    print(f"harness: shard {ctx.request.shard} balanced by {len(durations.durations)} timed "
+          f"tests from {db if db.is_file() else 'no history (every test counts the same)'}")
+    return path
 
 
 def print_plan(ctx: RunContext) -> None:
