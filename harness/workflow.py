@@ -58,7 +58,10 @@ class RunContext:
     @property
     def use_docker(self) -> bool:
         req = self.request.docker
-        return bool(self.matrix.runtime.docker if req is None else req)
+        if req is None:
+            # Emulation runs on this CPU: the platform's image would need its device.
+            return bool(self.matrix.runtime.docker) and not self.request.emulate
+        return req
 
 
 def new_run_id() -> str:
