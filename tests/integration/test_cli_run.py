@@ -1,0 +1,95 @@
+"""``harness run`` end to end: real pytest runs of the platform suite, real run folders."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from harness.matrix import repo_root
+
+ROOT = repo_root()
+
+
+def harness(*args: str, reports: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args, "--reports", str(reports)],
+        cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False,
+    )
+
+
+def only_run_dir(reports: Path, matrix: str) -> Path:
+    (run_dir,) = (reports / matrix).iterdir()
+    return run_dir
+
+
+@pytest.mark.slow
+def test_platform_suite_passes_and_leaves_a_complete_run_folder(tmp_path: Path) -> None:
+    done = harness("run", "--suite", "platform", "--python", "current", reports=tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    run_dir = only_run_dir(tmp_path, "cpu")
+    for part in ("junit/platform.xml", "merged.xml", "manifest.json", "matrix.json",
+                 "logs/platform.log"):
+        assert (run_dir / part).is_file(), part
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "passed" and manifest["exit_code"] == 0
+    assert manifest["matrix"]["name"] == "cpu" and len(manifest["matrix"]["hash"]) == 64
+    assert manifest["torch"], "torch version lifted from the suite properties"
+    assert manifest["threads"]["workers"] * manifest["threads"]["threads_per_worker"] <= (
+        manifest["threads"]["cpus"])
+    assert manifest["git"]["sha"] and manifest["started"] and manifest["ended"]
+    assert manifest["suites"][0]["counts"]["passed"] > 5
+    merged = ET.parse(run_dir / "merged.xml").getroot()
+    assert sum(1 for _ in merged.iter("testcase")) == sum(manifest["suites"][0]["counts"].values())
+    assert "platform" in done.stdout and "passed" in done.stdout  # the final table
+
+
+@pytest.mark.slow
+def test_rocm_emulated_skips_hardware_checks_with_reasons(tmp_path: Path) -> None:
+    done = harness("run", "--matrix", "rocm", "--emulate", "--suite", "platform",
+                   "--python", "current", reports=tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "needs hardware (emulated on the CPU)" in done.stdout
+    junit = only_run_dir(tmp_path, "rocm") / "junit" / "platform.xml"
+    props = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
+    assert props["emulate"] == "true" and props["matrix"] == "rocm"
+
+
+def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path: Path) -> None:
+    done = harness("run", "--matrix", "cpu", "--dry-run", "--python", "current",
+                   reports=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "[platform]" in done.stdout and "-m pytest" in done.stdout
+    assert not (tmp_path / "cpu").exists()
+
+
+def test_unknown_suite_is_exit_2_with_one_line(tmp_path: Path) -> None:
+    done = harness("run", "--suite", "platfrom", "--python", "current", reports=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "harness: error: --suite platfrom: cpu has no such suite (did you mean platform?); "
+        "it has: platform, kernel_parity, fusion, e2e"
+    ]
+
+
+def test_bad_matrix_is_exit_2_without_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("extends: cpu.yaml\nruntime:\n  shm_sise: 2g\n")
+    done = harness("run", "--matrix", str(bad), "--dry-run", reports=tmp_path)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "runtime.shm_sise: unknown key (did you mean shm_size?)" in done.stderr
+
+
+@pytest.mark.slow
+def test_failing_test_is_exit_1_and_infra_is_exit_3(tmp_path: Path) -> None:
+    # A suite that fails a test -> 1; a -k that makes pytest error out (usage) -> 3.
+    done = harness("run", "--suite", "platform", "--python", "current", "-k", "(((",
+                   reports=tmp_path)
+    assert done.returncode == 3, done.stdout[-2000:]
+    manifest = json.loads((only_run_dir(tmp_path, "cpu") / "manifest.json").read_text())
+    assert manifest["infra_error"]["kind"] == "error"
