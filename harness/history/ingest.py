@@ -76,8 +76,9 @@ def _discover(paths: Sequence[Path], warn: Warn) -> Iterator[_Run]:
             run = _run_folder(folder, warn)
             if run is not None:
                 yield run
+        inside = set(folders)
         for xml in sorted(path.rglob("*.xml")):
-            if not any(folder in xml.parents for folder in folders):
+            if inside.isdisjoint(xml.parents):
                 yield _Run(key=f"file:{_sha256(xml)}", source=xml, junit=[xml], manifest={})
 
 

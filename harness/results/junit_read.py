@@ -12,13 +12,14 @@ reports one line naming the file and the parser's line:column.
 
 from __future__ import annotations
 
+import functools
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.plugin.known_failures import normalise_test_id
+from harness.testids import normalise_test_id
 
 STATUSES = ("passed", "failed", "error", "skipped", "xfail", "xpass")
 
@@ -89,6 +90,8 @@ def _module_path(classname: str, file: str) -> tuple[str, list[str]]:
     return path, parts[module_end + 1 :]
 
 
+# Nightly runs repeat the same names; caching keeps ingest linear in distinct ids.
+@functools.lru_cache(maxsize=1 << 17)
 def case_ids(classname: str, name: str, file: str = "") -> tuple[str, str, str]:
     """Return (nodeid, key, params) for one JUnit test case.
 
