@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.history.schema import connect
-from harness.plugin.known_failures import normalise_test_id
+from harness.testids import normalise_test_id
 from harness.reports import queries
 from harness.reports.matrices import MatrixFacts, facts_from_json, load_declared
 from harness.reports.model import (
