@@ -38,6 +38,8 @@ class PlanOptions:
     durations: Path | None = None  # every shard of one job must read the same file
     update_expectations: bool = False
     extra_pytest_args: Sequence[str] = ()
+    # suite -> pytest node ids run instead of the suite's path (repro); never sharded.
+    tests: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 def select_suites(matrix: Any, wanted: Sequence[str]) -> list[Any]:
@@ -67,9 +69,12 @@ def junit_name(suite: str, shard: str | None) -> str:
 def plan_run(matrix: Any, run_dir: Path, root: Path, options: PlanOptions) -> list[Invocation]:
     invocations = []
     for suite in select_suites(matrix, options.suites):
-        junit = run_dir / "junit" / junit_name(suite.name, options.shard)
+        node_ids = options.tests.get(suite.name, ())
+        shard = None if node_ids else options.shard
+        junit = run_dir / "junit" / junit_name(suite.name, shard)
         stem = junit.stem
-        argv: list[str] = [options.python, "-m", "pytest", str(root / suite.path)]
+        targets = [str(root / n) for n in node_ids] or [str(root / suite.path)]
+        argv: list[str] = [options.python, "-m", "pytest", *targets]
         if options.load_plugin:
             argv += ["-p", "harness.plugin"]
         argv += [
@@ -100,8 +105,8 @@ def plan_run(matrix: Any, run_dir: Path, root: Path, options: PlanOptions) -> li
         keyword = " and ".join(f"({k})" for k in (suite.k, options.keyword) if k)
         if keyword:
             argv += ["-k", keyword]
-        if options.shard:
-            argv += [f"--harness-shard={options.shard}"]
+        if shard:
+            argv += [f"--harness-shard={shard}"]
             if options.durations:
                 argv += [f"--harness-durations={options.durations}"]
         if options.update_expectations:
@@ -118,7 +123,7 @@ def plan_run(matrix: Any, run_dir: Path, root: Path, options: PlanOptions) -> li
                 partial=run_dir / "junit" / f"{stem}.partial.jsonl",
                 timeout_s=float(suite.timeout_s or matrix.runtime.step_timeout_s),
                 workers=max(1, workers),
-                shard=options.shard,
+                shard=shard,
             )
         )
     return invocations

@@ -8,6 +8,7 @@ import os
 import secrets
 import shlex
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,13 @@ class RunRequest:
     seed: int = 0
     update_expectations: bool = False
     command_line: tuple[str, ...] = ()
+    # harness repro: suite -> node ids to run instead of the suite path, the recorded
+    # matrix.json, environment restored from the run, its durations file, its run id.
+    tests: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    platform_file: Path | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    durations_file: Path | None = None
+    repro_of: str | None = None
 
 
 @dataclass(kw_only=True)
@@ -139,6 +147,7 @@ def build_env(ctx: RunContext) -> None:
         env["TRITON_INTERPRET"] = "1"
     env.update(dict(ctx.matrix.runtime.env))
     env.update(_cache_env(ctx))
+    env.update(ctx.request.env)
     env["HARNESS_SUITE_PROPERTIES"] = json.dumps(
         {
             "run_id": ctx.run_id,
@@ -166,7 +175,8 @@ def _git_sha(ctx: RunContext) -> str:
 def plan_step(ctx: RunContext) -> None:
     assert ctx.threads is not None
     # The suites load exactly the resolved matrix this run recorded (repro relies on it).
-    spec = ctx.matrix.file if ctx.request.dry_run else str(ctx.run_dir / "matrix.json")
+    dry_spec = str(ctx.request.platform_file or ctx.matrix.file)
+    spec = dry_spec if ctx.request.dry_run else str(ctx.run_dir / "matrix.json")
     options = PlanOptions(
         python=ctx.python,
         load_plugin=ctx.load_plugin,
@@ -179,6 +189,7 @@ def plan_step(ctx: RunContext) -> None:
         shard=ctx.request.shard,
         durations=write_durations(ctx),
         update_expectations=ctx.request.update_expectations,
+        tests=ctx.request.tests,
     )
     ctx.invocations = plan_run(ctx.matrix, ctx.run_dir, ctx.root, options)
 
@@ -187,6 +198,10 @@ def write_durations(ctx: RunContext) -> Path | None:
     """For a shard: this matrix's durations from the history, to balance the shards."""
     if not ctx.request.shard or ctx.request.dry_run:
         return None
+    if ctx.request.durations_file:  # a repro balances its shard as the run did
+        import shutil
+
+        return Path(shutil.copy(ctx.request.durations_file, ctx.run_dir / "durations.json"))
     from harness.history.schema import default_db_path
     from harness.shard_durations import DurationSet, dump, durations_for
 
@@ -238,6 +253,7 @@ def start_manifest(ctx: RunContext) -> None:
             "suites_planned": [inv.suite for inv in ctx.invocations],
             "env": mask_env({k: v for k, v in ctx.env.items() if k != "HARNESS_SUITE_PROPERTIES"}),
             "command": list(ctx.request.command_line),
+            "repro_of": ctx.request.repro_of,
             "started": now(),
             "ended": None,
         },
