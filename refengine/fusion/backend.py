@@ -10,7 +10,9 @@ the slow part (the C++ compiler), so a warm run is still fast.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import inspect
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +21,20 @@ import torch
 from torch._inductor.custom_graph_pass import CustomGraphPass
 
 from refengine.fusion import fused_ops, passes
+
+# "module:attribute" naming a sequence of PassDef that replaces the built-in passes, so a
+# test can run the real suite with a changed pass.
+PASSES_ENV = "REFENGINE_FUSION_PASSES"
+
+
+def default_pass_defs() -> tuple[passes.PassDef, ...]:
+    spec = os.environ.get(PASSES_ENV, "").strip()
+    if not spec:
+        return passes.PASS_DEFS
+    module, _, attr = spec.partition(":")
+    if not module or not attr:
+        raise ValueError(f"{PASSES_ENV}: expected module:attribute, got {spec!r}")
+    return tuple(getattr(importlib.import_module(module), attr))
 
 
 @dataclass
@@ -40,15 +56,16 @@ class FusionReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "passes": {n: (r.matched if r.applicable else r.status)
-                       for n, r in self.passes.items()},
+            "passes": {
+                n: (r.matched if r.applicable else r.status) for n, r in self.passes.items()
+            },
             "unfused": dict(self.unfused),
             "kernels": self.kernels,
         }
 
 
 def applicability(defn: passes.PassDef, fp8_dtype: torch.dtype | None) -> str:
-    """"applied" or "not applicable: <reason>" for one pass in this process and platform."""
+    """ "applied" or "not applicable: <reason>" for one pass in this process and platform."""
     if defn.needs_fp8 and fp8_dtype is None:
         return "not applicable: the platform has no fp8 dtype"
     if defn.needs_distributed:
@@ -92,16 +109,20 @@ class FusionBackend:
     ``pass_defs`` replaces the pass list (a test uses it to run a changed pass).
     """
 
-    def __init__(self, fp8_dtype: torch.dtype | None = None,
-                 pass_defs: Sequence[passes.PassDef] | None = None,
-                 enabled: bool = True) -> None:
+    def __init__(
+        self,
+        fp8_dtype: torch.dtype | None = None,
+        pass_defs: Sequence[passes.PassDef] | None = None,
+        enabled: bool = True,
+    ) -> None:
         self.fp8_dtype = fp8_dtype
-        defs = passes.PASS_DEFS if pass_defs is None else tuple(pass_defs)
+        defs = default_pass_defs() if pass_defs is None else tuple(pass_defs)
         self.matchers = [(d, passes.build(d)) for d in defs] if enabled else []
         self.report = FusionReport()
 
-    def __call__(self, gm: torch.fx.GraphModule,
-                 example_inputs: Sequence[Any]) -> Callable[..., Any]:
+    def __call__(
+        self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]
+    ) -> Callable[..., Any]:
         import torch._functorch.config as functorch_config
         from torch._inductor import metrics
         from torch._inductor.compile_fx import compile_fx

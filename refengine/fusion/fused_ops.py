@@ -55,29 +55,35 @@ def _all_reduce_fake(x: Tensor, group_name: str) -> Tensor:
 # -- native kernels of the fused ops -------------------------------------------------------
 
 
-def _native_add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor,
-                         eps: float) -> tuple[Tensor, Tensor]:
+def _native_add_rms_norm(
+    x: Tensor, residual: Tensor, weight: Tensor, eps: float
+) -> tuple[Tensor, Tensor]:
     summed = residual.clone()
     out = _run("add_rms_norm", x, summed, weight, eps)
     return out, summed
 
 
-def _native_rms_norm_fp8_quant(x: Tensor, weight: Tensor, eps: float, fp8_dtype: torch.dtype,
-                               mode: str, scale: Tensor | None,
-                               group_size: int) -> tuple[Tensor, Tensor]:
+def _native_rms_norm_fp8_quant(
+    x: Tensor,
+    weight: Tensor,
+    eps: float,
+    fp8_dtype: torch.dtype,
+    mode: str,
+    scale: Tensor | None,
+    group_size: int,
+) -> tuple[Tensor, Tensor]:
     normed = _run("rms_norm", x, weight, eps)
     return _run("fp8_quant", normed, fp8_dtype, mode, scale, group_size)  # type: ignore[no-any-return]
 
 
-def _native_silu_and_mul_fp8_quant(x: Tensor, fp8_dtype: torch.dtype, mode: str,
-                                   scale: Tensor | None,
-                                   group_size: int) -> tuple[Tensor, Tensor]:
+def _native_silu_and_mul_fp8_quant(
+    x: Tensor, fp8_dtype: torch.dtype, mode: str, scale: Tensor | None, group_size: int
+) -> tuple[Tensor, Tensor]:
     act = _run("silu_and_mul", x)
     return _run("fp8_quant", act, fp8_dtype, mode, scale, group_size)  # type: ignore[no-any-return]
 
 
-def _native_all_reduce_rms_norm(x: Tensor, weight: Tensor, eps: float,
-                                group_name: str) -> Tensor:
+def _native_all_reduce_rms_norm(x: Tensor, weight: Tensor, eps: float, group_name: str) -> Tensor:
     reduced = x.clone()
     dist.all_reduce(reduced, group=_group(group_name))
     return _run("rms_norm", reduced, weight, eps)  # type: ignore[no-any-return]
@@ -114,47 +120,63 @@ def _kernel(fused_op: str) -> Callable[..., Any]:
 
 
 @custom_op("refengine::fused_add_rms_norm", mutates_args=())
-def fused_add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor,
-                       eps: float) -> tuple[Tensor, Tensor]:
+def fused_add_rms_norm(
+    x: Tensor, residual: Tensor, weight: Tensor, eps: float
+) -> tuple[Tensor, Tensor]:
     """(rms_norm(x + residual), x + residual): the functional form of add_rms_norm."""
     return _kernel("fused_add_rms_norm")(x, residual, weight, eps)  # type: ignore[no-any-return]
 
 
 @register_fake("refengine::fused_add_rms_norm")
-def _fused_add_rms_norm_fake(x: Tensor, residual: Tensor, weight: Tensor,
-                             eps: float) -> tuple[Tensor, Tensor]:
+def _fused_add_rms_norm_fake(
+    x: Tensor, residual: Tensor, weight: Tensor, eps: float
+) -> tuple[Tensor, Tensor]:
     return torch.empty_like(x), torch.empty_like(residual)
 
 
-def _quant_fake(x: Tensor, fp8_dtype: torch.dtype, mode: str,
-                group_size: int) -> tuple[Tensor, Tensor]:
+def _quant_fake(
+    x: Tensor, fp8_dtype: torch.dtype, mode: str, group_size: int
+) -> tuple[Tensor, Tensor]:
     return torch.ops.refengine.fp8_quant.default(x, fp8_dtype, mode, None, group_size)  # type: ignore[no-any-return]
 
 
 @custom_op("refengine::rms_norm_fp8_quant", mutates_args=())
-def rms_norm_fp8_quant(x: Tensor, weight: Tensor, eps: float, fp8_dtype: torch.dtype,
-                       mode: str, scale: Tensor | None,
-                       group_size: int) -> tuple[Tensor, Tensor]:
+def rms_norm_fp8_quant(
+    x: Tensor,
+    weight: Tensor,
+    eps: float,
+    fp8_dtype: torch.dtype,
+    mode: str,
+    scale: Tensor | None,
+    group_size: int,
+) -> tuple[Tensor, Tensor]:
     return _kernel("rms_norm_fp8_quant")(x, weight, eps, fp8_dtype, mode, scale, group_size)  # type: ignore[no-any-return]
 
 
 @register_fake("refengine::rms_norm_fp8_quant")
-def _rms_norm_fp8_quant_fake(x: Tensor, weight: Tensor, eps: float, fp8_dtype: torch.dtype,
-                             mode: str, scale: Tensor | None,
-                             group_size: int) -> tuple[Tensor, Tensor]:
+def _rms_norm_fp8_quant_fake(
+    x: Tensor,
+    weight: Tensor,
+    eps: float,
+    fp8_dtype: torch.dtype,
+    mode: str,
+    scale: Tensor | None,
+    group_size: int,
+) -> tuple[Tensor, Tensor]:
     return _quant_fake(x, fp8_dtype, mode, group_size)
 
 
 @custom_op("refengine::silu_and_mul_fp8_quant", mutates_args=())
-def silu_and_mul_fp8_quant(x: Tensor, fp8_dtype: torch.dtype, mode: str,
-                           scale: Tensor | None, group_size: int) -> tuple[Tensor, Tensor]:
+def silu_and_mul_fp8_quant(
+    x: Tensor, fp8_dtype: torch.dtype, mode: str, scale: Tensor | None, group_size: int
+) -> tuple[Tensor, Tensor]:
     return _kernel("silu_and_mul_fp8_quant")(x, fp8_dtype, mode, scale, group_size)  # type: ignore[no-any-return]
 
 
 @register_fake("refengine::silu_and_mul_fp8_quant")
-def _silu_and_mul_fp8_quant_fake(x: Tensor, fp8_dtype: torch.dtype, mode: str,
-                                 scale: Tensor | None,
-                                 group_size: int) -> tuple[Tensor, Tensor]:
+def _silu_and_mul_fp8_quant_fake(
+    x: Tensor, fp8_dtype: torch.dtype, mode: str, scale: Tensor | None, group_size: int
+) -> tuple[Tensor, Tensor]:
     half = x.new_empty((*x.shape[:-1], x.shape[-1] // 2))
     return _quant_fake(half, fp8_dtype, mode, group_size)
 
@@ -165,6 +187,5 @@ def all_reduce_rms_norm(x: Tensor, weight: Tensor, eps: float, group_name: str) 
 
 
 @register_fake("refengine::all_reduce_rms_norm")
-def _all_reduce_rms_norm_fake(x: Tensor, weight: Tensor, eps: float,
-                              group_name: str) -> Tensor:
+def _all_reduce_rms_norm_fake(x: Tensor, weight: Tensor, eps: float, group_name: str) -> Tensor:
     return torch.empty_like(x)

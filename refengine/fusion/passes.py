@@ -45,15 +45,26 @@ def _replace_root(match: Match, target: Any, args: tuple[Any, ...]) -> None:
 
 
 def _rms_quant_pattern() -> PatternExpr:
-    norm = CallFunction(ops.rms_norm.default, KeywordArg("x"), KeywordArg("weight"),
-                        KeywordArg("eps"))
+    norm = CallFunction(
+        ops.rms_norm.default, KeywordArg("x"), KeywordArg("weight"), KeywordArg("eps")
+    )
     return CallFunction(ops.fp8_quant.default, norm, *_quant_args())
 
 
 def _rms_quant(match: Match, **kw: Any) -> None:
-    _replace_root(match, ops.rms_norm_fp8_quant.default,
-                  (kw["x"], kw["weight"], kw["eps"], kw["fp8_dtype"], kw["mode"], kw["scale"],
-                   kw["group_size"]))
+    _replace_root(
+        match,
+        ops.rms_norm_fp8_quant.default,
+        (
+            kw["x"],
+            kw["weight"],
+            kw["eps"],
+            kw["fp8_dtype"],
+            kw["mode"],
+            kw["scale"],
+            kw["group_size"],
+        ),
+    )
 
 
 def _silu_quant_pattern() -> PatternExpr:
@@ -62,15 +73,19 @@ def _silu_quant_pattern() -> PatternExpr:
 
 
 def _silu_quant(match: Match, **kw: Any) -> None:
-    _replace_root(match, ops.silu_and_mul_fp8_quant.default,
-                  (kw["x"], kw["fp8_dtype"], kw["mode"], kw["scale"], kw["group_size"]))
+    _replace_root(
+        match,
+        ops.silu_and_mul_fp8_quant.default,
+        (kw["x"], kw["fp8_dtype"], kw["mode"], kw["scale"], kw["group_size"]),
+    )
 
 
 def _add_rms_pattern() -> PatternExpr:
     # The sum is the next layer's residual: it may have other users, which then read the
     # fused op's second output.
-    summed = CallFunction(torch.ops.aten.add.Tensor, KeywordArg("x"), KeywordArg("residual"),
-                          _users=MULTIPLE)
+    summed = CallFunction(
+        torch.ops.aten.add.Tensor, KeywordArg("x"), KeywordArg("residual"), _users=MULTIPLE
+    )
     return CallFunction(ops.rms_norm.default, summed, KeywordArg("weight"), KeywordArg("eps"))
 
 
@@ -78,10 +93,13 @@ def _add_rms_check(match: Match) -> bool:
     # The fused node goes where the add was, so the weight must already exist there.
     weight = match.kwargs["weight"]
     same_dtype = all(
-        isinstance(n, torch.fx.Node) and n.meta["val"].dtype == match.output_node().meta["val"].dtype
+        isinstance(n, torch.fx.Node)
+        and n.meta["val"].dtype == match.output_node().meta["val"].dtype
         for n in (match.kwargs["x"], match.kwargs["residual"])
     )
-    return same_dtype and (not isinstance(weight, torch.fx.Node) or weight.op in ("placeholder", "get_attr"))
+    return same_dtype and (
+        not isinstance(weight, torch.fx.Node) or weight.op in ("placeholder", "get_attr")
+    )
 
 
 def _add_rms(match: Match, **kw: Any) -> None:
@@ -90,8 +108,9 @@ def _add_rms(match: Match, **kw: Any) -> None:
     summed = norm.args[0]
     assert isinstance(summed, torch.fx.Node)
     with graph.inserting_before(summed):
-        fused = graph.call_function(ops.fused_add_rms_norm.default,
-                                    (kw["x"], kw["residual"], kw["weight"], kw["eps"]))
+        fused = graph.call_function(
+            ops.fused_add_rms_norm.default, (kw["x"], kw["residual"], kw["weight"], kw["eps"])
+        )
         out = graph.call_function(operator.getitem, (fused, 0))
         new_sum = graph.call_function(operator.getitem, (fused, 1))
     fused.meta["val"] = (norm.meta["val"], summed.meta["val"])
@@ -108,8 +127,9 @@ def _ar_rms_pattern() -> PatternExpr:
 
 
 def _ar_rms(match: Match, **kw: Any) -> None:
-    _replace_root(match, ops.all_reduce_rms_norm.default,
-                  (kw["x"], kw["weight"], kw["eps"], kw["group_name"]))
+    _replace_root(
+        match, ops.all_reduce_rms_norm.default, (kw["x"], kw["weight"], kw["eps"], kw["group_name"])
+    )
 
 
 @dataclass(frozen=True)
@@ -125,10 +145,18 @@ class PassDef:
 
 PASS_DEFS: tuple[PassDef, ...] = (
     PassDef("rms_norm_quant", "rms_norm_fp8_quant", True, False, _rms_quant_pattern, _rms_quant),
-    PassDef("silu_mul_quant", "silu_and_mul_fp8_quant", True, False, _silu_quant_pattern,
-            _silu_quant),
-    PassDef("add_rms_norm", "fused_add_rms_norm", False, False, _add_rms_pattern, _add_rms,
-            _add_rms_check),
+    PassDef(
+        "silu_mul_quant", "silu_and_mul_fp8_quant", True, False, _silu_quant_pattern, _silu_quant
+    ),
+    PassDef(
+        "add_rms_norm",
+        "fused_add_rms_norm",
+        False,
+        False,
+        _add_rms_pattern,
+        _add_rms,
+        _add_rms_check,
+    ),
     PassDef("all_reduce_rms_norm", "all_reduce_rms_norm", False, True, _ar_rms_pattern, _ar_rms),
 )
 PASS_NAMES: tuple[str, ...] = tuple(p.name for p in PASS_DEFS)
@@ -140,8 +168,9 @@ FUSABLE_OPS: tuple[str, ...] = ("rms_norm", "fp8_quant", "silu_and_mul", "all_re
 def build(defn: PassDef) -> PatternMatcherPass:
     """A fresh PatternMatcherPass for one definition (so a test can build a changed one)."""
     matcher = PatternMatcherPass(pass_name=f"refengine_{defn.name}")
-    register_graph_pattern(defn.pattern(), extra_check=defn.check or (lambda m: True),
-                           pass_dict=matcher)(defn.handler)
+    register_graph_pattern(
+        defn.pattern(), extra_check=defn.check or (lambda m: True), pass_dict=matcher
+    )(defn.handler)
     return matcher
 
 
@@ -154,5 +183,12 @@ def count_unfused(graph: torch.fx.Graph) -> dict[str, int]:
     return counts
 
 
-__all__ = ["FUSABLE_OPS", "PASS_DEFS", "PASS_NAMES", "PassDef", "build", "count_unfused",
-           "fused_ops"]
+__all__ = [
+    "FUSABLE_OPS",
+    "PASS_DEFS",
+    "PASS_NAMES",
+    "PassDef",
+    "build",
+    "count_unfused",
+    "fused_ops",
+]
