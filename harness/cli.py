@@ -20,6 +20,7 @@ COMMANDS: tuple[str, ...] = (
     "report",
     "ci",
     "image",
+    "repro",
 )
 
 

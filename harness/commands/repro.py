@@ -1,0 +1,104 @@
+"""``harness repro``: run a run's failed tests again, the same way."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "repro",
+        help="re-run what failed in a run, the same way",
+        description="Rebuild a run from its run folder (or a JUnit file) - the recorded "
+        "matrix, seed, emulation, runner, thread environment and shard - and run its failed "
+        "tests again through the same workflow as 'harness run' (a new run folder whose "
+        "manifest names the original in repro_of).",
+    )
+    p.add_argument(
+        "target",
+        type=Path,
+        metavar="RUN_FOLDER|JUNIT_XML",
+        help="reports/<matrix>/<run-id>/, one of its junit/*.xml, or a loose JUnit file",
+    )
+    pick = p.add_mutually_exclusive_group()
+    pick.add_argument(
+        "--failed", action="store_true", help="the failed and errored tests (the default)"
+    )
+    pick.add_argument(
+        "--test",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="a node id (path::name[params], its file must exist here) or a "
+        "substring of the run's node ids; repeatable",
+    )
+    p.add_argument(
+        "--emulate",
+        action="store_true",
+        help="run a GPU run's tests on this CPU under the platform's profile",
+    )
+    p.add_argument("--dry-run", action="store_true", help="print the commands; run nothing")
+    p.add_argument(
+        "--python",
+        default="matrix",
+        metavar="matrix|current|PATH",
+        help="interpreter: the matrix's venv (default), the current one, or a path",
+    )
+    p.add_argument("--reports", type=Path, metavar="DIR", help="reports folder (default: reports/)")
+    docker = p.add_mutually_exclusive_group()
+    docker.add_argument(
+        "--docker",
+        dest="docker",
+        action="store_true",
+        default=None,
+        help="run in the platform's container (default: as the run did)",
+    )
+    docker.add_argument(
+        "--local",
+        dest="docker",
+        action="store_false",
+        help="run locally even if the run used docker",
+    )
+    p.add_argument("--keep-container", action="store_true", help="keep the container for debugging")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.matrix import repo_root
+    from harness.repro import (
+        build_request,
+        check_checkout,
+        choose,
+        describe,
+        load_recorded_matrix,
+        read_recorded,
+        say,
+    )
+    from harness.workflow import RunContext, run_workflow
+
+    root = repo_root()
+    rec = read_recorded(args.target)
+    matrix = load_recorded_matrix(rec, root)
+    check_checkout(rec, root)
+    choice = choose(rec, matrix, root, list(args.test))
+    if not choice.tests and not choice.whole:
+        say(f"run {rec.run_id} has no failed tests; nothing to rerun (--test ID picks tests)")
+        return 0
+    if args.emulate and not rec.emulate:
+        say(f"the run used {matrix.name}'s device; emulating it on this CPU")
+    describe(rec, choice)
+    request = build_request(
+        rec,
+        choice,
+        matrix=matrix,
+        emulate=args.emulate or rec.emulate,
+        docker=args.docker,
+        reports=args.reports,
+        dry_run=args.dry_run,
+        python=args.python,
+        keep_container=args.keep_container,
+        command_line=tuple(["harness", *sys.argv[1:]]),
+    )
+    return run_workflow(RunContext(request=request, root=root, matrix=matrix))

@@ -1,0 +1,265 @@
+"""``harness repro``: rebuild a run from its run folder (or a loose JUnit file) and run
+its failed tests again the same way: recorded matrix, seed, emulation, runner, thread
+environment and shard, through the same workflow as ``harness run``."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ConfigError, HarnessError, UsageError
+from harness.repro_select import pick_tests, read_suite
+from harness.workflow import RunRequest
+
+# Set by the workflow for this machine; the recorded values name the run's machine.
+_MACHINE_ENV = frozenset({"HARNESS_ROOT", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE"})
+MASKED = "***"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recorded:
+    """What a run folder's manifest, or a loose JUnit file's properties, say."""
+
+    run_id: str
+    run_dir: Path | None
+    junit_files: tuple[Path, ...]
+    matrix_name: str
+    matrix_hash: str
+    matrix_file: str | None = None
+    emulate: bool = False
+    seed: int = 0
+    shard: str | None = None
+    runner: str | None = None
+    image: str | None = None
+    git_sha: str | None = None
+    git_dirty: bool | None = None
+    workers: int | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    planned: tuple[str, ...] = ()
+
+    @property
+    def resolved(self) -> Path | None:
+        path = self.run_dir / "matrix.json" if self.run_dir else None
+        return path if path and path.is_file() else None
+
+
+def say(message: str) -> None:
+    print(f"harness repro: {message}", flush=True)
+
+
+def _run_folder_of(target: Path) -> Path | None:
+    """The run folder itself, its junit/ folder, merged.xml, or junit/<suite>.xml."""
+    folder = target if target.is_dir() else target.parent
+    candidates = [folder, folder.parent] if folder.name == "junit" else [folder]
+    return next((c for c in candidates if (c / "manifest.json").is_file()), None)
+
+
+def read_recorded(target: Path) -> Recorded:
+    if not target.exists():
+        raise UsageError(f"{target}: no such run folder or JUnit file")
+    run_dir = _run_folder_of(target)
+    if target.is_dir() and run_dir is None:
+        raise UsageError(f"{target}: not a run folder (no manifest.json)")
+    if run_dir is None:
+        return _from_loose_junit(target)
+    manifest_path = run_dir / "manifest.json"
+    try:
+        data: dict[str, Any] = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"cannot read the manifest: {error}", file=str(manifest_path)) from None
+    in_junit = target.is_file() and target.parent.name == "junit"
+    junit = (target,) if in_junit else tuple(sorted((run_dir / "junit").glob("*.xml")))
+    git = data.get("git") or {}
+    threads = data.get("threads") or {}
+    matrix = data.get("matrix") or {}
+    return Recorded(
+        run_id=str(data.get("run_id") or run_dir.name),
+        run_dir=run_dir,
+        junit_files=junit,
+        matrix_name=str(matrix.get("name") or data.get("platform") or ""),
+        matrix_hash=str(matrix.get("hash") or ""),
+        matrix_file=matrix.get("file"),
+        emulate=bool(data.get("emulate")),
+        seed=int(data.get("seed") or 0),
+        shard=data.get("shard"),
+        runner=data.get("runner"),
+        image=data.get("image"),
+        git_sha=git.get("sha"),
+        git_dirty=git.get("dirty"),
+        workers=threads.get("workers"),
+        env={str(k): str(v) for k, v in (data.get("env") or {}).items()},
+        planned=() if in_junit else tuple(data.get("suites_planned") or ()),
+    )
+
+
+def _from_loose_junit(junit: Path) -> Recorded:
+    """A JUnit file on its own (a CI artifact): the suite properties name the run."""
+    try:
+        root = ET.parse(junit).getroot()
+    except (OSError, ET.ParseError) as error:
+        raise ConfigError(f"cannot read JUnit: {error}", file=str(junit)) from None
+    props = {
+        p.get("name", ""): p.get("value", "")
+        for p in root.iter("property")
+        if p.get("name")
+        in ("matrix", "matrix_hash", "seed", "emulate", "run_id", "git_sha", "runner", "image")
+    }
+    if not props.get("matrix"):
+        raise UsageError(
+            f"{junit}: no run folder around it and no 'matrix' suite property; "
+            "it was not written by a harness run"
+        )
+    return Recorded(
+        run_id=props.get("run_id") or junit.name,
+        run_dir=None,
+        junit_files=(junit,),
+        matrix_name=props["matrix"],
+        matrix_hash=props.get("matrix_hash", ""),
+        emulate=props.get("emulate") == "true",
+        seed=int(props.get("seed") or 0),
+        runner=props.get("runner") or None,
+        image=props.get("image") or None,
+        git_sha=props.get("git_sha") or None,
+    )
+
+
+def load_recorded_matrix(rec: Recorded, root: Path) -> Any:
+    """The matrix that ran (its matrix.json), and a clear line when today's differs."""
+    from harness.matrix import load_matrix
+
+    current: Any = None
+    try:
+        current = load_matrix(rec.matrix_file or rec.matrix_name, root=root)
+    except HarnessError as error:
+        if rec.resolved is None:
+            raise
+        say(
+            f"matrix {rec.matrix_name} does not load from this checkout ({error}); "
+            "using the recorded matrix"
+        )
+    if rec.resolved is not None:
+        matrix = load_matrix(rec.resolved, root=root)
+        if current is not None and current.hash != rec.matrix_hash:
+            say(
+                f"matrix {rec.matrix_name} changed since run {rec.run_id} "
+                f"(hash {rec.matrix_hash[:12]} -> {current.hash[:12]}); using the recorded matrix"
+            )
+        return matrix
+    if rec.matrix_hash and current.hash != rec.matrix_hash:
+        say(
+            f"matrix {rec.matrix_name} changed since run {rec.run_id} "
+            f"(hash {rec.matrix_hash[:12]} -> {current.hash[:12]}); the JUnit file has no "
+            "run folder with the recorded matrix, so using the current one"
+        )
+    return current
+
+
+def check_checkout(rec: Recorded, root: Path) -> None:
+    from harness.gitinfo import git_info
+
+    here = git_info(root)
+    if rec.git_sha and here.sha and here.sha != rec.git_sha:
+        say(f"checkout is at {here.sha[:12]}, the run was at {rec.git_sha[:12]}")
+    if here.dirty:
+        say("the checkout has uncommitted changes")
+    if rec.git_dirty:
+        say(f"run {rec.run_id} ran on a checkout with uncommitted changes")
+
+
+def restored_env(rec: Recorded, matrix: Any) -> dict[str, str]:
+    """The run's environment, less what names its machine and what was masked."""
+    from harness.cache import cache_env
+
+    recomputed = _MACHINE_ENV | set(cache_env(matrix))
+    masked = sorted(k for k, v in rec.env.items() if v == MASKED and k not in recomputed)
+    if masked:
+        say(
+            f"not restored (masked in the manifest): {', '.join(masked)}; this shell's values apply"
+        )
+    return {k: v for k, v in rec.env.items() if k not in recomputed and v != MASKED}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Choice:
+    tests: dict[str, tuple[str, ...]]  # suite -> node ids
+    whole: dict[str, str]  # suite -> why all of it runs
+    shard: str | None = None
+
+
+def choose(rec: Recorded, matrix: Any, root: Path, wanted: list[str]) -> Choice:
+    recorded = [read_suite(path, root) for path in rec.junit_files]
+    if wanted:
+        paths = {name: s.path for name, s in matrix.suites.items()}
+        return Choice(tests=pick_tests(wanted, recorded, paths, root), whole={})
+    tests: dict[str, tuple[str, ...]] = {}
+    whole: dict[str, str] = {}
+    shards: set[str] = set()
+    for suite in recorded:
+        if suite.whole:
+            whole[suite.suite] = suite.whole
+            shards.update([suite.shard] if suite.shard else [])
+        elif suite.failed:
+            tests[suite.suite] = tests.get(suite.suite, ()) + suite.failed
+    seen = {s.suite for s in recorded}
+    for name in rec.planned:
+        if name not in seen:
+            whole[name] = "no JUnit file was written"
+    if len(shards) > 1:
+        raise UsageError(
+            f"more than one shard to rerun whole ({', '.join(sorted(shards))}); "
+            "give one shard's JUnit file"
+        )
+    for name in whole:
+        tests.pop(name, None)
+    for nid in (n for ids in tests.values() for n in ids):
+        if not (root / nid.split("::", 1)[0]).is_file():
+            raise UsageError(f"{nid}: its file is not in this checkout")
+    # A whole suite reruns the shard that ran it; node ids are never sharded.
+    shard = next(iter(shards), None) or (rec.shard if whole else None)
+    return Choice(tests=tests, whole=whole, shard=shard)
+
+
+def build_request(
+    rec: Recorded,
+    choice: Choice,
+    *,
+    matrix: Any,
+    emulate: bool,
+    docker: bool | None,
+    **options: Any,
+) -> RunRequest:
+    if docker is None and not emulate and rec.runner:
+        docker = rec.runner == "docker"
+    if docker and rec.image:
+        say(f"run {rec.run_id} used image {rec.image}")
+    return RunRequest(
+        matrix=rec.matrix_name,
+        suites=tuple([*choice.tests, *choice.whole]),
+        tests=choice.tests,
+        emulate=emulate,
+        workers=rec.workers,
+        docker=docker,
+        shard=choice.shard,
+        seed=rec.seed,
+        platform_file=rec.resolved,
+        env=restored_env(rec, matrix),
+        durations_file=_durations(rec) if choice.shard else None,
+        repro_of=rec.run_id,
+        **options,
+    )
+
+
+def _durations(rec: Recorded) -> Path | None:
+    path = rec.run_dir / "durations.json" if rec.run_dir else None
+    return path if path and path.is_file() else None
+
+
+def describe(rec: Recorded, choice: Choice) -> None:
+    for suite, ids in choice.tests.items():
+        say(f"{suite}: {len(ids)} test(s) from run {rec.run_id}: {', '.join(ids)}")
+    for suite, why in choice.whole.items():
+        shard = f" (shard {choice.shard})" if choice.shard else ""
+        say(f"{suite}: the whole suite{shard}, since {why}")
