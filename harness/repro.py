@@ -105,7 +105,17 @@ def _from_loose_junit(junit: Path) -> Recorded:
         p.get("name", ""): p.get("value", "")
         for p in root.iter("property")
         if p.get("name")
-        in ("matrix", "matrix_hash", "seed", "emulate", "run_id", "git_sha", "runner", "image")
+        in (
+            "matrix",
+            "matrix_hash",
+            "matrix_file",
+            "seed",
+            "emulate",
+            "run_id",
+            "git_sha",
+            "runner",
+            "image",
+        )
     }
     if not props.get("matrix"):
         raise UsageError(
@@ -118,6 +128,7 @@ def _from_loose_junit(junit: Path) -> Recorded:
         junit_files=(junit,),
         matrix_name=props["matrix"],
         matrix_hash=props.get("matrix_hash", ""),
+        matrix_file=props.get("matrix_file") or None,
         emulate=props.get("emulate") == "true",
         seed=int(props.get("seed") or 0),
         runner=props.get("runner") or None,
@@ -131,8 +142,11 @@ def load_recorded_matrix(rec: Recorded, root: Path) -> Any:
     from harness.matrix import load_matrix
 
     current: Any = None
+    file = rec.matrix_file
+    # The run's matrix file when this checkout has it (a custom matrix), else its name.
+    here = bool(file) and (Path(str(file)).is_file() or (root / str(file)).is_file())
     try:
-        current = load_matrix(rec.matrix_file or rec.matrix_name, root=root)
+        current = load_matrix(file if here and file else rec.matrix_name, root=root)
     except HarnessError as error:
         if rec.resolved is None:
             raise

@@ -153,6 +153,7 @@ def build_env(ctx: RunContext) -> None:
             "run_id": ctx.run_id,
             "git_sha": _git_sha(ctx),
             "runner": "docker" if ctx.use_docker else "local",
+            "matrix_file": ctx.matrix.file,  # repro finds a custom matrix from a loose JUnit
         }
     )
     ctx.env = env
