@@ -1,0 +1,168 @@
+"""Device probes: what hardware the container actually sees, checked against the matrix.
+
+Parsers are pure functions over the tools' machine-readable output (tested on captured
+outputs); ``commands`` says what to run inside the container; ``check`` compares a
+fingerprint with the matrix's ``probe.expect`` and raises InfraError naming the gap.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from harness.errors import InfraError
+
+NVIDIA_QUERY = "index,name,uuid,memory.total,compute_cap,driver_version"
+NVIDIA_FALLBACK = "index,name,uuid,memory.total,driver_version"  # R470-era drivers
+# AT_HWCAP bits of the s390x vector facilities (arch/s390/include/asm/elf.h).
+S390X_HWCAP = {"vx": 11, "vxe": 13, "vxe2": 15, "nnpa": 20}
+AT_HWCAP = 16
+# Runs inside the container: machine, byte order and AT_HWCAP as JSON. Under
+# qemu-user /proc/cpuinfo shows the host's CPU, but auxv is the emulated one's.
+S390X_SCRIPT = (
+    "import json,platform,struct,sys\n"
+    "raw=open('/proc/self/auxv','rb').read()\n"
+    "f='@QQ' if struct.calcsize('P')==8 else '@II'\n"
+    "n=struct.calcsize(f)\n"
+    "pairs=[struct.unpack_from(f,raw,i) for i in range(0,len(raw)-n+1,n)]\n"
+    "hw=next((v for k,v in pairs if k==16),0)\n"
+    "print(json.dumps({'machine':platform.machine(),'byteorder':sys.byteorder,'hwcap':hw}))\n"
+)
+
+COMMANDS: dict[str, list[list[str]]] = {
+    "nvidia-smi": [["nvidia-smi", f"--query-gpu={NVIDIA_QUERY}", "--format=csv,noheader,nounits"],
+                   ["nvidia-smi", f"--query-gpu={NVIDIA_FALLBACK}",
+                    "--format=csv,noheader,nounits"]],
+    "amd-smi": [["amd-smi", "static", "--asic", "--vram", "--json"]],
+    "xpu-smi": [["xpu-smi", "discovery", "-j"]],
+    "lscpu": [["lscpu", "-J"]],
+    "s390x": [["python3", "-c", S390X_SCRIPT]],
+}
+
+
+def parse_nvidia_smi(text: str) -> dict[str, Any]:
+    rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
+    gpus = []
+    for row in rows:
+        cells = [c.strip() for c in row]
+        if len(cells) == 6:
+            index, name, uuid, mem, cap, driver = cells
+        elif len(cells) == 5:
+            index, name, uuid, mem, driver = cells
+            cap = ""
+        else:
+            raise InfraError(f"probe: cannot read nvidia-smi output line {row!r}")
+        gpus.append({"index": int(index), "name": name, "uuid": uuid,
+                     "memory_mib": int(float(mem)) if mem.replace(".", "").isdigit() else None,
+                     "compute_cap": cap if cap and cap != "[N/A]" else None,
+                     "driver": driver})
+    archs = sorted({f"sm_{g['compute_cap'].replace('.', '')}" for g in gpus if g["compute_cap"]})
+    return {"kind": "nvidia-smi", "vendor": "NVIDIA", "devices": gpus,
+            "device_count": len(gpus), "arch": archs}
+
+
+def parse_amd_smi(text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InfraError(f"probe: amd-smi printed no JSON ({error})") from None
+    # ROCm 7 wraps the list in {"gpu_data": [...]}; older releases print the bare list.
+    items = data.get("gpu_data", []) if isinstance(data, dict) else data
+    gpus = []
+    for item in items or []:
+        asic = item.get("asic", {}) or {}
+        vram = item.get("vram", {}) or {}
+        size = vram.get("size", {})
+        mem = size.get("value") if isinstance(size, dict) else size
+        gpus.append({"index": item.get("gpu"), "name": asic.get("market_name"),
+                     "arch": asic.get("target_graphics_version"),
+                     "device_id": asic.get("device_id"),
+                     "memory_mib": int(mem) if str(mem).isdigit() else None})
+    archs = sorted({str(g["arch"]) for g in gpus if g["arch"]})
+    return {"kind": "amd-smi", "vendor": "AMD", "devices": gpus, "device_count": len(gpus),
+            "arch": archs}
+
+
+def parse_xpu_smi(text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InfraError(f"probe: xpu-smi printed no JSON ({error})") from None
+    gpus = [{"index": d.get("device_id"), "name": d.get("device_name"),
+             "pci_device_id": d.get("pci_device_id"), "drm": d.get("drm_device"),
+             "uuid": d.get("uuid")} for d in data.get("device_list", [])]
+    return {"kind": "xpu-smi", "vendor": "Intel", "devices": gpus, "device_count": len(gpus),
+            "arch": sorted({str(g["pci_device_id"]) for g in gpus if g["pci_device_id"]})}
+
+
+def parse_lscpu(text: str) -> dict[str, Any]:
+    try:
+        fields = json.loads(text)["lscpu"]
+    except (json.JSONDecodeError, KeyError, TypeError) as error:
+        raise InfraError(f"probe: cannot read lscpu -J output ({error})") from None
+    values: dict[str, str] = {}
+
+    def walk(entries: list[dict[str, Any]]) -> None:  # newer lscpu nests children
+        for entry in entries:
+            values[str(entry.get("field", "")).rstrip(":")] = str(entry.get("data") or "")
+            walk(entry.get("children", []))
+
+    walk(fields)
+    return {"kind": "lscpu", "vendor": values.get("Vendor ID", ""),
+            "model": values.get("Model name", ""), "arch": [values.get("Architecture", "")],
+            "cpus": int(values["CPU(s)"]) if values.get("CPU(s)", "").isdigit() else None,
+            "flags": sorted(values.get("Flags", "").split()), "device_count": 0,
+            "byteorder": "big" if "Big" in values.get("Byte Order", "") else "little"}
+
+
+def s390x_features(hwcap: int) -> list[str]:
+    return [name for name, bit in S390X_HWCAP.items() if hwcap & (1 << bit)]
+
+
+def parse_s390x(text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError) as error:
+        raise InfraError(f"probe: cannot read the s390x probe output ({error})") from None
+    return {"kind": "s390x", "arch": [data["machine"]], "byteorder": data["byteorder"],
+            "hwcap": int(data["hwcap"]), "flags": s390x_features(int(data["hwcap"])),
+            "device_count": 0}
+
+
+PARSERS = {"nvidia-smi": parse_nvidia_smi, "amd-smi": parse_amd_smi,
+           "xpu-smi": parse_xpu_smi, "lscpu": parse_lscpu, "s390x": parse_s390x}
+VENDOR_WORD = {"nvidia-smi": "NVIDIA GPU", "amd-smi": "AMD GPU", "xpu-smi": "Intel GPU"}
+
+
+def check(kind: str, expect: Mapping[str, Any], fingerprint: Mapping[str, Any]) -> None:
+    """Raise InfraError naming the first expectation the fingerprint does not meet."""
+    count = int(fingerprint.get("device_count", 0))
+    want = expect.get("min_devices")
+    if want is not None and count < int(want):
+        what = VENDOR_WORD.get(kind, "device")
+        found = "none" if count == 0 else str(count)
+        raise InfraError(f"probe: expected {want} {what}{'s' if int(want) > 1 else ''}, "
+                         f"found {found}")
+    arch = expect.get("arch")
+    found_arch = [a for a in fingerprint.get("arch", []) if a]
+    if arch and arch not in found_arch:
+        raise InfraError(f"probe: expected arch {arch}, found {', '.join(found_arch) or 'none'}")
+    cap = expect.get("compute_cap")
+    if cap:
+        caps = {d.get("compute_cap") for d in fingerprint.get("devices", [])}
+        if cap not in caps:
+            found = ", ".join(sorted(str(c) for c in caps if c)) or "none"
+            raise InfraError(f"probe: expected compute capability {cap}, found {found}")
+    vendor = expect.get("vendor")
+    if vendor and vendor != fingerprint.get("vendor"):
+        raise InfraError(f"probe: expected CPU vendor {vendor}, "
+                         f"found {fingerprint.get('vendor') or 'none'}")
+    missing = [f for f in expect.get("cpu_flags", []) if f not in fingerprint.get("flags", [])]
+    if missing:
+        raise InfraError(f"probe: expected CPU flags {', '.join(missing)}, not reported")
+    order = expect.get("byteorder")
+    if order and fingerprint.get("byteorder") and order != fingerprint["byteorder"]:
+        raise InfraError(f"probe: expected byte order {order}, found {fingerprint['byteorder']}")

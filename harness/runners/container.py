@@ -1,0 +1,248 @@
+"""One context-manager class around the container engine (docker SDK).
+
+A run's container lives from ``__enter__`` to ``__exit__``: it is created with a
+unique name and the run's label, removed again if start-up fails, and in ``finally``
+always stopped (bounded), killed and removed, unless kept for debugging
+(``keep=True`` or ``HARNESS_KEEP_CONTAINER=1``). Commands run inside it with
+``exec``, each wrapped so its pid is known: a timeout or Ctrl-C is first delivered
+as SIGINT to that process (pytest then still writes its JUnit), then SIGTERM, then
+the whole container is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from harness.errors import InfraError
+
+if TYPE_CHECKING:
+    import docker
+    from docker.models.containers import Container as SdkContainer
+
+LABEL_RUN = "org.harness.run"
+LABEL_OWNER = "org.harness.owner"
+KEEP_ENV = "HARNESS_KEEP_CONTAINER"
+STOP_TIMEOUT_S = 10
+INTERRUPT_GRACE_S = 10.0
+TERMINATE_GRACE_S = 5.0
+# PID 1 that reaps the exec'd processes' orphans and exits at once on SIGTERM.
+KEEPALIVE = ["sh", "-c", 'trap "exit 0" TERM INT; while :; do sleep 3600 & wait $!; done']
+# Records the exec'd process's pid inside the container, then becomes the command.
+_PID_WRAPPER = 'echo $$ > "$0"; exec "$@"'
+
+
+def keep_requested(flag: bool) -> bool:
+    return flag or os.environ.get(KEEP_ENV, "") not in ("", "0", "false", "no")
+
+
+@dataclass(kw_only=True)
+class ExecResult:
+    exit_code: int | None
+    duration_s: float
+    timed_out: bool = False
+    interrupted: bool = False
+    container_died: bool = False
+
+
+class LineSplitter:
+    """The SDK yields one chunk per write of the process: rebuild whole lines."""
+
+    def __init__(self, on_line: Callable[[str], None]) -> None:
+        self._on_line = on_line
+        self._pending = b""
+
+    def feed(self, chunk: bytes) -> None:
+        self._pending += chunk
+        *lines, self._pending = self._pending.split(b"\n")
+        for raw in lines:
+            self._on_line(raw.decode("utf-8", "replace").rstrip("\r"))
+
+    def close(self) -> None:
+        if self._pending:
+            self._on_line(self._pending.decode("utf-8", "replace"))
+            self._pending = b""
+
+
+class Container:
+    def __init__(self, client: docker.DockerClient, *, image: str, run_id: str,
+                 options: Mapping[str, Any], keep: bool = False,
+                 stop_timeout_s: int = STOP_TIMEOUT_S) -> None:
+        self.client = client
+        self.image = image
+        self.run_id = run_id
+        self.options = dict(options)
+        self.keep = keep_requested(keep)
+        self.stop_timeout_s = stop_timeout_s
+        self.name = f"harness-{run_id}-{uuid.uuid4().hex[:8]}".lower()
+        self._container: SdkContainer | None = None
+
+    # -- lifetime ---------------------------------------------------------------------
+    def __enter__(self) -> Container:
+        import docker.errors
+
+        labels = {LABEL_RUN: self.run_id, LABEL_OWNER: "harness",
+                  **self.options.pop("labels", {})}
+        try:
+            self._container = self.client.containers.create(
+                self.image, KEEPALIVE, name=self.name, labels=labels, detach=True,
+                stdin_open=False, tty=False, **self.options)
+            self._container.start()
+        except (docker.errors.DockerException, OSError) as error:
+            self.remove()
+            message = getattr(error, "explanation", None) or str(error)
+            raise InfraError(f"docker: cannot start container from {self.image}: "
+                             f"{message}") from None
+        except BaseException:
+            self.remove()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.keep and self._container is not None:
+            print(f"harness: kept container {self.name} for debugging; remove it with "
+                  f"`docker rm -f {self.name}`", file=sys.stderr)
+            return
+        self.remove()
+
+    def remove(self) -> None:
+        """Bounded stop, then kill, then remove; each step tolerates a gone container."""
+        import docker.errors
+        import requests
+
+        target = self._container
+        if target is None:
+            try:
+                target = self.client.containers.get(self.name)
+            except (docker.errors.DockerException, requests.RequestException):
+                return
+        gone = (docker.errors.NotFound,)
+        for step in ("stop", "kill", "remove"):
+            try:
+                if step == "stop":
+                    target.stop(timeout=self.stop_timeout_s)
+                elif step == "kill":
+                    target.reload()
+                    if target.status in ("running", "paused", "restarting"):
+                        target.kill()
+                else:
+                    target.remove(force=True, v=True)
+            except gone:
+                break
+            except (docker.errors.DockerException, requests.RequestException):
+                continue  # the next, harder step still runs
+        self._container = None
+
+    @property
+    def id(self) -> str:
+        if self._container is None:
+            raise InfraError("docker: container is not running")
+        return str(self._container.id)
+
+    def alive(self) -> bool:
+        import docker.errors
+        import requests
+
+        if self._container is None:
+            return False
+        try:
+            self._container.reload()
+        except (docker.errors.DockerException, requests.RequestException):
+            return False
+        return self._container.status == "running"
+
+    def state(self) -> dict[str, Any]:
+        import docker.errors
+
+        try:
+            attrs: dict[str, Any] = self.client.api.inspect_container(self.name)
+        except docker.errors.DockerException:
+            return {}
+        return dict(attrs.get("State", {}))
+
+    # -- commands ---------------------------------------------------------------------
+    def run_quick(self, argv: Sequence[str], *, user: str | None = None,
+                  env: Mapping[str, str] | None = None) -> tuple[int | None, str]:
+        """A short command (probe, signal): its exit code and its whole output."""
+        kwargs: dict[str, Any] = {"environment": dict(env or {})}
+        if user:
+            kwargs["user"] = user
+        exec_id = self.client.api.exec_create(self.id, list(argv), **kwargs)["Id"]
+        out = self.client.api.exec_start(exec_id)
+        code = self.client.api.exec_inspect(exec_id).get("ExitCode")
+        return code, out.decode("utf-8", "replace") if isinstance(out, bytes) else str(out)
+
+    def exec(self, argv: Sequence[str], *, env: Mapping[str, str], workdir: str, user: str,
+             on_line: Callable[[str], None], timeout_s: float) -> ExecResult:
+        """Run ``argv`` streaming whole lines; stop it at ``timeout_s`` or on Ctrl-C."""
+        pidfile = f"/tmp/harness-exec-{uuid.uuid4().hex[:12]}.pid"
+        cmd = ["sh", "-c", _PID_WRAPPER, pidfile, *argv]
+        api = self.client.api
+        start = time.monotonic()
+        exec_id = api.exec_create(self.id, cmd, environment=dict(env), workdir=workdir,
+                                  user=user, stdout=True, stderr=True)["Id"]
+        stream = api.exec_start(exec_id, stream=True, demux=False)
+        splitter = LineSplitter(on_line)
+
+        def pump() -> None:
+            try:
+                for chunk in stream:
+                    splitter.feed(chunk)
+            except Exception:  # the connection drops when the container is killed
+                pass
+            splitter.close()
+
+        reader = threading.Thread(target=pump, daemon=True, name=f"logs-{self.name}")
+        reader.start()
+        timed_out = interrupted = False
+        try:
+            reader.join(timeout=max(timeout_s, 0.0))
+            if reader.is_alive():
+                timed_out = True
+                self._stop_exec(pidfile, reader)
+        except KeyboardInterrupt:
+            interrupted = True
+            self._stop_exec(pidfile, reader)
+        reader.join(timeout=5)
+        code = self._exit_code(exec_id)
+        died = not self.alive()
+        return ExecResult(exit_code=code, duration_s=time.monotonic() - start,
+                          timed_out=timed_out, interrupted=interrupted, container_died=died)
+
+    def _exit_code(self, exec_id: str) -> int | None:
+        import docker.errors
+
+        for _ in range(20):  # the engine records the code a moment after the stream ends
+            try:
+                info = self.client.api.exec_inspect(exec_id)
+            except docker.errors.DockerException:
+                return None
+            if not info.get("Running") and info.get("ExitCode") is not None:
+                return int(info["ExitCode"])
+            time.sleep(0.05)
+        return None
+
+    def _stop_exec(self, pidfile: str, reader: threading.Thread) -> None:
+        """SIGINT (pytest writes JUnit), then SIGTERM, then kill the container."""
+        for sig, grace in (("INT", INTERRUPT_GRACE_S), ("TERM", TERMINATE_GRACE_S)):
+            try:
+                self.run_quick(["sh", "-c", f'kill -{sig} "$(cat {pidfile})"'])
+            except Exception:
+                break
+            reader.join(timeout=grace)
+            if not reader.is_alive():
+                return
+        try:
+            if self._container is not None:
+                self._container.kill()
+        except Exception:
+            pass

@@ -1,0 +1,208 @@
+"""Run a plan's invocations inside the platform's container.
+
+The image is built or reused by content hash, the device is probed inside the
+container, then each invocation runs with ``exec`` in one long-lived container (vfs
+and similar drivers copy the whole image per container, so one per run, not per
+suite). The checkout is mounted read-only at its own path, the run folder and the
+caches read-write at theirs, so every path in an invocation means the same inside and
+out. JUnit on the bind mount is the result, not the exit code: a crash, a hang, an OOM
+kill or a container killed from outside keeps what was written and adds an error case.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from harness.errors import InfraError
+from harness.runners.container import Container
+from harness.runners.docker_spec import (
+    build_spec,
+    cli_args,
+    container_env,
+    masked,
+    sdk_options,
+)
+from harness.runners.local import classify
+from harness.runners.outcome import Status, SuiteOutcome
+from harness.runners.proc import TAIL_LINES, ProcResult
+
+if TYPE_CHECKING:
+    import docker
+
+    from harness.matrix.model import Matrix
+    from harness.plan import Invocation
+
+
+def _root() -> Path:
+    from harness.matrix import repo_root
+
+    return repo_root().resolve()
+
+
+def default_env(matrix: Matrix, root: Path) -> dict[str, str]:
+    """The harness's own settings when the caller passes none."""
+    from harness.cache import cache_env
+
+    return {"HARNESS_ROOT": str(root), "PYTHONPATH": str(root),
+            "PYTHONDONTWRITEBYTECODE": "1", **cache_env(matrix)}
+
+
+def docker_command_line(matrix: Matrix, invocation: Invocation, *, run_dir: Path,
+                        image: str | None = None, root: Path | None = None,
+                        env: Mapping[str, str] | None = None,
+                        host_env: Mapping[str, str] | None = None,
+                        cache_root: Path | None = None) -> list[str]:
+    """The equivalent bare ``docker run`` of one invocation, for --dry-run and repro."""
+    root = root or _root()
+    if image is None:
+        from harness import images
+
+        image = images.recipe(matrix, root, None).tag
+    spec = build_spec(matrix, root, run_dir, cache_root=cache_root)
+    full_env = container_env(matrix, dict(env if env is not None else default_env(matrix, root))
+                             | dict(invocation.env), os.environ if host_env is None else host_env)
+    return ["docker", "run", "--rm", "--name", f"harness-{matrix.name}-{invocation.suite}",
+            *cli_args(spec, full_env), image, *invocation.argv]
+
+
+def format_command_line(argv: Sequence[str]) -> str:
+    return shlex.join(argv)
+
+
+def run_invocations(matrix: Matrix, invocations: Sequence[Invocation], run_dir: Path, *,
+                    keep_container: bool = False, env: Mapping[str, str] | None = None,
+                    manifest: Any = None, stream: TextIO | None = sys.stdout,
+                    root: Path | None = None, client: docker.DockerClient | None = None,
+                    image: str | None = None, run_id: str | None = None,
+                    cache_root: Path | None = None) -> list[SuiteOutcome]:
+    from harness import images
+
+    root = root or _root()
+    run_dir = run_dir.resolve()
+    out = stream or open(os.devnull, "w")  # noqa: SIM115
+    client = client or images.engine()
+    if image is None:
+        rcp, _ = images.build(matrix, root, log_path=run_dir / "logs" / "image.log",
+                              out=out, client=client)
+        image = rcp.tag
+    spec = build_spec(matrix, root, run_dir, cache_root=cache_root)
+    for mount in spec.mounts:
+        if not mount.read_only:
+            Path(mount.source).mkdir(parents=True, exist_ok=True)  # else docker makes it root's
+    base_env = container_env(matrix, dict(env if env is not None else default_env(matrix, root)),
+                             os.environ)
+    if manifest is not None:
+        manifest.update(image=image, container_env=masked(base_env))
+    run_id = run_id or run_dir.name
+    options = sdk_options(spec)
+    outcomes: list[SuiteOutcome] = []
+    box: Container | None = None
+    try:
+        box = Container(client, image=image, run_id=run_id, options=options,
+                        keep=keep_container).__enter__()
+        fingerprint = _probe(box, matrix, spec.user)
+        if fingerprint is not None:
+            (run_dir / "device_fingerprint.json").write_text(json.dumps(fingerprint, indent=2))
+            if manifest is not None:
+                manifest.update(device_fingerprint=fingerprint)
+        for inv in invocations:
+            if not box.alive():  # killed from outside, or by a timeout: a fresh one
+                box.close()
+                box = Container(client, image=image, run_id=run_id, options=options,
+                                keep=keep_container).__enter__()
+            outcome = run_one(box, inv, base_env, spec.user, out)
+            outcomes.append(outcome)
+            if outcome.status is Status.INTERRUPTED:
+                break
+    finally:
+        if box is not None:
+            box.close()
+    return outcomes
+
+
+def _probe(box: Container, matrix: Matrix, user: str) -> dict[str, Any] | None:
+    from harness import probe
+
+    kind = matrix.probe.kind
+    if kind in ("none", "", None):
+        return None
+    last = ""
+    for argv in probe.COMMANDS[kind]:
+        code, text = box.run_quick(argv, user=user)
+        if code == 0:
+            fingerprint = probe.PARSERS[kind](text)
+            probe.check(kind, matrix.probe.expect, fingerprint)
+            return fingerprint
+        last = text.strip().splitlines()[-1] if text.strip() else f"exit {code}"
+    if int(matrix.probe.expect.get("min_devices", 0) or 0) == 0:
+        return {"kind": kind, "error": last}
+    raise InfraError(f"probe: {kind} failed in the container: {last}")
+
+
+def _oom_kills(box: Container) -> int | None:
+    """The container's OOM-kill counter (cgroup v2, else v1); None where unreadable."""
+    try:
+        _, text = box.run_quick(["sh", "-c", "cat /sys/fs/cgroup/memory.events "
+                                    "/sys/fs/cgroup/memory/memory.oom_control 2>/dev/null"])
+    except Exception:
+        return None
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == "oom_kill" and parts[1].isdigit():
+            return int(parts[1])
+    return None
+
+
+def run_one(box: Container, inv: Invocation, base_env: Mapping[str, str], user: str,
+            out: TextIO) -> SuiteOutcome:
+    inv.junit.parent.mkdir(parents=True, exist_ok=True)
+    inv.log.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(base_env) | dict(inv.env)
+    tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+    prefix = f"[{inv.suite}] "
+    ooms_before = _oom_kills(box)
+    with inv.log.open("a", encoding="utf-8") as log:
+        shown = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(masked(env).items()))
+        log.write(f"$ docker exec {box.name} env {shown} {shlex.join(inv.argv)}\n")
+        log.flush()
+
+        def on_line(line: str) -> None:
+            tail.append(line)
+            log.write(line + "\n")
+            log.flush()
+            out.write(prefix + line + "\n")
+            out.flush()
+
+        result = box.exec(inv.argv, env=env, workdir=str(box.options.get("working_dir", "/")),
+                          user=user, on_line=on_line, timeout_s=inv.timeout_s)
+        code = result.exit_code
+        notes = []
+        if result.timed_out:
+            notes.append(f"harness: killed after {inv.timeout_s:g} s (step timeout)")
+        if result.container_died and not (result.timed_out or result.interrupted):
+            state = box.state()
+            code = code if code is not None else int(state.get("ExitCode") or 137)
+            notes.append(f"harness: the container was killed from outside "
+                         f"(container exit {state.get('ExitCode', '?')})")
+        elif code == 137 and ooms_before is not None:
+            after = _oom_kills(box)
+            if after is not None and after > ooms_before:
+                notes.append("harness: killed by the out-of-memory killer "
+                             f"(mem_limit {box.options.get('mem_limit', 'none')})")
+        for note in notes:
+            on_line(note)
+    proc = ProcResult(exit_code=code, duration_s=result.duration_s,
+                      timed_out=result.timed_out, interrupted=result.interrupted,
+                      tail=list(tail))
+    outcome = classify(inv, proc)
+    extra = [n.removeprefix("harness: ") for n in notes if "step timeout" not in n]
+    if extra:
+        outcome.reason = "; ".join([outcome.reason, *extra]) if outcome.reason else "; ".join(extra)
+    return outcome
