@@ -106,7 +106,8 @@ def read_suite(junit: Path, root: Path) -> SuiteTests:
         if not bad or (nid is not None and nid in known):
             continue
         if nid is None:
-            whole = whole or f"{classname or '-'}::{name} is no test of this checkout"
+            label = f"{classname}::{name}" if classname else name
+            whole = whole or f"{label} is not a test of this checkout (a collection error?)"
         elif not records:
             failed.append(nid)
         else:
