@@ -53,7 +53,7 @@ def _matrix_kernels(matrix: Any) -> Mapping[str, Sequence[str]]:
 class Registry:
     def __init__(self, priorities: Mapping[str, Sequence[str]], disabled: Sequence[str] = (),
                  forced: str | None = None, device: str = "cpu", *,
-                 use_env: bool = True) -> None:
+                 use_env: bool = True, unavailable: Mapping[str, str] | None = None) -> None:
         unknown = sorted(set(priorities) - set(OPS))
         if unknown:
             raise ValueError(f"unknown op(s) in kernel priorities: {', '.join(unknown)}")
@@ -64,19 +64,32 @@ class Registry:
             self.disabled += _split(os.environ.get(DISABLE_ENV, ""))
             self.forced = os.environ.get(FORCE_ENV, "").strip() or forced
         self.device = device
+        # provider -> why the platform lacks it (a missing capability, e.g. under --emulate)
+        self.unavailable = dict(unavailable or {})
         self._chosen: dict[tuple[Any, ...], Provider] = {}
 
     @classmethod
-    def from_matrix(cls, matrix: Any, device: str | None = None, **kwargs: Any) -> Registry:
-        """From a harness Matrix (its ``kernels`` and ``device``) or a kernels mapping.
+    def from_matrix(cls, matrix: Any, device: str | None = None, emulate: bool = False,
+                    **kwargs: Any) -> Registry:
+        """From a harness Matrix (its ``kernels``, ``device``, capabilities) or a mapping.
 
         Ops the matrix does not list fall back to ``native`` alone; provider names the
         matrix lists but this registry does not know show up as rejected in explain().
+        A provider named like a capability (triton, inductor, zentorch) is unavailable
+        where the platform lacks that capability (``emulate``: as emulated on the CPU).
         """
         kernels = {op: names for op, names in _matrix_kernels(matrix).items() if op in OPS}
         if device is None:
-            device = str(getattr(matrix, "device", "cpu") or "cpu")
-        return cls(kernels, device=device, **kwargs)
+            device = "cpu" if emulate else str(getattr(matrix, "device", "cpu") or "cpu")
+        unavailable: dict[str, str] = {}
+        caps = getattr(matrix, "capabilities", None)
+        if caps is not None:
+            for name in {n for names in kernels.values() for n in names}:
+                if caps.known(name):
+                    why = caps.why_missing(name, emulate)
+                    if why:
+                        unavailable[name] = str(why)
+        return cls(kernels, device=device, unavailable=unavailable, **kwargs)
 
     def candidates(self, op: str) -> tuple[str, ...]:
         if self.forced:
@@ -114,6 +127,8 @@ class Registry:
                        shapes: Mapping[str, Any], layout: str) -> str | None:
         if name in self.disabled and name != FALLBACK:
             return "disabled"
+        if name in self.unavailable and name != FALLBACK:
+            return f"unavailable: {self.unavailable[name]}"
         provider = get_provider(name, self.device)
         ok, reason = provider.is_available()
         if not ok:
@@ -158,7 +173,7 @@ class Registry:
 
 def replace_registry(registry: Registry) -> Registry:
     clone = Registry(registry.priorities, registry.disabled, registry.forced,
-                     registry.device, use_env=False)
+                     registry.device, use_env=False, unavailable=registry.unavailable)
     return clone
 
 

@@ -1,0 +1,61 @@
+"""Parametrize the parity test from the platform: op x case x dtype x provider.
+
+Providers per op: those the platform's ``kernels:`` lists for it (but native, the
+reference), plus torch and inductor, plus any named in KERNEL_PARITY_PROVIDERS (how a
+test-only provider is brought in). inductor gets one case per op: every shape is a
+compile, and the suite must stay within minutes on a 2-core host.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from parity_cases import FP8_OPS, cases_for
+
+from refengine.ops.spec import OP_NAMES
+
+ALWAYS_TRIED = ("torch", "inductor")
+ONE_CASE_PROVIDERS = ("inductor",)
+EXTRA_ENV = "KERNEL_PARITY_PROVIDERS"
+
+
+def _profile(config: pytest.Config) -> Any:
+    from harness.plugin import _stash_key
+
+    session = config.stash.get(_stash_key(), None)
+    return None if session is None else session.profile
+
+
+def providers_for(profile: Any, op: str) -> tuple[str, ...]:
+    listed = [name for name in profile.matrix.kernels.get(op, ()) if name != "native"]
+    extra = [n.strip() for n in os.environ.get(EXTRA_ENV, "").split(",") if n.strip()]
+    return tuple(dict.fromkeys([*listed, *ALWAYS_TRIED, *extra]))
+
+
+def dtypes_for(profile: Any, op: str) -> tuple[str | None, ...]:
+    if op in FP8_OPS:
+        flavours = tuple(n for n in (profile.matrix.fp8.e4m3, profile.matrix.fp8.e5m2) if n)
+        return flavours or (None,)
+    return tuple(profile.dtypes)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "parity_param" not in metafunc.fixturenames:
+        return
+    profile = _profile(metafunc.config)
+    params: list[Any] = []
+    if profile is None:
+        params.append(pytest.param(None, id="no-platform"))
+    else:
+        for op in OP_NAMES:
+            for provider in providers_for(profile, op):
+                cases = cases_for(op)
+                if provider in ONE_CASE_PROVIDERS:
+                    cases = cases[:1]
+                for case in cases:
+                    for dtype in dtypes_for(profile, op):
+                        test_id = f"{op}-{case.id}-{dtype or 'nofp8'}-{provider}"
+                        params.append(pytest.param((op, case, dtype, provider), id=test_id))
+    metafunc.parametrize("parity_param", params)

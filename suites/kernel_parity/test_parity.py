@@ -1,0 +1,56 @@
+"""Every provider kernel against ``native`` with the platform's tolerances."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from parity_cases import FP8_OPS
+from parity_check import ParityError, check_case
+
+from refengine.ops.spec import describe
+from refengine.providers import get_provider
+
+# Providers that exist only where the platform has the capability of the same name.
+CAPABILITY_PROVIDERS = ("triton", "inductor", "zentorch")
+
+
+def test_parity(parity_param: Any, platform: Any, device: torch.device, tolerance: Any,
+                seed: int, record_property: Any) -> None:
+    op, case, dtype_name, provider_name = parity_param
+    for key, value in (("platform", platform.name), ("op", op), ("provider", provider_name),
+                       ("dtype", dtype_name or "none")):
+        record_property(key, value)
+    if dtype_name is None:
+        pytest.skip(f"{platform.name} has no fp8 format")
+    dtype = getattr(torch, dtype_name, None)
+    if dtype is None:
+        pytest.skip(f"torch {torch.__version__} has no {dtype_name}")
+    if provider_name in CAPABILITY_PROVIDERS and platform.known(provider_name):
+        missing = platform.why_missing(provider_name)
+        if missing:
+            pytest.skip(missing)
+    provider = get_provider(provider_name, device.type)
+    ok, why = provider.is_available()
+    if not ok:
+        pytest.skip(f"{provider_name} unavailable: {why}")
+    fp8 = dtype if op in FP8_OPS else None
+    act = torch.bfloat16 if op in FP8_OPS else dtype
+
+    def build() -> tuple[Any, ...]:
+        return case.args(act, fp8, device.type, seed)
+
+    info = describe(op, build())
+    ok, why = provider.supports(op, info.dtype, info.shapes, info.layout)
+    if not ok:
+        pytest.skip(f"{provider_name} does not support {op} here: {why}")
+    try:
+        outcome = check_case(op, build, provider.impl(op), tolerance, case.id, case.layout)
+    except ParityError as error:
+        if error.outcome is not None:
+            for key, value in error.outcome.properties().items():
+                record_property(key, value)
+        raise
+    for key, value in outcome.properties().items():
+        record_property(key, value)
