@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.history.schema import connect
-from harness.testids import normalise_test_id
 from harness.reports import queries
 from harness.reports.matrices import MatrixFacts, facts_from_json, load_declared
 from harness.reports.model import (
@@ -26,6 +25,7 @@ from harness.reports.model import (
     SuiteCell,
     TestRow,
 )
+from harness.testids import normalise_test_id
 
 HEADROOM_LIMIT = 0.8
 EXPIRY_DAYS = 14
@@ -95,7 +95,8 @@ def _suite_grid(
     seen: dict[tuple[str, str], SuiteCell] = {}
     for run, name, status, sig, reason, case_status, count, duration in db.execute(
         "SELECT s.run, s.name, s.status, s.infra_signature, s.reason, c.status, count(c.status),"
-        " coalesce(sum(c.duration), 0) FROM suites s LEFT JOIN cases c ON c.suite = s.id"
+        " coalesce(sum(c.duration), 0) FROM suites s"
+        " LEFT JOIN cases c ON c.run = s.run AND c.suite = s.id"
         f" WHERE s.run IN ({queries.ids(latest)}) GROUP BY s.id, c.status"
     ):
         lane = latest[run]

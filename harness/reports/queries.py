@@ -21,19 +21,27 @@ def ids(values: Iterable[int]) -> str:
 def changes(
     db: sqlite3.Connection, lane: str, before: int, after: int
 ) -> tuple[list[Change], list[Change]]:
+    """Latest run against the one before it; infrastructure failures on either side excluded."""
+
+    def outcomes(run: int) -> dict[int, tuple[str, str, str]]:
+        return {
+            test: (key, status, message or "")
+            for test, key, status, message in db.execute(
+                "SELECT c.test, t.key, c.status, c.message FROM cases c"
+                " JOIN tests t ON t.id = c.test WHERE c.run = ? AND c.infra_signature IS NULL",
+                (run,),
+            )
+        }
+
+    old_run, new_run = outcomes(before), outcomes(after)
     regressions: list[Change] = []
     fixes: list[Change] = []
-    rows = db.execute(
-        "SELECT t.key, p.status, l.status, coalesce(l.message, p.message, '')"
-        " FROM cases l JOIN cases p ON p.test = l.test AND p.run = ?"
-        " JOIN tests t ON t.id = l.test"
-        " WHERE l.run = ? AND l.infra_signature IS NULL AND p.infra_signature IS NULL"
-        " AND p.status != l.status ORDER BY t.key",
-        (before, after),
-    )
-    for key, old, new, message in rows:
+    for test, (key, new, message) in sorted(new_run.items(), key=lambda item: item[1][0]):
+        if test not in old_run:
+            continue
+        old = old_run[test][1]
         if old in GOOD and new in BAD:
-            regressions.append(Change(lane, key, old, new, message))
+            regressions.append(Change(lane, key, old, new, message or old_run[test][2]))
         elif old in BAD and new in GOOD:
             fixes.append(Change(lane, key, old, new, ""))
     return regressions, fixes
@@ -80,6 +88,9 @@ def flaky(db: sqlite3.Connection, window: Sequence[int]) -> list[Flake]:
             WHERE c.run IN ({ids(window)}) AND r.infra_signature IS NULL
               AND s.infra_signature IS NULL AND c.infra_signature IS NULL
               AND c.status IN ('passed', 'xpass', 'failed', 'error')
+              -- Only tests that failed or were rerun at least once can be flaky.
+              AND c.test IN (SELECT test FROM cases WHERE run IN ({ids(window)})
+                             AND (status IN ('failed', 'error') OR reruns > 0))
         ), marked AS (
             SELECT lane, test, bad, rerun_pass,
                    bad != LAG(bad) OVER (PARTITION BY lane, test ORDER BY started) AS flip
