@@ -249,6 +249,8 @@ def build_request(
         docker = rec.runner == "docker"
     if docker and rec.image:
         say(f"run {rec.run_id} used image {rec.image}")
+    env = restored_env(rec, matrix)
+    _note_threads(rec, env)
     return RunRequest(
         matrix=rec.matrix_name,
         suites=tuple([*choice.tests, *choice.whole]),
@@ -259,11 +261,26 @@ def build_request(
         shard=choice.shard,
         seed=rec.seed,
         platform_file=rec.resolved,
-        env=restored_env(rec, matrix),
+        env=env,
         durations_file=_durations(rec) if choice.shard else None,
         repro_of=rec.run_id,
         **options,
     )
+
+
+def _note_threads(rec: Recorded, env: dict[str, str]) -> None:
+    """The run's thread counts are kept (they can change reduction order); say so when
+    this machine has fewer CPUs than they assume."""
+    from harness.threads import cpu_budget
+
+    cpus = cpu_budget().cpus
+    threads = env.get("OMP_NUM_THREADS", "")
+    workers = rec.workers or 1
+    if threads.isdigit() and workers * int(threads) > cpus:
+        say(
+            f"the run used {workers} worker(s) x {threads} thread(s); this machine has {cpus} "
+            "CPU(s): threads are kept as recorded, workers are capped"
+        )
 
 
 def _durations(rec: Recorded) -> Path | None:
