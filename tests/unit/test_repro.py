@@ -108,3 +108,21 @@ def test_test_option_node_ids_must_exist_and_belong_to_a_suite() -> None:
         pick_tests(["suites/platform/test_nope.py::test_x"], [], paths, ROOT)
     with pytest.raises(UsageError, match="is in none of the matrix's suites"):
         pick_tests(["tests/unit/test_repro.py::test_x"], [], paths, ROOT)
+
+
+def test_plan_runs_node_ids_in_place_of_the_suite_path_and_never_shards_them(
+    tmp_path: Path,
+) -> None:
+    from harness.plan import PlanOptions, plan_run
+
+    matrix = load_matrix("cpu")
+    ids = ("suites/platform/test_dtypes.py::test_a[float16]",)
+    options = PlanOptions(python="python", load_plugin=False, platform_spec="m.json",
+                          suites=("platform", "e2e"), shard="2/3", tests={"platform": ids})
+    by_suite = {inv.suite: inv for inv in plan_run(matrix, tmp_path, ROOT, options)}
+    platform, e2e = by_suite["platform"], by_suite["e2e"]
+    assert platform.argv[3:4] == (str(ROOT / ids[0]),)
+    assert str(ROOT / "suites/platform") not in platform.argv
+    assert platform.shard is None and platform.junit.name == "platform.xml"
+    assert not any(a.startswith("--harness-shard=") for a in platform.argv)
+    assert e2e.shard == "2/3" and "--harness-shard=2/3" in e2e.argv
