@@ -1,0 +1,54 @@
+"""Golden token ids per platform: suites/e2e/golden/<platform>[-emulated].json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+GOLDEN_DIR = Path(__file__).parent / "golden"
+
+
+class Golden:
+    def __init__(self, path: Path, update: bool) -> None:
+        self.path, self.update = path, update
+        self.data: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
+        self.found: dict[str, list[int]] = {}
+
+    def check(self, key: str, ids: list[int], record: bool) -> None:
+        """Compare ``ids``; under update, ``record`` ones become golden, others compare to them."""
+        if self.update and record:
+            self.found[key] = ids
+            return
+        want = self.found.get(key) if self.update else self.data.get("ids", {}).get(key)
+        if want is None and self.update:
+            return
+        if want is None:
+            raise AssertionError(
+                f"{key}: no golden ids in {self.path}; run with --update-expectations and review"
+            )
+        if want != ids:
+            first = next(i for i, (a, b) in enumerate(zip(want, ids, strict=False)) if a != b)
+            raise AssertionError(
+                f"{key}: token {first} is {ids[first]}, golden {want[first]} ({self.path})"
+            )
+
+    def write(self, torch_version: str) -> None:
+        if not self.found:
+            return
+        ids = {**self.data.get("ids", {}), **self.found}
+        body = {"torch": torch_version, "ids": {k: ids[k] for k in sorted(ids)}}
+        self.path.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
+        print(f"\nwrote {self.path} ({len(self.found)} sequences)")
+
+
+@pytest.fixture(scope="session")
+def golden(request: pytest.FixtureRequest, platform: Any) -> Any:
+    import torch
+
+    name = f"{platform.name}{'-emulated' if platform.emulate else ''}.json"
+    store = Golden(GOLDEN_DIR / name, bool(request.config.getoption("--update-expectations")))
+    yield store
+    store.write(str(torch.__version__))
