@@ -21,6 +21,7 @@ COMMANDS: tuple[str, ...] = (
     "ci",
     "image",
     "repro",
+    "kernels",
 )
 
 

@@ -7,13 +7,15 @@ refengine/ops/reference.py.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from refengine.ops import custom as _custom  # noqa: F401  (registers refengine::*)
 from refengine.ops.spec import OP_NAMES, OPS, OpSpec
 
 Tensor = torch.Tensor
-_ops = torch.ops.refengine
+_ops: Any = torch.ops.refengine
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

@@ -7,6 +7,8 @@ eager implementation asks ``refengine.registry.current()`` for a provider per ca
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch.library import custom_op, register_fake
 
@@ -16,13 +18,13 @@ from refengine.ops.spec import FP8_BLOCK, n_groups
 Tensor = torch.Tensor
 
 
-def _run(op: str, *args: object) -> object:
+def _run(op: str, *args: object) -> Any:
     return registry.current().run(op, *args)
 
 
 @custom_op("refengine::linear", mutates_args=())
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-    return _run("linear", x, weight, bias)  # type: ignore[return-value]
+    return _run("linear", x, weight, bias)
 
 
 @register_fake("refengine::linear")
@@ -32,7 +34,7 @@ def _linear_fake(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
 
 @custom_op("refengine::rms_norm", mutates_args=())
 def rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
-    return _run("rms_norm", x, weight, eps)  # type: ignore[return-value]
+    return _run("rms_norm", x, weight, eps)
 
 
 @register_fake("refengine::rms_norm")
@@ -42,7 +44,7 @@ def _rms_norm_fake(x: Tensor, weight: Tensor, eps: float) -> Tensor:
 
 @custom_op("refengine::add_rms_norm", mutates_args=("residual",))
 def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float) -> Tensor:
-    return _run("add_rms_norm", x, residual, weight, eps)  # type: ignore[return-value]
+    return _run("add_rms_norm", x, residual, weight, eps)
 
 
 @register_fake("refengine::add_rms_norm")
@@ -56,7 +58,7 @@ def _half_last(x: Tensor) -> Tensor:
 
 @custom_op("refengine::silu_and_mul", mutates_args=())
 def silu_and_mul(x: Tensor) -> Tensor:
-    return _run("silu_and_mul", x)  # type: ignore[return-value]
+    return _run("silu_and_mul", x)
 
 
 @register_fake("refengine::silu_and_mul")
@@ -66,7 +68,7 @@ def _silu_and_mul_fake(x: Tensor) -> Tensor:
 
 @custom_op("refengine::gelu_and_mul", mutates_args=())
 def gelu_and_mul(x: Tensor, approximate: str) -> Tensor:
-    return _run("gelu_and_mul", x, approximate)  # type: ignore[return-value]
+    return _run("gelu_and_mul", x, approximate)
 
 
 @register_fake("refengine::gelu_and_mul")
@@ -77,7 +79,7 @@ def _gelu_and_mul_fake(x: Tensor, approximate: str) -> Tensor:
 @custom_op("refengine::rotary_embedding", mutates_args=())
 def rotary_embedding(positions: Tensor, query: Tensor, key: Tensor, cos_sin_cache: Tensor,
                      head_size: int, is_neox: bool) -> tuple[Tensor, Tensor]:
-    return _run("rotary_embedding", positions, query, key, cos_sin_cache,  # type: ignore[return-value]
+    return _run("rotary_embedding", positions, query, key, cos_sin_cache,
                 head_size, is_neox)
 
 
@@ -91,7 +93,7 @@ def _rotary_embedding_fake(positions: Tensor, query: Tensor, key: Tensor,
 @custom_op("refengine::fp8_quant", mutates_args=())
 def fp8_quant(x: Tensor, fp8_dtype: torch.dtype, mode: str, scale: Tensor | None,
               group_size: int) -> tuple[Tensor, Tensor]:
-    return _run("fp8_quant", x, fp8_dtype, mode, scale, group_size)  # type: ignore[return-value]
+    return _run("fp8_quant", x, fp8_dtype, mode, scale, group_size)
 
 
 @register_fake("refengine::fp8_quant")
@@ -110,7 +112,7 @@ def _fp8_quant_fake(x: Tensor, fp8_dtype: torch.dtype, mode: str, scale: Tensor 
 @custom_op("refengine::fp8_block_gemm", mutates_args=())
 def fp8_block_gemm(a: Tensor, a_scales: Tensor, w: Tensor, w_scales: Tensor,
                    out_dtype: torch.dtype) -> Tensor:
-    return _run("fp8_block_gemm", a, a_scales, w, w_scales, out_dtype)  # type: ignore[return-value]
+    return _run("fp8_block_gemm", a, a_scales, w, w_scales, out_dtype)
 
 
 @register_fake("refengine::fp8_block_gemm")
@@ -123,7 +125,7 @@ def _fp8_block_gemm_fake(a: Tensor, a_scales: Tensor, w: Tensor, w_scales: Tenso
 @custom_op("refengine::fp8_scaled_gemm", mutates_args=())
 def fp8_scaled_gemm(a: Tensor, a_scales: Tensor, w: Tensor, w_scales: Tensor,
                     bias: Tensor | None, out_dtype: torch.dtype) -> Tensor:
-    return _run("fp8_scaled_gemm", a, a_scales, w, w_scales, bias,  # type: ignore[return-value]
+    return _run("fp8_scaled_gemm", a, a_scales, w, w_scales, bias,
                 out_dtype)
 
 
@@ -136,7 +138,7 @@ def _fp8_scaled_gemm_fake(a: Tensor, a_scales: Tensor, w: Tensor, w_scales: Tens
 @custom_op("refengine::int8_scaled_gemm", mutates_args=())
 def int8_scaled_gemm(a: Tensor, a_scales: Tensor, w: Tensor, w_scales: Tensor,
                      bias: Tensor | None, out_dtype: torch.dtype) -> Tensor:
-    return _run("int8_scaled_gemm", a, a_scales, w, w_scales, bias,  # type: ignore[return-value]
+    return _run("int8_scaled_gemm", a, a_scales, w, w_scales, bias,
                 out_dtype)
 
 
@@ -148,7 +150,7 @@ def _int8_scaled_gemm_fake(a: Tensor, a_scales: Tensor, w: Tensor, w_scales: Ten
 
 @custom_op("refengine::attention_prefill", mutates_args=())
 def attention_prefill(q: Tensor, k: Tensor, v: Tensor, scale: float, causal: bool) -> Tensor:
-    return _run("attention_prefill", q, k, v, scale, causal)  # type: ignore[return-value]
+    return _run("attention_prefill", q, k, v, scale, causal)
 
 
 @register_fake("refengine::attention_prefill")
@@ -160,7 +162,7 @@ def _attention_prefill_fake(q: Tensor, k: Tensor, v: Tensor, scale: float,
 @custom_op("refengine::attention_decode", mutates_args=())
 def attention_decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, block_tables: Tensor,
                      context_lens: Tensor, scale: float) -> Tensor:
-    return _run("attention_decode", q, k_cache, v_cache,  # type: ignore[return-value]
+    return _run("attention_decode", q, k_cache, v_cache,
                 block_tables, context_lens, scale)
 
 
@@ -174,7 +176,7 @@ def _attention_decode_fake(q: Tensor, k_cache: Tensor, v_cache: Tensor,
 @custom_op("refengine::fused_moe", mutates_args=())
 def fused_moe(x: Tensor, router_logits: Tensor, w13: Tensor, w2: Tensor, top_k: int,
               renormalize: bool) -> Tensor:
-    return _run("fused_moe", x, router_logits, w13, w2, top_k,  # type: ignore[return-value]
+    return _run("fused_moe", x, router_logits, w13, w2, top_k,
                 renormalize)
 
 

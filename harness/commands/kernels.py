@@ -1,0 +1,70 @@
+"""`harness kernels --matrix NAME [--op OP] [--dtype D] [--emulate]`: the provider table.
+
+For each op, every candidate provider in the matrix's priority order with chosen /
+rejected and the reason, as the registry decides it on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from harness.errors import UsageError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("kernels", help="explain which provider each op gets")
+    parser.add_argument("--matrix", required=True, help="matrix name or path")
+    parser.add_argument("--op", action="append", default=[], help="only this op (repeatable)")
+    parser.add_argument("--dtype", default=None,
+                        help="dtype name (default: each of the platform's dtypes)")
+    parser.add_argument("--emulate", action="store_true",
+                        help="as under --emulate: on the CPU, hardware-only providers gone")
+    parser.set_defaults(func=cmd_kernels)
+
+
+def cmd_kernels(args: argparse.Namespace) -> int:
+    from harness.matrix import load_matrix
+
+    matrix = load_matrix(args.matrix)
+    rows = explain_rows(matrix, args.op, args.dtype, args.emulate)
+    width = max(len(r[0]) for r in rows) if rows else 10
+    print(f"{'op':<{width}}  {'dtype':<16} {'provider':<10} {'':<8} reason")
+    for op, dtype, provider, chosen, reason in rows:
+        mark = "CHOSEN" if chosen else "-"
+        print(f"{op:<{width}}  {dtype:<16} {provider:<10} {mark:<8} {reason}")
+    return 0
+
+
+def explain_rows(matrix: Any, ops: list[str], dtype: str | None,
+                 emulate: bool) -> list[tuple[str, str, str, bool, str]]:
+    import importlib
+
+    import torch
+
+    # refengine is outside mypy's strict scope; import it as a plain module.
+    spec: Any = importlib.import_module("refengine.ops.spec")
+    Registry: Any = importlib.import_module("refengine.registry").Registry
+    OP_NAMES: tuple[str, ...] = spec.OP_NAMES
+
+    fp8_ops = ("fp8_quant", "fp8_block_gemm", "fp8_scaled_gemm")
+    unknown = [op for op in ops if op not in OP_NAMES]
+    if unknown:
+        raise UsageError(f"--op {unknown[0]}: unknown op (known: {', '.join(OP_NAMES)})")
+    registry = Registry.from_matrix(matrix, emulate=emulate)
+    rows: list[tuple[str, str, str, bool, str]] = []
+    for op in ops or [o for o in OP_NAMES if o in matrix.kernels]:
+        if dtype:
+            names = [dtype]
+        elif op in fp8_ops:
+            names = [n for n in (matrix.fp8.e4m3, matrix.fp8.e5m2) if n] or ["(no fp8)"]
+        else:
+            names = list(matrix.dtypes)
+        for name in names:
+            torch_dtype = getattr(torch, name, None)
+            if not isinstance(torch_dtype, torch.dtype):
+                rows.append((op, name, "-", False, f"torch {torch.__version__} has no {name}"))
+                continue
+            for cand in registry.explain(op, torch_dtype):
+                rows.append((op, name, cand.provider, cand.chosen, cand.reason))
+    return rows
