@@ -21,7 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_suite(matrix: str, workers: int, env_extra: dict[str, str], reports: Path) -> tuple[float, int]:
+def run_suite(matrix: str, workers: int, env_extra: dict[str, str],
+              reports: Path) -> tuple[float, int]:
     cmd = [sys.executable, "-m", "harness", "run", "--matrix", matrix, "--suite", "kernel_parity",
            "--python", "current", "--workers", str(workers), "--reports", str(reports)]
     env = dict(os.environ, **env_extra)
