@@ -27,7 +27,6 @@ class Invocation:
 @dataclass(frozen=True, kw_only=True)
 class PlanOptions:
     python: str
-    load_plugin: bool  # pass -p harness.plugin (the interpreter lacks the entry point)
     platform_spec: str  # what --platform receives
     emulate: bool = False
     suites: Sequence[str] = ()
@@ -75,8 +74,8 @@ def plan_run(matrix: Any, run_dir: Path, root: Path, options: PlanOptions) -> li
         stem = junit.stem
         targets = [str(root / n) for n in node_ids] or [str(root / suite.path)]
         argv: list[str] = [options.python, "-m", "pytest", *targets]
-        if options.load_plugin:
-            argv += ["-p", "harness.plugin"]
+        # Loads the plugin whether or not this interpreter has the entry point.
+        argv += ["-p", "harness.pytest_entry"]
         argv += [
             "--platform",
             options.platform_spec,

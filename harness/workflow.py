@@ -57,7 +57,6 @@ class RunContext:
     run_dir: Path = Path()
     threads: ThreadPlan | None = None
     python: str = ""
-    load_plugin: bool = False
     env: dict[str, str] = field(default_factory=dict)
     invocations: list[Invocation] = field(default_factory=list)
     manifest: Manifest | None = None
@@ -109,9 +108,9 @@ def prepare_run_dir(ctx: RunContext) -> None:
 def choose_python(ctx: RunContext) -> None:
     choice = ctx.request.python
     if ctx.use_docker:
-        ctx.python, ctx.load_plugin = "python3", True
+        ctx.python = "python3"
     elif choice == "current":
-        ctx.python, ctx.load_plugin = sys.executable, not _entry_point_installed()
+        ctx.python = sys.executable
     elif choice == "matrix":
         from harness.venvs import ensure_venv, venv_key, venv_python, venv_root
 
@@ -120,15 +119,8 @@ def choose_python(ctx: RunContext) -> None:
             ctx.python = str(venv_python(target))
         else:
             ctx.python = str(ensure_venv(ctx.matrix, cache_root(ctx.matrix)))
-        ctx.load_plugin = True
     else:
-        ctx.python, ctx.load_plugin = choice, True
-
-
-def _entry_point_installed() -> bool:
-    from importlib.metadata import entry_points
-
-    return any(ep.value == "harness.plugin" for ep in entry_points(group="pytest11"))
+        ctx.python = choice
 
 
 def plan_threads_step(ctx: RunContext) -> None:
@@ -138,10 +130,10 @@ def plan_threads_step(ctx: RunContext) -> None:
 def build_env(ctx: RunContext) -> None:
     assert ctx.threads is not None
     env: dict[str, str] = {"HARNESS_ROOT": str(ctx.root), "PYTHONDONTWRITEBYTECODE": "1"}
-    if ctx.load_plugin:
-        env["PYTHONPATH"] = os.pathsep.join(
-            [str(ctx.root), *filter(None, [os.environ.get("PYTHONPATH")])]
-        )
+    # The suites import harness and refengine from this checkout, in any interpreter.
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ctx.root), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
     env.update(ctx.threads.env())
     if ctx.request.emulate or ctx.matrix.device == "cpu":
         env["TRITON_INTERPRET"] = "1"
@@ -180,7 +172,6 @@ def plan_step(ctx: RunContext) -> None:
     spec = dry_spec if ctx.request.dry_run else str(ctx.run_dir / "matrix.json")
     options = PlanOptions(
         python=ctx.python,
-        load_plugin=ctx.load_plugin,
         platform_spec=spec,
         emulate=ctx.request.emulate,
         suites=ctx.request.suites,

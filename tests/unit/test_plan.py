@@ -8,7 +8,7 @@ from harness.plan import PlanOptions, junit_name, plan_run
 
 
 def options(**kw: object) -> PlanOptions:
-    base: dict[str, object] = {"python": "py", "load_plugin": True, "platform_spec": "m.json"}
+    base: dict[str, object] = {"python": "py", "platform_spec": "m.json"}
     base.update(kw)
     return PlanOptions(**base)  # type: ignore[arg-type]
 
@@ -19,7 +19,7 @@ def test_plan_one_invocation_per_suite(tmp_path: Path) -> None:
     assert [i.suite for i in invs] == [s for s, v in matrix.suites.items() if v.enabled]
     first = invs[0]
     assert first.argv[:4] == ("py", "-m", "pytest", f"/repo/{matrix.suites[first.suite].path}")
-    assert "-p" in first.argv and "harness.plugin" in first.argv
+    assert "-p" in first.argv and "harness.pytest_entry" in first.argv
     assert f"--junitxml={tmp_path / 'junit' / (first.suite + '.xml')}" in first.argv
     assert "--emulate" in first.argv
     assert first.partial.name == f"{first.suite}.partial.jsonl"

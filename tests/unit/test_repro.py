@@ -117,7 +117,7 @@ def test_plan_runs_node_ids_in_place_of_the_suite_path_and_never_shards_them(
 
     matrix = load_matrix("cpu")
     ids = ("suites/platform/test_dtypes.py::test_a[float16]",)
-    options = PlanOptions(python="python", load_plugin=False, platform_spec="m.json",
+    options = PlanOptions(python="python", platform_spec="m.json",
                           suites=("platform", "e2e"), shard="2/3", tests={"platform": ids})
     by_suite = {inv.suite: inv for inv in plan_run(matrix, tmp_path, ROOT, options)}
     platform, e2e = by_suite["platform"], by_suite["e2e"]
