@@ -205,7 +205,8 @@ def main() -> int:
         ingest, merge = rows[0][1], rows[2][1]
         ratio = float(merge["seconds"]) / float(ingest["seconds"])  # type: ignore[arg-type]
         print(
-            f"junitparser merge / harness ingest time: {ratio:.2f}x; "
+            f"junitparser merge / harness ingest time: "
+            f"{'>= ' if 'stopped' in str(merge['detail']) else ''}{ratio:.2f}x; "
             f"database {db.stat().st_size / 1e6:.0f} MB; "
             f"report.html {(out / 'report.html').stat().st_size / 1e6:.1f} MB"
         )
