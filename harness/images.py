@@ -218,8 +218,19 @@ def _wheelhouse(rcp: Recipe, context: Path, client: docker.DockerClient,
                          + " | ".join(tail))
 
 
+def with_labels(dockerfile: Path, labels: dict[str, str]) -> None:
+    """Put the labels right after the last FROM: as a final step (what the API's
+    ``labels`` does) they would copy the finished image once more on vfs."""
+    lines = dockerfile.read_text(encoding="utf-8").splitlines()
+    last_from = max(i for i, line in enumerate(lines)
+                    if line.strip().upper().startswith("FROM "))
+    label = "LABEL " + " ".join(f"{json.dumps(k)}={json.dumps(v)}" for k, v in labels.items())
+    lines.insert(last_from + 1, label)
+    dockerfile.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 def assemble_context(rcp: Recipe, context: Path, client: docker.DockerClient,
-                     out: Writer) -> None:
+                     out: Writer, labels: dict[str, str]) -> None:
     """Fill ``context``: recipe files, verified downloads, the wheelhouse."""
     if context.exists():
         shutil.rmtree(context)
@@ -228,6 +239,7 @@ def assemble_context(rcp: Recipe, context: Path, client: docker.DockerClient,
         dest = context / path.relative_to(rcp.recipe_dir)
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, dest)
+    with_labels(context / rcp.dockerfile.name, labels)
     # Downloads first: a bad pin must fail before minutes of package resolution.
     for url, sha256, rel in rcp.downloads:
         fetch_verified(url, sha256, context / rel, matrix=rcp.matrix, out=out)
@@ -246,10 +258,10 @@ def build(matrix: Matrix, root: Path, *, log_path: Path | None = None,
     log = log_path.open("a", encoding="utf-8") if log_path else None
     try:
         tee = _Tee(out, log)
-        assemble_context(rcp, context, client, tee)
         labels = {LABEL_MATRIX: matrix.name, LABEL_RECIPE: rcp.digest,
                   LABEL_MATRIX_HASH: matrix.hash, LABEL_GIT: git_sha(root)}
-        _stream_build(client, rcp, context, labels, tee)
+        assemble_context(rcp, context, client, tee, labels)
+        _stream_build(client, rcp, context, tee)
     finally:
         if log is not None:
             log.close()
@@ -271,7 +283,7 @@ class _Tee:
 
 
 def _stream_build(client: docker.DockerClient, rcp: Recipe, context: Path,
-                  labels: dict[str, str], out: _Tee) -> None:
+                  out: _Tee) -> None:
     start = time.monotonic()
     kwargs: dict[str, Any] = {}
     if rcp.platform and rcp.base_id is None:
@@ -282,7 +294,7 @@ def _stream_build(client: docker.DockerClient, rcp: Recipe, context: Path,
     try:
         for chunk in client.api.build(
             path=str(context), dockerfile=rcp.dockerfile.name, tag=rcp.tag,
-            buildargs=rcp.build_args, labels=labels, rm=True, forcerm=True, pull=False,
+            buildargs=rcp.build_args, rm=True, forcerm=True, pull=False,
             network_mode=network, decode=True, **kwargs,
         ):
             if "error" in chunk:

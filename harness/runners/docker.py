@@ -69,11 +69,34 @@ def docker_command_line(matrix: Matrix, invocation: Invocation, *, run_dir: Path
     full_env = container_env(matrix, dict(env if env is not None else default_env(matrix, root))
                              | dict(invocation.env), os.environ if host_env is None else host_env)
     return ["docker", "run", "--rm", "--name", f"harness-{matrix.name}-{invocation.suite}",
-            *cli_args(spec, full_env), image, *invocation.argv]
+            *cli_args(spec, full_env), image, *container_argv(invocation.argv, root)]
 
 
 def format_command_line(argv: Sequence[str]) -> str:
     return shlex.join(argv)
+
+
+def plugin_on_path(root: Path) -> bool:
+    """True when the checkout carries installed metadata (an editable install's
+    egg-info) whose pytest11 entry point pytest in the container will find through
+    PYTHONPATH; ``-p harness.plugin`` on top would register the plugin twice."""
+    from importlib.metadata import distributions
+
+    for dist in distributions(path=[str(root)]):
+        if any(ep.group == "pytest11" and ep.value == "harness.plugin"
+               for ep in dist.entry_points):
+            return True
+    return False
+
+
+def container_argv(argv: Sequence[str], root: Path) -> list[str]:
+    args = list(argv)
+    if plugin_on_path(root):
+        for i in range(len(args) - 1):
+            if args[i] == "-p" and args[i + 1] == "harness.plugin":
+                del args[i:i + 2]
+                break
+    return args
 
 
 def run_invocations(matrix: Matrix, invocations: Sequence[Invocation], run_dir: Path, *,
@@ -117,7 +140,8 @@ def run_invocations(matrix: Matrix, invocations: Sequence[Invocation], run_dir: 
                 box.close()
                 box = Container(client, image=image, run_id=run_id, options=options,
                                 keep=keep_container).__enter__()
-            outcome = run_one(box, inv, base_env, spec.user, out)
+            outcome = run_one(box, inv, base_env, spec.user, out,
+                              argv=container_argv(inv.argv, root))
             outcomes.append(outcome)
             if outcome.status is Status.INTERRUPTED:
                 break
@@ -161,16 +185,17 @@ def _oom_kills(box: Container) -> int | None:
 
 
 def run_one(box: Container, inv: Invocation, base_env: Mapping[str, str], user: str,
-            out: TextIO) -> SuiteOutcome:
+            out: TextIO, *, argv: Sequence[str] | None = None) -> SuiteOutcome:
     inv.junit.parent.mkdir(parents=True, exist_ok=True)
     inv.log.parent.mkdir(parents=True, exist_ok=True)
     env = dict(base_env) | dict(inv.env)
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
     prefix = f"[{inv.suite}] "
+    argv = list(argv or inv.argv)
     ooms_before = _oom_kills(box)
     with inv.log.open("a", encoding="utf-8") as log:
         shown = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(masked(env).items()))
-        log.write(f"$ docker exec {box.name} env {shown} {shlex.join(inv.argv)}\n")
+        log.write(f"$ docker exec {box.name} env {shown} {shlex.join(argv)}\n")
         log.flush()
 
         def on_line(line: str) -> None:
@@ -180,7 +205,7 @@ def run_one(box: Container, inv: Invocation, base_env: Mapping[str, str], user: 
             out.write(prefix + line + "\n")
             out.flush()
 
-        result = box.exec(inv.argv, env=env, workdir=str(box.options.get("working_dir", "/")),
+        result = box.exec(argv, env=env, workdir=str(box.options.get("working_dir", "/")),
                           user=user, on_line=on_line, timeout_s=inv.timeout_s)
         code = result.exit_code
         notes = []

@@ -1,0 +1,26 @@
+"""Helpers shared by the real-engine tests."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+from typing import Any
+
+from harness.matrix import load_matrix, repo_root
+from harness.matrix.model import Matrix, PythonEnv
+
+ROOT = repo_root().resolve()
+
+
+def tiny_matrix(**runtime: Any) -> Matrix:
+    """The cpu matrix with no suite requirements: the image is the base plus the
+    harness's own pins (pytest, pytest-timeout, pytest-xdist, pyyaml)."""
+    m = load_matrix("cpu", ROOT)
+    return dataclasses.replace(
+        m, name="dockertest", python=PythonEnv(requirements=(), python="3.11"),
+        runtime=dataclasses.replace(m.runtime, **runtime))
+
+
+def leftovers(label: str) -> str:
+    return subprocess.run(["docker", "ps", "-a", "--filter", f"label={label}", "-q"],
+                          capture_output=True, text=True, check=True).stdout.strip()
