@@ -91,6 +91,7 @@ def plan_run(matrix: Any, run_dir: Path, root: Path, options: PlanOptions) -> li
             f"--harness-partial={run_dir / 'junit' / (stem + '.partial.jsonl')}",
             f"--timeout={matrix.runtime.test_timeout_s}",
             "-q",
+            "-ra",  # every skip, xfail and failure with its reason in the log
         ]
         if options.emulate:
             argv.append("--emulate")

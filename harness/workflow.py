@@ -202,8 +202,10 @@ def write_durations(ctx: RunContext) -> Path | None:
     durations = durations_for(lane, db) if db.is_file() else DurationSet(matrix=lane)
     path = ctx.run_dir / "durations.json"
     dump(durations, path)
-    print(f"harness: shard {ctx.request.shard} balanced by {len(durations.durations)} timed "
-          f"tests from {db if db.is_file() else 'no history (every test counts the same)'}")
+    print(
+        f"harness: shard {ctx.request.shard} balanced by {len(durations.durations)} timed "
+        f"tests from {db if db.is_file() else 'no history (every test counts the same)'}"
+    )
     return path
 
 
@@ -365,6 +367,7 @@ def run_workflow(ctx: RunContext) -> int:
     start_manifest(ctx)
     try:
         check_caches(ctx)
+        probe_step(ctx)
         execute(ctx)
     except KeyboardInterrupt:
         pass  # the runner recorded what was interrupted; finish() reports it
@@ -380,6 +383,23 @@ def run_workflow(ctx: RunContext) -> int:
     merge_step(ctx)
     print_table(ctx)
     return finish(ctx)
+
+
+def probe_step(ctx: RunContext) -> None:
+    """Locally, probe the device before any suite: a contradiction is exit 3.
+
+    Emulated runs have no device to probe; the docker runner probes inside the container.
+    """
+    if ctx.request.emulate or ctx.use_docker:
+        return
+    from harness.probe_local import probe_and_check
+
+    assert ctx.manifest is not None
+    fingerprint = probe_and_check(ctx.matrix)
+    ctx.manifest.update(device_fingerprint=fingerprint)
+    props = json.loads(ctx.env["HARNESS_SUITE_PROPERTIES"])
+    props["device_fingerprint"] = json.dumps(fingerprint, sort_keys=True)
+    ctx.env["HARNESS_SUITE_PROPERTIES"] = json.dumps(props)  # the runner's base env
 
 
 def check_caches(ctx: RunContext) -> None:

@@ -80,10 +80,9 @@ def test_probe_expectations(platform):
             f"{platform.name}: the {platform.matrix.probe.kind} probe needs hardware "
             "(emulated on the CPU)"
         )
-    from harness.probe import check_expectations, probe_local
+    from harness.probe_local import probe_and_check
 
-    fingerprint = probe_local(platform.matrix.probe.kind)
-    check_expectations(platform.matrix, fingerprint)
+    probe_and_check(platform.matrix)  # raises, naming what was expected and found
     if "byteorder" in expect:
         assert sys.byteorder == expect["byteorder"]
 
