@@ -7,15 +7,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.history.ingest import ingest_paths
-from harness.history.schema import connect, default_db_path
-
 
 def _warn(line: str) -> None:
     print(f"harness: warning: {line}", file=sys.stderr)
 
 
 def _ingest(args: argparse.Namespace) -> int:
+    from harness.history.ingest import ingest_paths
+    from harness.history.schema import default_db_path
+
     db = Path(args.db) if args.db else default_db_path()
     result = ingest_paths(db, [Path(p) for p in args.paths], _warn)
     print(
@@ -26,6 +26,8 @@ def _ingest(args: argparse.Namespace) -> int:
 
 
 def _ls(args: argparse.Namespace) -> int:
+    from harness.history.schema import connect, default_db_path
+
     db_path = Path(args.db) if args.db else default_db_path()
     db = connect(db_path, create=False)
     try:

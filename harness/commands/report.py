@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError
-from harness.history.schema import default_db_path
-from harness.reports import build_report, write_reports
 
 _SPAN = re.compile(r"(\d+)([dhw])")
 _UNITS = {"d": "days", "h": "hours", "w": "weeks"}
@@ -36,6 +34,9 @@ def parse_since(text: str, now: dt.datetime) -> dt.timedelta:
 def _nightly(args: argparse.Namespace) -> int:
     now = dt.datetime.now(dt.UTC)
     since = parse_since(args.since, now)
+    from harness.history.schema import default_db_path
+    from harness.reports import build_report, write_reports
+
     db = Path(args.history) if args.history else default_db_path()
     report = build_report(
         db,
