@@ -13,6 +13,7 @@ Targets (issue 2): ratio <= 1.05; ``harness --help`` median under 0.3 s.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -23,9 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def timed(argv: list[str]) -> float:
+def timed(argv: list[str], env: dict[str, str] | None = None) -> float:
     start = time.perf_counter()
-    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False,
+                          env=None if env is None else os.environ | env)
     elapsed = time.perf_counter() - start
     if done.returncode not in (0, 1):
         sys.exit(f"bench: {' '.join(argv)} exited {done.returncode}:\n{done.stdout[-2000:]}"
@@ -56,21 +58,32 @@ def main() -> None:
     if args.workers == 1:
         plain = plain[:-2 - len(keyword)] + keyword
 
+    # The same thread settings the harness gives each worker, so the ratio is the
+    # harness's own overhead, not the thread budget's effect (shown separately).
+    from harness.threads import cpu_budget, plan_threads
+
+    budget_env = plan_threads(args.workers, cpu_budget(), environ={}).env()
     print(f"suite {args.suite} on {args.matrix}, {args.workers} workers, "
-          f"{args.repeats} alternated pairs after one warm-up each")
-    timed(via_harness)
-    timed(plain)
-    harness_times, pytest_times = [], []
+          f"{args.repeats} rounds after one warm-up each; thread env {budget_env}")
+    variants = [
+        ("harness run", via_harness, None),
+        ("pytest, same threads", plain, budget_env),
+        ("pytest, default threads", plain, None),
+    ]
+    for _, argv, env in variants:
+        timed(argv, env)
+    times: dict[str, list[float]] = {name: [] for name, _, _ in variants}
     for i in range(args.repeats):
-        pair = [(via_harness, harness_times), (plain, pytest_times)]
-        if i % 2:
-            pair.reverse()  # alternate which goes first, so drift hits both alike
-        for argv, times in pair:
-            times.append(timed(argv))
-    h, p = statistics.median(harness_times), statistics.median(pytest_times)
-    print(f"harness run  median {h:7.2f} s  {[round(t, 2) for t in harness_times]}")
-    print(f"plain pytest median {p:7.2f} s  {[round(t, 2) for t in pytest_times]}")
-    print(f"ratio harness/pytest: {h / p:.3f}  (target <= 1.05)")
+        order = variants[i % len(variants):] + variants[:i % len(variants)]
+        for name, argv, env in order:  # rotate the order, so drift hits all alike
+            times[name].append(timed(argv, env))
+    med = {name: statistics.median(t) for name, t in times.items()}
+    for name, t in times.items():
+        print(f"{name:<24} median {med[name]:7.2f} s  {[round(x, 2) for x in t]}")
+    print(f"ratio harness / pytest with the same threads: "
+          f"{med['harness run'] / med['pytest, same threads']:.3f}  (target <= 1.05)")
+    print(f"ratio harness / pytest with default threads:  "
+          f"{med['harness run'] / med['pytest, default threads']:.3f}  (thread budget effect)")
 
     help_times = [timed([sys.executable, "-m", "harness", "--help"]) for _ in range(9)]
     print(f"harness --help median {statistics.median(help_times):.3f} s  (target < 0.3 s)")
