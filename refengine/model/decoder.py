@@ -4,6 +4,12 @@ Weights come from a fixed seed (no download). Every op goes through refengine's 
 ops, so the registry's provider choice applies to the whole model. Attention always
 reads the paged cache through ``attention_decode``: a prefill is a decode step with all
 the prompt's queries at once.
+
+The MoE router (gate weights, router logits, softmax and top-k) runs in fp32 whatever
+the model dtype, as vLLM's fp32 gating does: in bf16 the router logits are rounded to
+8 bits and a close second and third expert swap places, which changes the model's
+output far more than any kernel difference. ``routing`` (a list) collects each MoE
+layer's fp32 router logits so a caller can check the top-k margins.
 """
 
 from __future__ import annotations
@@ -38,16 +44,31 @@ def _rope_cache(max_pos: int, dim: int) -> torch.Tensor:
 
 
 class TinyDecoder:
-    def __init__(self, cfg: DecoderConfig, dtype: torch.dtype, seed: int = 0) -> None:
+    """``weights_dtype`` (default ``dtype``): the dtype the weights are rounded to before
+    the model casts them to ``dtype``. The fp32 reference of a bf16 model is
+    ``TinyDecoder(cfg, torch.float32, seed, weights_dtype=torch.bfloat16)``: the same
+    parameters, computed in fp32, so what is compared is the arithmetic alone."""
+
+    def __init__(
+        self,
+        cfg: DecoderConfig,
+        dtype: torch.dtype,
+        seed: int = 0,
+        weights_dtype: torch.dtype | None = None,
+    ) -> None:
         self.cfg, self.dtype = cfg, dtype
         gen = torch.Generator().manual_seed(seed)
+        stored = weights_dtype or dtype
+
+        def fp32(*shape: int, scale: float | None = None) -> torch.Tensor:
+            s = shape[-1] ** -0.5 if scale is None else scale
+            return torch.randn(*shape, generator=gen) * s
 
         def w(*shape: int, scale: float | None = None) -> torch.Tensor:
-            s = shape[-1] ** -0.5 if scale is None else scale
-            return (torch.randn(*shape, generator=gen) * s).to(dtype)
+            return fp32(*shape, scale=scale).to(stored).to(dtype)
 
         def norm() -> torch.Tensor:
-            return (1.0 + 0.1 * torch.randn(cfg.hidden, generator=gen)).to(dtype)
+            return (1.0 + 0.1 * torch.randn(cfg.hidden, generator=gen)).to(stored).to(dtype)
 
         c = cfg
         qkv_rows = (c.heads + 2 * c.kv_heads) * c.head_dim
@@ -62,7 +83,7 @@ class TinyDecoder:
             }
             if c.experts:
                 layer |= {
-                    "router": w(c.experts, c.hidden),
+                    "router": fp32(c.experts, c.hidden),  # the gate stays fp32
                     "w13": w(c.experts, 2 * c.inter, c.hidden),
                     "w2": w(c.experts, c.hidden, c.inter),
                 }
@@ -71,7 +92,7 @@ class TinyDecoder:
             self.layers.append(layer)
         self.ln_f = norm()
         self.lm_head = w(c.vocab, c.hidden)
-        self.cos_sin = _rope_cache(c.max_pos, c.head_dim).to(dtype)
+        self.cos_sin = _rope_cache(c.max_pos, c.head_dim).to(stored).to(dtype)
 
 
 class PagedKVCache:
@@ -95,7 +116,15 @@ class PagedKVCache:
         self.v[layer][blocks, offsets] = v
 
 
-def forward(model: TinyDecoder, tokens: torch.Tensor, cache: PagedKVCache) -> torch.Tensor:
+Routing = list[list[torch.Tensor]]  # [MoE layer][forward call] -> router logits [S, E]
+
+
+def forward(
+    model: TinyDecoder,
+    tokens: torch.Tensor,
+    cache: PagedKVCache,
+    routing: Routing | None = None,
+) -> torch.Tensor:
     """Run ``tokens`` [S] after the cached ones; returns fp32 logits [S, vocab]."""
     c = model.cfg
     s = tokens.shape[0]
@@ -124,7 +153,9 @@ def forward(model: TinyDecoder, tokens: torch.Tensor, cache: PagedKVCache) -> to
         x = x + R.linear(attn.reshape(s, -1), layer["wo"], None)
         h = R.rms_norm(x, layer["ln2"], c.eps)
         if c.experts:
-            logits = R.linear(h, layer["router"], None)
+            logits = R.linear(h.float(), layer["router"], None)
+            if routing is not None:
+                routing[i].append(logits)
             mlp = R.fused_moe(h, logits, layer["w13"], layer["w2"], c.top_k, True)
         else:
             mlp = R.linear(R.silu_and_mul(R.linear(h, layer["w13"], None)), layer["w2"], None)
@@ -133,29 +164,43 @@ def forward(model: TinyDecoder, tokens: torch.Tensor, cache: PagedKVCache) -> to
     return R.linear(R.rms_norm(x, model.ln_f, c.eps), model.lm_head, None).float()
 
 
+def router_logits(routing: Routing) -> torch.Tensor:
+    """[layers, tokens, experts]: every forward call's router logits, in token order."""
+    return torch.stack([torch.cat(calls) for calls in routing])
+
+
+def new_routing(model: TinyDecoder) -> Routing:
+    return [[] for _ in model.layers]
+
+
 @torch.no_grad()
 def generate(
-    model: TinyDecoder, prompt: list[int], new_tokens: int
+    model: TinyDecoder, prompt: list[int], new_tokens: int, routing: Routing | None = None
 ) -> tuple[list[int], torch.Tensor]:
     """Greedy: (generated ids, fp32 logits [new_tokens, vocab] that chose them)."""
     cache = PagedKVCache(model.cfg, model.dtype, len(prompt) + new_tokens)
-    logits = forward(model, torch.tensor(prompt), cache)[-1:]
+    logits = forward(model, torch.tensor(prompt), cache, routing)[-1:]
     out: list[int] = []
     steps = []
     for _ in range(new_tokens):
         steps.append(logits[-1])
         token = int(logits[-1].argmax())
         out.append(token)
-        logits = forward(model, torch.tensor([token]), cache)
+        if len(out) < new_tokens:  # the last token is never fed back
+            logits = forward(model, torch.tensor([token]), cache, routing)
     return out, torch.stack(steps)
 
 
 @torch.no_grad()
 def teacher_forced_logits(
-    model: TinyDecoder, prompt: list[int], generated: list[int]
+    model: TinyDecoder, prompt: list[int], generated: list[int], routing: Routing | None = None
 ) -> torch.Tensor:
-    """Logits that predict each of ``generated`` given everything before it, in one pass."""
-    seq = prompt + generated
+    """Logits that predict each of ``generated`` given everything before it, in one pass.
+
+    The last generated token is not fed (it predicts nothing we compare), so ``routing``
+    covers the same tokens as generate()'s.
+    """
+    seq = prompt + generated[:-1]
     cache = PagedKVCache(model.cfg, model.dtype, len(seq))
-    logits = forward(model, torch.tensor(seq), cache)
-    return logits[len(prompt) - 1 : len(seq) - 1]
+    logits = forward(model, torch.tensor(seq), cache, routing)
+    return logits[len(prompt) - 1 :]

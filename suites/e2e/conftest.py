@@ -17,22 +17,24 @@ class Golden:
         self.data: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
         self.found: dict[str, list[int]] = {}
 
-    def check(self, key: str, ids: list[int], record: bool) -> None:
-        """Compare ``ids``; under update, ``record`` ones become golden, others compare to them."""
-        if self.update and record:
+    def check(self, key: str, ids: list[int]) -> None:
+        """Compare ``ids`` with the golden ones; under update, record them instead."""
+        if self.update:
             self.found[key] = ids
             return
-        want = self.found.get(key) if self.update else self.data.get("ids", {}).get(key)
-        if want is None and self.update:
-            return
+        want = self.data.get("ids", {}).get(key)
         if want is None:
             raise AssertionError(
                 f"{key}: no golden ids in {self.path}; run with --update-expectations and review"
             )
         if want != ids:
-            first = next(i for i, (a, b) in enumerate(zip(want, ids, strict=False)) if a != b)
+            first = next(
+                (i for i, (a, b) in enumerate(zip(want, ids, strict=False)) if a != b),
+                min(len(want), len(ids)),
+            )
             raise AssertionError(
-                f"{key}: token {first} is {ids[first]}, golden {want[first]} ({self.path})"
+                f"{key}: token {first} is {ids[first] if first < len(ids) else '(none)'}, "
+                f"golden {want[first] if first < len(want) else '(none)'} ({self.path})"
             )
 
     def write(self, torch_version: str) -> None:

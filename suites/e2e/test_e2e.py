@@ -1,38 +1,107 @@
-"""Tiny decoders generate 32 greedy tokens from fixed prompts, tokenised through the real
+"""Tiny decoders generate greedy tokens from fixed prompts, tokenised through the real
 tiktoken encoding from the primed cache, per provider set: ids equal the platform's golden
-ids, logits within tolerance of the fp32 native reference."""
+ids, logits within the ``e2e_logits`` tolerance of the same model computed in fp32, and (MoE)
+every token routed to the same experts as in fp32, by a margin no rounding can undo."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import torch
 
 from refengine import registry
-from refengine.model.decoder import DecoderConfig, TinyDecoder, generate, teacher_forced_logits
+from refengine.model.decoder import (
+    DecoderConfig,
+    TinyDecoder,
+    generate,
+    new_routing,
+    router_logits,
+    teacher_forced_logits,
+)
 from refengine.ops.spec import OP_NAMES
 from refengine.providers import get_provider
 from refengine.tokenizer import get_encoding
 
+# Same token count (11), so a static-shape provider (inductor) compiles each op once
+# for both prompts and both models.
 PROMPTS = (
     "The engine reads the cache and picks the next token.",
     "Quantisation makes the weights smaller.",
 )
-NEW_TOKENS = 32
-MODELS = {"llama": 0, "moe": 4}  # name -> experts
+# 11 + 8 tokens span three 8-token KV blocks: the block table is exercised.
+NEW_TOKENS = 8
+# name -> (experts, weight seed). The MoE seed was picked for clear routing margins in
+# fp32 (see ROUTING_MARGIN); most seeds have a near-tie among ~70 routing decisions.
+MODELS = {"llama": (0, 0), "moe": (4, 11)}
+MODEL_OPS = (
+    "linear",
+    "rms_norm",
+    "rotary_embedding",
+    "attention_decode",
+    "silu_and_mul",
+    "fused_moe",
+)
 PROVIDER_SETS = ("native", "platform", "torch", "inductor", "triton", "zentorch")
+# Smallest gap between the top_k-th and the next expert's fp32 router logit, over every
+# token and layer. bf16 activations move the router logits by up to ~0.015 (measured:
+# native and torch providers, cpu), and a swap needs a move of half the gap on two logits.
+ROUTING_MARGIN = 0.03
+# The triton interpreter costs seconds per kernel launch on the CPU: the dense model
+# covers every triton kernel the MoE model would call.
+INTERPRETED_ON_SMALLEST = {"triton": "llama"}
 
 
 def _registry(platform: Any, provider_set: str) -> registry.Registry:
     if provider_set == "platform":
-        return registry.Registry.from_matrix(platform.matrix, device=platform.device)
+        return registry.Registry.from_matrix(
+            platform.matrix, device=platform.device, emulate=platform.emulate
+        )
     return registry.Registry({op: (provider_set,) for op in OP_NAMES}, device=platform.device)
+
+
+def _same_as_platform(platform: Any, provider_set: str) -> bool:
+    """The platform's kernels for every op the models call are ``provider_set``, native."""
+    kernels = platform.matrix.resolved.get("kernels", {})
+    return all(
+        list(kernels.get(op, ["native"])) in ([provider_set, "native"], [provider_set])
+        for op in MODEL_OPS
+    )
 
 
 @pytest.fixture(scope="module")
 def encoding() -> Any:
     return get_encoding()
+
+
+def _check_routing(
+    cfg: DecoderConfig, got: torch.Tensor, want: torch.Tensor, record_property: Any, key: str
+) -> None:
+    top = want.topk(cfg.top_k + 1, dim=-1).values
+    margin = float((top[..., -2] - top[..., -1]).min())
+    drift = float((got - want).abs().max())
+    record_property(f"routing.{key}.margin", f"{margin:.4g}")
+    record_property(f"routing.{key}.drift", f"{drift:.4g}")
+    assert margin >= ROUTING_MARGIN, (
+        f"{key}: fp32 routing has a near-tie (top-{cfg.top_k} margin {margin:.4g} < "
+        f"{ROUTING_MARGIN}): pick another model seed or prompt"
+    )
+    assert 2 * drift < margin, (
+        f"{key}: router logits moved by {drift:.4g} from fp32, enough to swap experts "
+        f"separated by {margin:.4g}"
+    )
+    chosen = got.topk(cfg.top_k, dim=-1).indices.sort(dim=-1).values
+    assert torch.equal(chosen, want.topk(cfg.top_k, dim=-1).indices.sort(dim=-1).values), (
+        f"{key}: routed to different experts than fp32"
+    )
+
+
+def _attempt(failures: list[str], check: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+    try:
+        check(*args, **kwargs)
+    except AssertionError as error:
+        failures.append(str(error))
 
 
 @pytest.mark.parametrize("model_name", list(MODELS))
@@ -51,24 +120,48 @@ def test_generate(
         ok, why = get_provider(provider_set, platform.device).is_available()
         if not ok:
             pytest.skip(f"provider {provider_set} unavailable: {why}")
+        if _same_as_platform(platform, provider_set):
+            pytest.skip(f"the platform provider set is {provider_set} then native")
+    only = INTERPRETED_ON_SMALLEST.get(provider_set)
+    if only and only != model_name and platform.device == "cpu":
+        pytest.skip(f"{provider_set} is interpreted on the CPU; covered by the {only} model")
     dtype = torch.bfloat16 if "bfloat16" in platform.dtypes else torch.float32
-    cfg = DecoderConfig(vocab=encoding.n_vocab, experts=MODELS[model_name])
-    model = TinyDecoder(cfg, dtype)
-    reference = TinyDecoder(cfg, torch.float32)
+    experts, seed = MODELS[model_name]
+    cfg = DecoderConfig(vocab=encoding.n_vocab, experts=experts)
+    model = TinyDecoder(cfg, dtype, seed)
+    reference = TinyDecoder(cfg, torch.float32, seed, weights_dtype=dtype)
     record_property("provider", provider_set)
+    # Every prompt runs (and is recorded under --update-expectations) before a failure
+    # is raised, so one bad sequence does not hide the state of the others.
+    failures: list[str] = []
     for p, text in enumerate(PROMPTS):
         prompt = encoding.encode(text)
+        routing, ref_routing = new_routing(model), new_routing(reference)
         with registry.using(_registry(platform, provider_set)):
-            ids, logits = generate(model, prompt, NEW_TOKENS)
+            ids, logits = generate(model, prompt, NEW_TOKENS, routing)
         with registry.using(registry.Registry({})):
-            ref = teacher_forced_logits(reference, prompt, ids)
+            ref = teacher_forced_logits(reference, prompt, ids, ref_routing)
         record_property(f"text.{p}", encoding.decode(ids))
-        golden.check(f"{model_name}/prompt{p}", ids, record=provider_set == "native")
-        record_numerics(
+        _attempt(failures, golden.check, f"{model_name}/{provider_set}/prompt{p}", ids)
+        if cfg.experts:
+            _attempt(
+                failures,
+                _check_routing,
+                cfg,
+                router_logits(routing),
+                router_logits(ref_routing),
+                record_property,
+                f"prompt{p}",
+            )
+        _attempt(
+            failures,
+            record_numerics,
             logits,
             ref,
             tolerance(dtype, "e2e_logits"),
             op=f"e2e.{model_name}.prompt{p}",
-            dtype=str(dtype)[6:],
+            provider=provider_set,
+            dtype=str(dtype).removeprefix("torch."),
             platform=platform.name,
         )
+    assert not failures, "\n".join(failures)

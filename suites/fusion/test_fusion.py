@@ -42,7 +42,7 @@ def _compile_and_compare(
     with torch.no_grad():
         eager = block(*[a.clone() for a in args])
         fused = torch.compile(block, backend=backend, fullgraph=True)(*[a.clone() for a in args])
-    record_property("torch_version", torch.__version__)
+    record_property("torch_version", str(torch.__version__))  # xdist cannot ship TorchVersion
     # Counts first: a moved count explains a numerics difference, not the other way round.
     expectations.check(case, backend.report.as_dict(), record_property)
     for name, got, want in zip(("out", "residual"), fused, eager, strict=False):
