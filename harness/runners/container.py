@@ -215,6 +215,14 @@ class Container:
         reader.join(timeout=5)
         code = self._exit_code(exec_id)
         died = not self.alive()
+        if not died and code in (None, 137, 143):
+            # A kill from outside ends the exec a moment before the engine marks the
+            # container exited: look again briefly before calling it an OOM kill.
+            for _ in range(10):
+                time.sleep(0.1)
+                if not self.alive():
+                    died = True
+                    break
         return ExecResult(exit_code=code, duration_s=time.monotonic() - start,
                           timed_out=timed_out, interrupted=interrupted, container_died=died)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import subprocess
 from typing import Any
 
@@ -12,10 +13,15 @@ from harness.matrix.model import Matrix, PythonEnv
 ROOT = repo_root().resolve()
 
 
+@functools.cache
+def _cpu() -> Matrix:
+    return load_matrix("cpu", ROOT)
+
+
 def tiny_matrix(**runtime: Any) -> Matrix:
     """The cpu matrix with no suite requirements: the image is the base plus the
     harness's own pins (pytest, pytest-timeout, pytest-xdist, pyyaml)."""
-    m = load_matrix("cpu", ROOT)
+    m = _cpu()
     return dataclasses.replace(
         m, name="dockertest", python=PythonEnv(requirements=(), python="3.11"),
         runtime=dataclasses.replace(m.runtime, **runtime))
