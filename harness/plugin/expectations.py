@@ -8,12 +8,16 @@ that moved, naming the pass, both counts and the torch version. Under
 ``--update-expectations`` it records instead, and at the end of the session rewrites
 the file for that platform and prints the diff for review.
 
-Not safe to update from several xdist workers at once: update in one process.
+Under xdist each worker holds only its own tests' counts: ``write`` takes a lock on the
+file, re-reads it and merges, so the workers' updates add up instead of the last one
+winning.
 """
 
 from __future__ import annotations
 
 import difflib
+import fcntl
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -137,12 +141,21 @@ class ExpectationStore:
         """Rewrite the file with the recorded cases; returns the unified diff."""
         if not self.found:
             return ""
-        old = self.path.read_text(encoding="utf-8") if self.path.is_file() else ""
-        new = dump(self.platform, self.torch_version, {**self.cases, **self.found})
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Lock the folder (no lock file left behind in the suite).
+        folder = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            fcntl.flock(folder, fcntl.LOCK_EX)
+            old = self.path.read_text(encoding="utf-8") if self.path.is_file() else ""
+            # Re-read: another xdist worker may have written its cases since we loaded.
+            current = load_file(self.path)
+            new = dump(self.platform, self.torch_version, {**current, **self.found})
+            if new != old:
+                self.path.write_text(new, encoding="utf-8")
+        finally:
+            os.close(folder)  # releases the lock
         if new == old:
             return ""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(new, encoding="utf-8")
         return "".join(
             difflib.unified_diff(
                 old.splitlines(True), new.splitlines(True), str(self.path), str(self.path)
