@@ -184,7 +184,10 @@ def verify(matrix: Matrix) -> None:
     """Raise InfraError (exit 3) listing every problem, with the command that fixes it."""
     found = problems(matrix)
     if found:
-        found.append(f"run `harness cache prime --matrix {matrix.name}`")
+        # A user's matrix file keeps the name of the one it extends: name its file.
+        shipped = matrix.file == f"matrices/{matrix.name}.yaml"
+        which = matrix.name if shipped else matrix.file
+        found.append(f"run `harness cache prime --matrix {which}`")
         raise InfraError(f"cache for matrix {matrix.name} is cold or corrupt:\n" + "\n".join(found))
 
 
