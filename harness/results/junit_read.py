@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import functools
 import re
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from xml.parsers import expat
 
 from harness.testids import normalise_test_id
 
@@ -120,34 +120,43 @@ def case_ids(classname: str, name: str, file: str = "") -> tuple[str, str, str]:
     return nodeid, normalise_test_id(key), key_params
 
 
-def _message(element: ET.Element) -> str:
-    text = element.get("message") or (element.text or "").strip().split("\n", 1)[0]
-    return text[:_MESSAGE_LIMIT]
+_STATUS_TAGS = frozenset({"failure", "error", "skipped"}) | _RERUN_TAGS
+_BLOCK = 1 << 20
 
 
-def _case_status(case: ET.Element) -> tuple[str, str, int]:
+def _message(attrs: dict[str, str], text: str) -> str:
+    message = attrs.get("message") or text.strip().split("\n", 1)[0]
+    return message[:_MESSAGE_LIMIT]
+
+
+# (tag, attributes, text before its first child) of one status element of a testcase.
+_Child = tuple[str, dict[str, str], str]
+_Start = Callable[[str, dict[str, str]], None]
+_End = Callable[[str], None]
+
+
+def _case_status(attrs: dict[str, str], children: list[_Child]) -> tuple[str, str, int]:
     status, message, reruns = "passed", "", 0
-    for child in case:
-        tag = child.tag
+    for tag, child, text in children:
         if tag == "failure":
-            message = _message(child)
+            message = _message(child, text)
             status = "xpass" if message.startswith("[XPASS(strict)]") else "failed"
         elif tag == "error":
             if status != "failed":
-                status, message = "error", _message(child)
+                status, message = "error", _message(child, text)
         elif tag == "skipped":
             if status == "passed":
-                message = _message(child)
+                message = _message(child, text)
                 xfail = child.get("type") == "pytest.xfail" or message == "expected test failure"
                 status = "xfail" if xfail else "skipped"
-        elif tag in _RERUN_TAGS:
+        else:  # a rerun / flaky attempt
             reruns += 1
             if not message:
-                message = _message(child)
+                message = _message(child, text)
     if status == "passed":
         # gtest marks skips with attributes only; ctest says "fail" / "notrun".
-        run_status = case.get("status", "")
-        result = case.get("result", "")
+        run_status = attrs.get("status", "")
+        result = attrs.get("result", "")
         if result in ("skipped", "suppressed") or run_status in ("notrun", "disabled"):
             status = "skipped"
         elif run_status == "fail":
@@ -155,15 +164,174 @@ def _case_status(case: ET.Element) -> tuple[str, str, int]:
     return status, message, reruns
 
 
-def _properties(element: ET.Element | None) -> dict[str, str]:
-    if element is None:
-        return {}
-    found: dict[str, str] = {}
-    for prop in element.iter("property"):
-        name = prop.get("name")
-        if name:
-            found[name] = prop.get("value", prop.text or "")
-    return found
+class _Parse:
+    """expat callbacks for one file: no element objects, only the state a case needs.
+
+    Three modes swap the parser's handlers: outside any test case (keeps the tag
+    stack), inside a ``<testcase>`` and inside a ``<properties>``, so the many small
+    elements of a big file each cost a few operations. Text is collected only where it
+    is read (a status element without ``message``, a property without ``value``).
+    """
+
+    def __init__(self, reader: JunitReader, parser: expat.XMLParserType) -> None:
+        self.reader = reader
+        self.parser = parser
+        self.tags: list[str] = []  # open elements outside test cases
+        self.suite_names: list[str] = []
+        self.suite_attrs: list[dict[str, str]] = []
+        self.pending: dict[tuple[str, str], Case] = {}
+        self.ready: list[Case] = []
+        self.case: dict[str, str] = {}
+        self.level = 0  # open elements inside the current test case
+        self.children: list[_Child] = []
+        self.case_props: dict[str, str] | None = None
+        self.props: dict[str, str] = {}  # the properties being read
+        self.plevel = 0  # open elements inside the current <properties>
+        self.resume: tuple[_Start, _End] = (self.start, self.end)
+        self.text: list[str] | None = None
+        self.text_for: str | None = None  # property name when collecting its text
+        parser.StartElementHandler = self.start
+        parser.EndElementHandler = self.end
+
+    def _mode(self, start: _Start, end: _End) -> None:
+        self.parser.StartElementHandler = start
+        self.parser.EndElementHandler = end
+
+    def _enter_props(self, into: dict[str, str], start: _Start, end: _End) -> None:
+        self.props = into
+        self.plevel = 0
+        self.resume = (start, end)
+        self._mode(self.prop_start, self.prop_end)
+
+    def start(self, name: str, attrs: dict[str, str]) -> None:
+        tags = self.tags
+        tags.append(name)
+        if name == "testcase":
+            self.case = attrs
+            self.level = 0
+            self.children = []
+            self.case_props = None
+            self._mode(self.case_start, self.case_end)
+        elif name == "testsuite":
+            suite = attrs.get("name") or self.reader.path.stem
+            self.suite_names.append(suite)
+            self.suite_attrs.append(attrs)
+            self.reader.suites.setdefault(suite, Suite(name=suite))
+        elif name == "properties" and len(tags) > 1 and tags[-2] == "testsuite":
+            suite_props = self.reader.suites[self.suite_names[-1]].properties
+            self._enter_props(suite_props, self.start, self.end)
+
+    def end(self, name: str) -> None:
+        self.tags.pop()
+        if name == "testsuite":
+            self._close_suite(self.suite_names.pop())
+            self.ready.extend(self.pending.values())
+            self.pending.clear()
+
+    def case_start(self, name: str, attrs: dict[str, str]) -> None:
+        if self.text is not None:
+            self._end_text()  # element.text ends at the first child
+        self.level += 1
+        if self.level == 1:
+            if name in _STATUS_TAGS:
+                self.children.append((name, attrs, ""))
+                if not attrs.get("message"):
+                    self._begin_text(None)
+            elif name == "properties" and self.case_props is None:
+                self.case_props = {}
+                self._enter_props(self.case_props, self.case_start, self.case_end)
+
+    def case_end(self, name: str) -> None:
+        if self.text is not None:
+            self._end_text()
+        if self.level:
+            self.level -= 1
+            return
+        self.tags.pop()
+        self._mode(self.start, self.end)
+        self._add(self.case)
+
+    def prop_start(self, name: str, attrs: dict[str, str]) -> None:
+        if self.text is not None:
+            self._end_text()
+        self.plevel += 1
+        if name == "property":
+            pname = attrs.get("name")
+            if pname:
+                value = attrs.get("value")
+                if value is None:
+                    self._begin_text(pname)
+                else:
+                    self.props[pname] = value
+
+    def prop_end(self, name: str) -> None:
+        if self.text is not None:
+            self._end_text()
+        if self.plevel:
+            self.plevel -= 1
+            return
+        start, end = self.resume
+        self._mode(start, end)
+        end(name)  # the <properties> element closes in the mode around it
+
+    def _begin_text(self, prop: str | None) -> None:
+        self.text = []
+        self.text_for = prop
+        self.parser.CharacterDataHandler = self.text.append
+
+    def _end_text(self) -> None:
+        text = "".join(self.text or ())
+        self.parser.CharacterDataHandler = None
+        self.text = None
+        if self.text_for is not None:
+            self.props[self.text_for] = text
+            self.text_for = None
+        elif self.children:
+            tag, attrs, _ = self.children[-1]
+            self.children[-1] = (tag, attrs, text)
+
+    def _add(self, attrs: dict[str, str]) -> None:
+        classname = attrs.get("classname", "")
+        name = attrs.get("name", "")
+        if self.children:
+            status, message, reruns = _case_status(attrs, self.children)
+        elif "status" in attrs or "result" in attrs:
+            status, message, reruns = _case_status(attrs, [])
+        else:
+            status, message, reruns = "passed", "", 0
+        nodeid, key, params = case_ids(classname, name, attrs.get("file", ""))
+        try:
+            duration = float(attrs.get("time") or 0.0)
+        except ValueError:
+            duration = 0.0
+        suites = self.reader.suites
+        suite = self.suite_names[-1] if self.suite_names else self.reader.path.stem
+        if suite not in suites:
+            suites[suite] = Suite(name=suite)
+        raw = (classname, name)
+        earlier = self.pending.pop(raw, None)
+        if earlier is not None:
+            # One <testcase> per attempt (pytest-rerunfailures >= 16.6.1): last one wins.
+            reruns += earlier.reruns + (earlier.status in ("failed", "error"))
+            duration += earlier.duration
+            if not message and earlier.status in ("failed", "error"):
+                message = earlier.message
+        props = self.case_props if self.case_props is not None else {}
+        self.pending[raw] = Case(
+            suite, nodeid, key, params, status, duration, message, reruns, props
+        )
+
+    def _close_suite(self, name: str) -> None:
+        # expat hands the end tag no attributes: use the ones saved at its start.
+        suite = self.reader.suites[name]
+        attrs = self.suite_attrs.pop()
+        suite.timestamp = attrs.get("timestamp", suite.timestamp)
+        suite.hostname = attrs.get("hostname", suite.hostname)
+        try:
+            suite.tests = int(attrs.get("tests") or 0)
+            suite.time = float(attrs.get("time") or 0.0)
+        except ValueError:
+            pass
 
 
 class JunitReader:
@@ -176,79 +344,30 @@ class JunitReader:
         self.truncated = False
 
     def __iter__(self) -> Iterator[Case]:
-        stack: list[ET.Element] = []
-        suite_names: list[str] = []
-        pending: dict[tuple[str, str], Case] = {}
+        parser = expat.ParserCreate()
+        parser.buffer_text = True
+        state = _Parse(self, parser)
         try:
-            for event, element in ET.iterparse(self.path, events=("start", "end")):
-                if event == "start":
-                    stack.append(element)
-                    if element.tag == "testsuite":
-                        name = element.get("name") or self.path.stem
-                        suite_names.append(name)
-                        self.suites.setdefault(name, Suite(name=name))
-                    continue
-                stack.pop()
-                tag = element.tag
-                if tag == "testcase":
-                    self._add(element, suite_names, pending)
-                elif tag == "properties" and stack and stack[-1].tag == "testsuite":
-                    self.suites[suite_names[-1]].properties.update(_properties(element))
-                elif tag == "testsuite":
-                    self._close_suite(element, suite_names.pop())
-                    yield from pending.values()
-                    pending.clear()
-                else:
-                    continue
-                if stack:
-                    # Drop what was read so memory stays flat on huge files.
-                    stack[-1].remove(element)
-        except ET.ParseError as error:
-            line, column = error.position
+            with self.path.open("rb") as handle:
+                while True:
+                    block = handle.read(_BLOCK)
+                    parser.Parse(block, not block)
+                    if state.ready:
+                        yield from state.ready
+                        state.ready.clear()
+                    if not block:
+                        break
+        except expat.ExpatError as error:
             self.truncated = True
             self.warn(
-                f"{self.path}:{line}:{column}: malformed or truncated JUnit "
-                f"({str(error).split(':', 1)[0]}); kept the test cases before it"
+                f"{self.path}:{error.lineno}:{error.offset}: malformed or truncated JUnit "
+                f"({expat.ErrorString(error.code)}); kept the test cases before it"
             )
         except OSError as error:
             self.truncated = True
             self.warn(f"{self.path}: cannot read JUnit ({error.strerror or error})")
-        yield from pending.values()
-
-    def _add(
-        self, element: ET.Element, suite_names: list[str], pending: dict[tuple[str, str], Case]
-    ) -> None:
-        classname = element.get("classname", "")
-        name = element.get("name", "")
-        status, message, reruns = _case_status(element)
-        props = _properties(element.find("properties"))
-        nodeid, key, params = case_ids(classname, name, element.get("file", ""))
-        try:
-            duration = float(element.get("time") or 0.0)
-        except ValueError:
-            duration = 0.0
-        suite = suite_names[-1] if suite_names else self.path.stem
-        if suite not in self.suites:
-            self.suites[suite] = Suite(name=suite)
-        raw = (classname, name)
-        earlier = pending.pop(raw, None)
-        if earlier is not None:
-            # One <testcase> per attempt (pytest-rerunfailures >= 16.6.1): last one wins.
-            reruns += earlier.reruns + (earlier.status in ("failed", "error"))
-            duration += earlier.duration
-            if not message and earlier.status in ("failed", "error"):
-                message = earlier.message
-        pending[raw] = Case(suite, nodeid, key, params, status, duration, message, reruns, props)
-
-    def _close_suite(self, element: ET.Element, name: str) -> None:
-        suite = self.suites[name]
-        suite.timestamp = element.get("timestamp", suite.timestamp)
-        suite.hostname = element.get("hostname", suite.hostname)
-        try:
-            suite.tests = int(element.get("tests") or 0)
-            suite.time = float(element.get("time") or 0.0)
-        except ValueError:
-            pass
+        yield from state.ready
+        yield from state.pending.values()
 
 
 def read_junit(path: Path, warn: Warn) -> tuple[list[Case], dict[str, Suite]]:
