@@ -16,10 +16,21 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("kernels", help="explain which provider each op gets")
     parser.add_argument("--matrix", required=True, help="matrix name or path")
     parser.add_argument("--op", action="append", default=[], help="only this op (repeatable)")
-    parser.add_argument("--dtype", default=None,
-                        help="dtype name (default: each of the platform's dtypes)")
-    parser.add_argument("--emulate", action="store_true",
-                        help="as under --emulate: on the CPU, hardware-only providers gone")
+    parser.add_argument(
+        "--dtype", default=None, help="dtype name (default: each of the platform's dtypes)"
+    )
+    parser.add_argument(
+        "--emulate",
+        action="store_true",
+        help="as under --emulate: on the CPU, hardware-only providers gone",
+    )
+    parser.add_argument(
+        "--python",
+        default="matrix",
+        metavar="matrix|current|PATH",
+        help="ask in the matrix's venv (default: where its providers are "
+        "installed), the current interpreter, or another one",
+    )
     parser.set_defaults(func=cmd_kernels)
 
 
@@ -27,6 +38,8 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     from harness.matrix import load_matrix
 
     matrix = load_matrix(args.matrix)
+    if args.python != "current":
+        return _in_interpreter(matrix, args)
     rows = explain_rows(matrix, args.op, args.dtype, args.emulate)
     width = max(len(r[0]) for r in rows) if rows else 10
     print(f"{'op':<{width}}  {'dtype':<16} {'provider':<10} {'':<8} reason")
@@ -36,8 +49,38 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     return 0
 
 
-def explain_rows(matrix: Any, ops: list[str], dtype: str | None,
-                 emulate: bool) -> list[tuple[str, str, str, bool, str]]:
+def _in_interpreter(matrix: Any, args: argparse.Namespace) -> int:
+    """Re-run this command where the matrix's providers live (zentorch is in zen's venv)."""
+    import os
+    import subprocess
+
+    from harness.matrix import repo_root
+
+    if args.python == "matrix" and not args.emulate:
+        from harness.venvs import ensure_venv
+        from harness.workflow import cache_root
+
+        python = str(ensure_venv(matrix, cache_root(matrix)))
+    elif args.python == "matrix":
+        import sys
+
+        python = sys.executable  # emulated on this CPU: the current torch will do
+    else:
+        python = args.python
+    argv = [python, "-m", "harness", "kernels", "--matrix", args.matrix, "--python", "current"]
+    argv += [f"--op={op}" for op in args.op]
+    argv += [f"--dtype={args.dtype}"] if args.dtype else []
+    argv += ["--emulate"] if args.emulate else []
+    root = str(repo_root())
+    env = os.environ | {
+        "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    }
+    return subprocess.run(argv, env=env, check=False).returncode
+
+
+def explain_rows(
+    matrix: Any, ops: list[str], dtype: str | None, emulate: bool
+) -> list[tuple[str, str, str, bool, str]]:
     import importlib
 
     import torch
