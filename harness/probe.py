@@ -59,7 +59,8 @@ def parse_nvidia_smi(text: str) -> dict[str, Any]:
                      "memory_mib": int(float(mem)) if mem.replace(".", "").isdigit() else None,
                      "compute_cap": cap if cap and cap != "[N/A]" else None,
                      "driver": driver})
-    archs = sorted({f"sm_{g['compute_cap'].replace('.', '')}" for g in gpus if g["compute_cap"]})
+    archs = sorted({"sm_" + str(g["compute_cap"]).replace(".", "") for g in gpus
+                    if g["compute_cap"]})
     return {"kind": "nvidia-smi", "vendor": "NVIDIA", "devices": gpus,
             "device_count": len(gpus), "arch": archs}
 
@@ -80,7 +81,7 @@ def parse_amd_smi(text: str) -> dict[str, Any]:
         gpus.append({"index": item.get("gpu"), "name": asic.get("market_name"),
                      "arch": asic.get("target_graphics_version"),
                      "device_id": asic.get("device_id"),
-                     "memory_mib": int(mem) if str(mem).isdigit() else None})
+                     "memory_mib": int(str(mem)) if str(mem).isdigit() else None})
     archs = sorted({str(g["arch"]) for g in gpus if g["arch"]})
     return {"kind": "amd-smi", "vendor": "AMD", "devices": gpus, "device_count": len(gpus),
             "arch": archs}
