@@ -136,9 +136,10 @@ class TorchProvider(TableProvider):
 
 def _gpu_gemm_dims(device: str, shapes: Mapping[str, Any], multiple: int,
                    what: str) -> tuple[bool, str]:
-    if device == "cpu":
+    w = shapes.get("w")
+    if device == "cpu" or w is None:  # no shapes given (e.g. `harness kernels`): dtype only
         return True, ""
-    k, n = shapes["w"][1], shapes["w"][0]
+    k, n = w[1], w[0]
     if k % multiple or n % multiple:
         return False, f"{what} on {device} needs K and N multiples of {multiple} (K={k}, N={n})"
     return True, ""
@@ -151,14 +152,14 @@ def _check_fp8_scaled(device: str, dtype: torch.dtype,
             return False, f"torch._scaled_mm on CUDA has no {dtype} (OCP fp8 only)"
         if torch.version.hip is None and torch.cuda.get_device_capability() < (8, 9):
             return False, "torch._scaled_mm needs compute capability >= 8.9"
-    if len(shapes["a"]) != 2:
+    if len(shapes.get("a", (0, 0))) != 2:
         return False, "torch._scaled_mm takes a 2-D activation"
     return _gpu_gemm_dims(device, shapes, 16, "torch._scaled_mm")
 
 
 def _check_int_mm(device: str, dtype: torch.dtype,
                   shapes: Mapping[str, Any]) -> tuple[bool, str]:
-    if device != "cpu":
+    if device != "cpu" and "a" in shapes:
         m = 1
         for size in shapes["a"][:-1]:
             m *= size

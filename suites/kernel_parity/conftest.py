@@ -4,6 +4,10 @@ Providers per op: those the platform's ``kernels:`` lists for it (but native, th
 reference), plus torch and inductor, plus any named in KERNEL_PARITY_PROVIDERS (how a
 test-only provider is brought in). inductor gets one case per op: every shape is a
 compile, and the suite must stay within minutes on a 2-core host.
+
+Ids end with the device the kernels ran on (``...-bfloat16-torch-cpu``): a finding of a
+CPU kernel seen while emulating a GPU profile is recorded for ``-cpu`` only, and does not
+claim anything about the GPU.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                     cases = cases[:1]
                 for case in cases:
                     for dtype in dtypes_for(profile, op):
-                        test_id = f"{op}-{case.id}-{dtype or 'nofp8'}-{provider}"
+                        test_id = (f"{op}-{case.id}-{dtype or 'nofp8'}-{provider}"
+                                   f"-{profile.device}")
                         params.append(pytest.param((op, case, dtype, provider), id=test_id))
     metafunc.parametrize("parity_param", params)

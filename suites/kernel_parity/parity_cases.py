@@ -255,5 +255,26 @@ CASES: tuple[Case, ...] = (
 )
 
 
+# One engine-shaped call per op (aligned sizes, contiguous): what the selection table is
+# judged on. The parity cases above are odd on purpose, and a GPU library may rightly send
+# those to a fallback (e.g. torch._int_mm needs M > 16 and K, N multiples of 8 on a GPU).
+SELECTION_CASES: dict[str, Case] = {case.op: case for case in (
+    Case("linear", "typical", _linear((32,), 256, 512, True)),
+    Case("rms_norm", "typical", _norm((32, 256))),
+    Case("add_rms_norm", "typical", _norm((32, 256), residual=True)),
+    Case("silu_and_mul", "typical", _gated((32, 512))),
+    Case("gelu_and_mul", "typical", _gated((32, 512), "tanh")),
+    Case("rotary_embedding", "typical", _rope((32,), 8, 2, 64, 64, True)),
+    Case("fp8_quant", "typical", _quant((32, 256), "per_token_dynamic")),
+    Case("fp8_block_gemm", "typical", _block_gemm((32,), 256, 256, torch.bfloat16)),
+    Case("fp8_scaled_gemm", "typical", _scaled_gemm(32, 256, 256, True, False,
+                                                    torch.bfloat16)),
+    Case("int8_scaled_gemm", "typical", _int8_gemm((32,), 256, 256, True, True)),
+    Case("attention_prefill", "typical", _prefill(2, 16, 8, 2, 64, True)),
+    Case("attention_decode", "typical", _decode((40, 70), 1, 8, 2, 64, 16)),
+    Case("fused_moe", "typical", _moe(32, 128, 64, 8, 2, True)),
+)}
+
+
 def cases_for(op: str) -> tuple[Case, ...]:
     return tuple(case for case in CASES if case.op == op)
