@@ -15,8 +15,9 @@ from typing import Any
 
 from harness.errors import InfraError, Interrupted, TestsFailed
 from harness.plan import Invocation, PlanOptions, plan_run, select_suites
-from harness.results.manifest import Manifest, mask_env, now
+from harness.results.manifest import Manifest, now
 from harness.runners.outcome import Status, SuiteOutcome
+from harness.secret_names import masked as mask_env
 from harness.threads import ThreadPlan, cpu_budget, plan_threads
 
 # Suites that read the persistent tokenizer caches (and must find them warm).
@@ -210,6 +211,14 @@ def write_durations(ctx: RunContext) -> Path | None:
 
 
 def print_plan(ctx: RunContext) -> None:
+    """The commands a developer can paste: ``docker run`` lines for a docker run."""
+    if ctx.use_docker:
+        from harness.runners.docker import docker_command_line
+
+        for inv in ctx.invocations:
+            line = docker_command_line(ctx.matrix, inv, run_dir=ctx.run_dir, env=ctx.env)
+            print(f"[{inv.suite}] {shlex.join(line)}")
+        return
     for inv in ctx.invocations:
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(mask_env(dict(inv.env)).items()))
         print(f"[{inv.suite}] {env} {shlex.join(inv.argv)}")

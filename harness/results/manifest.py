@@ -12,18 +12,10 @@ from typing import Any
 from harness.runners.outcome import SuiteOutcome
 
 SCHEMA = 1
-SECRET_MARKERS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "CREDENTIAL")
 
 
 def now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-
-
-def mask_env(env: dict[str, str]) -> dict[str, str]:
-    """Values of variables whose names look secret never reach a file."""
-    return {
-        k: ("***" if any(m in k.upper() for m in SECRET_MARKERS) else v) for k, v in env.items()
-    }
 
 
 class Manifest:

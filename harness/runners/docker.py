@@ -26,12 +26,12 @@ from harness.runners.docker_spec import (
     build_spec,
     cli_args,
     container_env,
-    masked,
     sdk_options,
 )
 from harness.runners.local import classify
 from harness.runners.outcome import Status, SuiteOutcome
 from harness.runners.proc import TAIL_LINES, ProcResult
+from harness.secret_names import masked
 
 if TYPE_CHECKING:
     import docker
@@ -69,34 +69,11 @@ def docker_command_line(matrix: Matrix, invocation: Invocation, *, run_dir: Path
     full_env = container_env(matrix, dict(env if env is not None else default_env(matrix, root))
                              | dict(invocation.env), os.environ if host_env is None else host_env)
     return ["docker", "run", "--rm", "--name", f"harness-{matrix.name}-{invocation.suite}",
-            *cli_args(spec, full_env), image, *container_argv(invocation.argv, root)]
+            *cli_args(spec, full_env), image, *invocation.argv]
 
 
 def format_command_line(argv: Sequence[str]) -> str:
     return shlex.join(argv)
-
-
-def plugin_on_path(root: Path) -> bool:
-    """True when the checkout carries installed metadata (an editable install's
-    egg-info) whose pytest11 entry point pytest in the container will find through
-    PYTHONPATH; ``-p harness.plugin`` on top would register the plugin twice."""
-    from importlib.metadata import distributions
-
-    for dist in distributions(path=[str(root)]):
-        if any(ep.group == "pytest11" and ep.value == "harness.plugin"
-               for ep in dist.entry_points):
-            return True
-    return False
-
-
-def container_argv(argv: Sequence[str], root: Path) -> list[str]:
-    args = list(argv)
-    if plugin_on_path(root):
-        for i in range(len(args) - 1):
-            if args[i] == "-p" and args[i + 1] == "harness.plugin":
-                del args[i:i + 2]
-                break
-    return args
 
 
 def run_invocations(matrix: Matrix, invocations: Sequence[Invocation], run_dir: Path, *,
@@ -141,7 +118,7 @@ def run_invocations(matrix: Matrix, invocations: Sequence[Invocation], run_dir: 
                 box = Container(client, image=image, run_id=run_id, options=options,
                                 keep=keep_container).__enter__()
             outcome = run_one(box, inv, base_env, spec.user, out,
-                              argv=container_argv(inv.argv, root))
+                              argv=list(inv.argv))
             outcomes.append(outcome)
             if outcome.status is Status.INTERRUPTED:
                 break

@@ -9,26 +9,18 @@ from __future__ import annotations
 
 import grp
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.secret_names import is_secret
+
 if TYPE_CHECKING:
     from harness.matrix.model import Matrix
 
-SECRET = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 # Host variables always passed through besides the matrix's runtime.env_allowlist.
 HARNESS_ALLOWLIST = ("CI", "TZ", "HARNESS_SEED", "HARNESS_KEEP_CONTAINER")
-
-
-def is_secret(name: str) -> bool:
-    return SECRET.search(name) is not None
-
-
-def masked(env: Mapping[str, str]) -> dict[str, str]:
-    return {k: ("***" if is_secret(k) else v) for k, v in env.items()}
 
 
 @dataclass(frozen=True, kw_only=True)
