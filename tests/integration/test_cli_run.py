@@ -93,3 +93,27 @@ def test_failing_test_is_exit_1_and_infra_is_exit_3(tmp_path: Path) -> None:
     assert done.returncode == 3, done.stdout[-2000:]
     manifest = json.loads((only_run_dir(tmp_path, "cpu") / "manifest.json").read_text())
     assert manifest["infra_error"]["kind"] == "error"
+
+
+@pytest.mark.parametrize(
+    ("matrix", "expected"),
+    [
+        ("rocm", ["--device /dev/kfd", "--device /dev/dri", "--group-add", "--ipc host",
+                  "--shm-size 16g", "--security-opt seccomp=unconfined", "--cap-add SYS_PTRACE",
+                  "--network none", ":ro"]),
+        ("cuda", ["--gpus all", "--ipc host", "--network none"]),
+        ("xpu", ["--device /dev/dri", "--group-add", "--ipc host", "--network none"]),
+    ],
+)
+def test_docker_dry_run_prints_pasteable_docker_run(
+    matrix: str, expected: list[str], tmp_path: Path
+) -> None:
+    done = harness("run", "--matrix", matrix, "--dry-run", "--suite", "platform",
+                   reports=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (line,) = [ln for ln in done.stdout.splitlines() if ln.startswith("[platform] ")]
+    command = line.removeprefix("[platform] ")
+    assert command.startswith("docker run --rm ")
+    for part in expected:
+        assert part in command, (part, command)
+    assert "-m pytest" in command and "TIKTOKEN_CACHE_DIR=" in command
