@@ -22,9 +22,10 @@ from typing import Any
 
 from harness.errors import UsageError
 from harness.history import infra
+from harness.history.parse_pool import Parsed, parse_files
 from harness.history.schema import connect
 from harness.history.writer import Writer
-from harness.results.junit_read import Case, JunitReader
+from harness.results.junit_read import Case
 
 Warn = Callable[[str], None]
 _SHARD = re.compile(r"-shard-\d+-of-\d+$")
@@ -157,17 +158,17 @@ def _run_values(run: _Run, suite_props: dict[str, str], started: str | None) -> 
     )
 
 
-def _ingest_run(writer: Writer, run: _Run, warn: Warn) -> int:
+def _ingest_run(writer: Writer, run: _Run, parsed: Iterator[Parsed]) -> int:
     outcomes = {
         str(o.get("suite")): o for o in run.manifest.get("suites", []) if isinstance(o, dict)
     }
-    readers = [(path, JunitReader(path, warn)) for path in run.junit]
+    files = [next(parsed) for _ in run.junit]
     # The first file's suite properties describe a loose run; read it before the run row.
-    first_cases: list[Case] = list(readers[0][1]) if readers else []
+    first_cases: list[Case] = list(files[0].cases) if files else []
     first_props: dict[str, str] = {}
     started: str | None = None
-    if readers:
-        for first in readers[0][1].suites.values():
+    if files:
+        for first in files[0].suites.values():
             first_props.update(first.properties)
             started = started or _utc(first.timestamp)
     run_id = writer.insert_run(_run_values(run, first_props, started))
@@ -180,14 +181,14 @@ def _ingest_run(writer: Writer, run: _Run, warn: Warn) -> int:
             found = suites[name] = writer.insert_suite(run_id, name, outcomes.get(name, {}))
         return found
 
-    for index, (path, reader) in enumerate(readers):
-        cases = first_cases if index == 0 else reader
+    for index, file in enumerate(files):
+        cases = first_cases if index == 0 else file.cases
         if run.manifest:
             # In a run folder the file names the suite.
-            sid, signature = suite(_suite_name(path))
+            sid, signature = suite(_suite_name(file.path))
             total += writer.insert_cases(run_id, sid, cases, signature)
             props: dict[str, str] = {}
-            for found in reader.suites.values():
+            for found in file.suites.values():
                 props.update(found.properties)
             writer.set_suite_properties(sid, props)
         else:
@@ -211,7 +212,13 @@ def _drop_case_indexes(db: sqlite3.Connection) -> list[str]:
     return [sql for _, sql in rows]
 
 
-def ingest_paths(db_path: Path, paths: Sequence[Path], warn: Warn) -> IngestResult:
+def ingest_paths(
+    db_path: Path, paths: Sequence[Path], warn: Warn, *, workers: int | None = None
+) -> IngestResult:
+    """Add the runs under ``paths`` not yet in the database, in one transaction.
+
+    ``workers``: processes that parse JUnit (None: chosen by size; 0: in-process).
+    """
     result = IngestResult()
 
     def note(line: str) -> None:
@@ -222,22 +229,28 @@ def ingest_paths(db_path: Path, paths: Sequence[Path], warn: Warn) -> IngestResu
     db = connect(db_path)
     try:
         known = {row[0] for row in db.execute("SELECT run_key FROM runs")}
-        new_keys = {run.key for run in runs} - known
-        bulk = len(new_keys) >= max(_BULK_MIN_RUNS, len(known))
+        bulk_floor = max(_BULK_MIN_RUNS, len(known))
+        new: list[_Run] = []
+        for run in runs:
+            if run.key in known:
+                result.skipped.append(run.key)
+            else:
+                known.add(run.key)
+                new.append(run)
         # The ids in a case row are the ones this transaction just wrote, so checking
         # three foreign keys per row buys nothing; the pragma only works outside it.
         db.execute("PRAGMA foreign_keys=OFF")
         db.execute("BEGIN IMMEDIATE")
         try:
-            indexes = _drop_case_indexes(db) if bulk else []
+            indexes = _drop_case_indexes(db) if len(new) >= bulk_floor else []
             writer = Writer(db)
-            for run in runs:
-                if run.key in known:
-                    result.skipped.append(run.key)
-                    continue
-                result.cases += _ingest_run(writer, run, note)
-                known.add(run.key)
-                result.added.append(run.key)
+            parsed = parse_files([path for run in new for path in run.junit], note, workers)
+            try:
+                for run in new:
+                    result.cases += _ingest_run(writer, run, parsed)
+                    result.added.append(run.key)
+            finally:
+                parsed.close()  # stops the worker pool now, not when collected
             for sql in indexes:
                 db.execute(sql)
             db.commit()

@@ -1,0 +1,168 @@
+"""Parse the JUnit files of an ingest, in worker processes when there are many.
+
+XML parsing is most of an ingest's CPU time and SQLite takes one writer, so big
+ingests parse in a few worker processes (``serve`` below) while this one writes.
+File ``i`` goes to worker ``i % n`` and its result is read back in order, so the
+database and the warnings do not depend on which worker was quicker; a worker blocked
+on its full stdout pipe waits for the writer, which bounds memory. Small ingests (the
+nightly run, the tests) parse in-process, streaming.
+
+Plain ``subprocess`` rather than ``multiprocessing``: no fork of a process holding an
+open database, and no re-import of the caller's ``__main__``.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import struct
+import subprocess
+import sys
+from collections.abc import Callable, Generator, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import harness
+from harness.errors import InfraError
+from harness.results.junit_read import Case, JunitReader, Suite
+
+Warn = Callable[[str], None]
+# Below this much XML the workers cost more to start than they save.
+POOL_MIN_BYTES = 16 << 20
+MAX_WORKERS = 4
+_HEADER = struct.Struct("<Q")
+_STOP_TIMEOUT_S = 5.0
+
+
+@dataclass
+class Parsed:
+    path: Path
+    cases: Iterable[Case]  # a list from a worker; a stream in-process
+    suites: dict[str, Suite] = field(default_factory=dict)
+
+
+def default_workers(files: Sequence[Path]) -> int:
+    """Worker processes for these files: 0 (parse in-process) unless they are big."""
+    try:
+        size = sum(path.stat().st_size for path in files)
+    except OSError:
+        return 0
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if size < POOL_MIN_BYTES or not cpus or cpus < 2:
+        return 0
+    return min(cpus, MAX_WORKERS, len(files))
+
+
+_Row = tuple[str, str, str, str, str, float, str, int, dict[str, str]]
+_Result = tuple[list[_Row], list[tuple[str, str, str, dict[str, str]]], list[str]]
+
+
+def _unpack(path: Path, result: _Result, warn: Warn) -> Parsed:
+    rows, suite_rows, warnings = result
+    for line in warnings:
+        warn(line)
+    suites = {
+        name: Suite(name=name, timestamp=timestamp, hostname=host, properties=props)
+        for name, timestamp, host, props in suite_rows
+    }
+    return Parsed(path, [Case(*row) for row in rows], suites)
+
+
+def _in_process(files: Sequence[Path], warn: Warn) -> Generator[Parsed, None, None]:
+    for path in files:
+        reader = JunitReader(path, warn)
+        yield Parsed(path, reader, reader.suites)
+
+
+def _parse(path: Path) -> _Result:
+    """In a worker: read one file into plain tuples, which pickle fast."""
+    warnings: list[str] = []
+    reader = JunitReader(path, warnings.append)
+    rows = [
+        (c.suite, c.nodeid, c.key, c.params, c.status, c.duration, c.message, c.reruns,
+         c.properties)
+        for c in reader
+    ]  # fmt: skip
+    suites = [(s.name, s.timestamp, s.hostname, s.properties) for s in reader.suites.values()]
+    return rows, suites, warnings
+
+
+def serve() -> None:
+    """The worker: NUL-separated paths on stdin; a length-prefixed pickle per file out."""
+    # Ctrl-C reaches the whole process group; the writer alone decides to stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    paths = [os.fsdecode(raw) for raw in sys.stdin.buffer.read().split(b"\0") if raw]
+    out = sys.stdout.buffer
+    try:
+        for path in paths:
+            data = pickle.dumps(_parse(Path(path)), pickle.HIGHEST_PROTOCOL)
+            out.write(_HEADER.pack(len(data)))
+            out.write(data)
+            out.flush()
+    except BrokenPipeError:
+        os._exit(1)  # the writer stopped early and closed the pipe: nothing to report
+
+
+def _read_exact(stream: IO[bytes], size: int) -> bytes:
+    data = stream.read(size)
+    if len(data) != size:
+        raise EOFError
+    return data
+
+
+def _start(paths: Sequence[Path]) -> subprocess.Popen[bytes]:
+    env = dict(os.environ)
+    root = str(Path(harness.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, (root, env.get("PYTHONPATH"))))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from harness.history.parse_pool import serve; serve()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdin is not None
+    # The worker reads all of stdin before it writes anything, so this cannot block
+    # against a full stdout pipe.
+    proc.stdin.write(b"\0".join(os.fsencode(path) for path in paths))
+    proc.stdin.close()
+    return proc
+
+
+def _pooled(files: Sequence[Path], warn: Warn, workers: int) -> Generator[Parsed, None, None]:
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for index in range(workers):
+            procs.append(_start(files[index::workers]))
+        for index, path in enumerate(files):
+            proc = procs[index % workers]
+            assert proc.stdout is not None
+            try:
+                size = _HEADER.unpack(_read_exact(proc.stdout, _HEADER.size))[0]
+                result: _Result = pickle.loads(_read_exact(proc.stdout, size))
+            except EOFError:
+                code = proc.wait()
+                raise InfraError(
+                    f"JUnit parser worker stopped (exit {code}) before reading {path}"
+                ) from None
+            yield _unpack(path, result, warn)
+    finally:
+        for proc in procs:
+            if proc.stdout is not None:
+                proc.stdout.close()
+            try:
+                proc.wait(timeout=_STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def parse_files(
+    files: Sequence[Path], warn: Warn, workers: int | None = None
+) -> Generator[Parsed, None, None]:
+    """Each file's cases and suites, in order; ``workers`` None picks by size, 0 in-process."""
+    count = default_workers(files) if workers is None else min(workers, len(files))
+    if count <= 0:
+        return _in_process(files, warn)
+    return _pooled(files, warn, count)
