@@ -24,8 +24,7 @@ from harness.errors import UsageError
 from harness.history import infra
 from harness.history.parse_pool import Parsed, parse_files
 from harness.history.schema import connect
-from harness.history.writer import Writer
-from harness.results.junit_read import Case
+from harness.history.writer import Prepared, Writer
 
 Warn = Callable[[str], None]
 _SHARD = re.compile(r"-shard-\d+-of-\d+$")
@@ -164,7 +163,7 @@ def _ingest_run(writer: Writer, run: _Run, parsed: Iterator[Parsed]) -> int:
     }
     files = [next(parsed) for _ in run.junit]
     # The first file's suite properties describe a loose run; read it before the run row.
-    first_cases: list[Case] = list(files[0].cases) if files else []
+    first_cases: list[Prepared] = list(files[0].cases) if files else []
     first_props: dict[str, str] = {}
     started: str | None = None
     if files:
@@ -193,7 +192,7 @@ def _ingest_run(writer: Writer, run: _Run, parsed: Iterator[Parsed]) -> int:
             writer.set_suite_properties(sid, props)
         else:
             # A loose file uses its <testsuite> names, which arrive together per suite.
-            for name, group in itertools.groupby(cases, key=lambda case: case.suite):
+            for name, group in itertools.groupby(cases, key=lambda row: row[0]):
                 sid, signature = suite(name)
                 total += writer.insert_cases(run_id, sid, group, signature)
     for name in outcomes:  # suites that ran but left no JUnit still count

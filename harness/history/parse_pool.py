@@ -26,7 +26,8 @@ from typing import IO
 
 import harness
 from harness.errors import InfraError
-from harness.results.junit_read import Case, JunitReader, Suite
+from harness.history.writer import Prepared, prepare
+from harness.results.junit_read import JunitReader, Suite
 
 Warn = Callable[[str], None]
 # Below this much XML the workers cost more to start than they save.
@@ -39,7 +40,7 @@ _STOP_TIMEOUT_S = 5.0
 @dataclass
 class Parsed:
     path: Path
-    cases: Iterable[Case]  # a list from a worker; a stream in-process
+    cases: Iterable[Prepared]  # a list from a worker; a stream in-process
     suites: dict[str, Suite] = field(default_factory=dict)
 
 
@@ -55,8 +56,7 @@ def default_workers(files: Sequence[Path]) -> int:
     return min(cpus, MAX_WORKERS, len(files))
 
 
-_Row = tuple[str, str, str, str, str, float, str, int, dict[str, str]]
-_Result = tuple[list[_Row], list[tuple[str, str, str, dict[str, str]]], list[str]]
+_Result = tuple[list[Prepared], list[tuple[str, str, str, dict[str, str]]], list[str]]
 
 
 def _unpack(path: Path, result: _Result, warn: Warn) -> Parsed:
@@ -67,24 +67,20 @@ def _unpack(path: Path, result: _Result, warn: Warn) -> Parsed:
         name: Suite(name=name, timestamp=timestamp, hostname=host, properties=props)
         for name, timestamp, host, props in suite_rows
     }
-    return Parsed(path, [Case(*row) for row in rows], suites)
+    return Parsed(path, rows, suites)
 
 
 def _in_process(files: Sequence[Path], warn: Warn) -> Generator[Parsed, None, None]:
     for path in files:
         reader = JunitReader(path, warn)
-        yield Parsed(path, reader, reader.suites)
+        yield Parsed(path, map(prepare, reader), reader.suites)
 
 
 def _parse(path: Path) -> _Result:
-    """In a worker: read one file into plain tuples, which pickle fast."""
+    """In a worker: read one file into prepared rows (plain tuples, which pickle fast)."""
     warnings: list[str] = []
     reader = JunitReader(path, warnings.append)
-    rows = [
-        (c.suite, c.nodeid, c.key, c.params, c.status, c.duration, c.message, c.reruns,
-         c.properties)
-        for c in reader
-    ]  # fmt: skip
+    rows = [prepare(case) for case in reader]
     suites = [(s.name, s.timestamp, s.hostname, s.properties) for s in reader.suites.values()]
     return rows, suites, warnings
 

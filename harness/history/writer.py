@@ -1,10 +1,12 @@
 """Turn parsed cases into rows of the ``cases`` table, as plain tuples, fast.
 
-Ingest spends most of its time here and in the XML parser, so the per-case path
-is kept short: ids come from dictionaries kept across the runs of one ingest, and
-each row goes to the narrowest of three INSERT statements that holds it. The
-narrow ones matter because the sqlite3 module binds ``None`` slowly (it looks for
-an adapter on every ``None``), and most cases have no message and no properties.
+Ingest spends most of its time here and in the XML parser, so the work per case is
+split: ``prepare`` (in the parser's process, see ``parse_pool``) does everything that
+needs no database ids, and ``Writer.insert_cases`` only adds the run, suite and test
+ids and the infrastructure signature of failures. Each row goes to the narrowest of
+three INSERT statements that holds it, because the sqlite3 module binds ``None``
+slowly (it looks for an adapter on every one) and most cases have no message and no
+properties. ``infra_signature`` comes last in the statements so it can be appended.
 """
 
 from __future__ import annotations
@@ -19,16 +21,18 @@ from harness.history import infra
 from harness.results.junit_read import COLUMN_PROPERTIES, Case
 
 _COLUMNS = frozenset(COLUMN_PROPERTIES)
-_BARE = "INSERT INTO cases (run, suite, test, status, duration, reruns) VALUES (?,?,?,?,?,?)"
-_PLAIN = (
+_FAILED = frozenset({"failed", "error"})
+BARE, PLAIN, FULL = 0, 1, 2
+_INSERTS = (
+    "INSERT INTO cases (run, suite, test, status, duration, reruns) VALUES (?,?,?,?,?,?)",
     "INSERT INTO cases (run, suite, test, status, duration, reruns, message, infra_signature)"
-    " VALUES (?,?,?,?,?,?,?,?)"
+    " VALUES (?,?,?,?,?,?,?,?)",
+    "INSERT INTO cases (run, suite, test, status, duration, reruns, message, provider, op,"
+    " dtype, max_abs_err, max_rel_err, atol, rtol, headroom, requires, extra, infra_signature)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 )
-_FULL = (
-    "INSERT INTO cases (run, suite, test, status, duration, reruns, message, infra_signature,"
-    " provider, op, dtype, max_abs_err, max_rel_err, atol, rtol, headroom, requires, extra)"
-    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-)
+# (suite, nodeid, key, params, kind, status, message, the row's values after the ids)
+Prepared = tuple[str, str, str, str, int, str, str, tuple[Any, ...]]
 
 
 def _float(value: str | None) -> float | None:
@@ -38,6 +42,32 @@ def _float(value: str | None) -> float | None:
         return float(value)
     except ValueError:
         return None
+
+
+def prepare(case: Case) -> Prepared:
+    """Everything about one case's row that needs no database."""
+    props = case.properties
+    status = case.status
+    message = case.message
+    if props:
+        get = props.get
+        extra = None
+        if not props.keys() <= _COLUMNS:
+            others = {k: v for k, v in props.items() if k not in _COLUMNS}
+            extra = json.dumps(others, sort_keys=True)
+        tail: tuple[Any, ...] = (
+            status, case.duration, case.reruns, message or None,
+            get("provider"), get("op"), get("dtype"),
+            _float(get("max_abs_err")), _float(get("max_rel_err")),
+            _float(get("atol")), _float(get("rtol")), _float(get("headroom")),
+            get("requires"), extra,
+        )  # fmt: skip
+        kind = FULL
+    elif message or status in _FAILED:
+        tail, kind = (status, case.duration, case.reruns, message or None), PLAIN
+    else:
+        tail, kind = (status, case.duration, case.reruns), BARE
+    return case.suite, case.nodeid, case.key, case.params, kind, status, message, tail
 
 
 def _now() -> str:
@@ -85,56 +115,35 @@ class Writer:
             (json.dumps(props, sort_keys=True) if props else None, suite_id),
         )
 
-    def _new_test(self, case: Case) -> int:
+    def _new_test(self, nodeid: str, key: str, params: str) -> int:
         self.next_test += 1
-        tid = self.test_ids[case.nodeid] = self.next_test
+        tid = self.test_ids[nodeid] = self.next_test
         self.db.execute(
             "INSERT INTO tests (id, nodeid, key, params) VALUES (?,?,?,?)",
-            (tid, case.nodeid, case.key, case.params),
+            (tid, nodeid, key, params),
         )
         return tid
 
     def insert_cases(
-        self, run_id: int, suite_id: int, cases: Iterable[Case], suite_signature: str | None
+        self, run_id: int, suite_id: int, cases: Iterable[Prepared], suite_signature: str | None
     ) -> int:
-        """Insert the cases of one suite; return how many."""
-        bare: list[tuple[Any, ...]] = []
-        plain: list[tuple[Any, ...]] = []
-        full: list[tuple[Any, ...]] = []
+        """Insert the prepared cases of one suite; return how many."""
+        groups: tuple[list[tuple[Any, ...]], ...] = ([], [], [])
+        bare = groups[BARE]
         test_ids = self.test_ids
-        for case in cases:
-            status = case.status
+        ids: tuple[int, int, int]
+        for _, nodeid, key, params, kind, status, message, tail in cases:
+            ids = (run_id, suite_id, test_ids.get(nodeid) or self._new_test(nodeid, key, params))
+            if kind == BARE:
+                bare.append(ids + tail)
+                continue
             signature = None
             if status == "error":
-                signature = infra.from_message(case.message) or suite_signature
+                signature = infra.from_message(message) or suite_signature
             elif status == "failed" and suite_signature:
-                signature = infra.from_message(case.message)
-            tid = test_ids.get(case.nodeid) or self._new_test(case)
-            props = case.properties
-            message = case.message or None
-            if props:
-                get = props.get
-                extra = None
-                if not props.keys() <= _COLUMNS:
-                    extra = json.dumps(
-                        {k: v for k, v in props.items() if k not in _COLUMNS}, sort_keys=True
-                    )
-                full.append(
-                    (
-                        run_id, suite_id, tid, status, case.duration, case.reruns,
-                        message, signature, get("provider"), get("op"), get("dtype"),
-                        _float(get("max_abs_err")), _float(get("max_rel_err")),
-                        _float(get("atol")), _float(get("rtol")), _float(get("headroom")),
-                        get("requires"), extra,
-                    )
-                )  # fmt: skip
-            elif message is None and signature is None:
-                bare.append((run_id, suite_id, tid, status, case.duration, case.reruns))
-            else:
-                plain.append(
-                    (run_id, suite_id, tid, status, case.duration, case.reruns, message, signature)
-                )
-        for sql, rows in ((_BARE, bare), (_PLAIN, plain), (_FULL, full)):
+                signature = infra.from_message(message)
+            groups[kind].append((*ids, *tail, signature))
+        for sql, rows in zip(_INSERTS, groups, strict=True):
             if rows:
                 self.db.executemany(sql, rows)
-        return len(bare) + len(plain) + len(full)
+        return sum(map(len, groups))

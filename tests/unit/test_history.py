@@ -12,6 +12,7 @@ import pytest
 from harness import cli
 from harness.errors import ConfigError
 from harness.history import SCHEMA_VERSION, connect, ingest_paths
+from harness.history import ingest as ingest_mod
 from harness.history import schema as schema_mod
 from harness.history.infra import classify
 
@@ -136,3 +137,104 @@ def test_cli_ingest_and_ls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert len(lines) == 2 and "2026-11-28T05:00:00Z" in lines[1] and " 4 " in lines[1]
     assert cli.main(["history", "ingest", str(tmp_path / "nope"), "--db", str(db)]) == 2
     assert capsys.readouterr().err.startswith("harness: error: ")
+
+
+def _run_folders(root: Path, count: int) -> Path:
+    """``count`` run folders of real JUnit files, one of them truncated."""
+    files = ["pytest_xunit1.xml", "pytest_rerunfailures.xml", "gtest.xml", "truncated.xml"]
+    for index in range(count):
+        run = root / "reports" / f"2026112{index % 10}T020000Z-r{index}"
+        (run / "junit").mkdir(parents=True)
+        for number, name in enumerate(files[: 1 + index % len(files)]):
+            shutil.copy(DATA / name, run / "junit" / f"suite{number}-shard-1-of-1.xml")
+        manifest = {
+            "run_id": run.name,
+            "matrix": {"name": ("rocm", "cuda")[index % 2]},
+            "started": f"2026-11-2{index % 10}T02:00:00+00:00",
+            "suites": [{"suite": "suite0", "status": "failed", "exit_code": 1}],
+        }
+        (run / "manifest.json").write_text(json.dumps(manifest))
+    return root / "reports"
+
+
+def _contents(db_path: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every table by value (ids resolved to names), so two ingests can be compared."""
+    with sqlite3.connect(db_path) as db:
+        return {
+            "runs": sorted(db.execute("SELECT run_key, matrix, lane, started, source FROM runs")),
+            "suites": sorted(
+                db.execute(
+                    "SELECT r.run_key, s.name, s.status, s.infra_signature, s.properties"
+                    " FROM suites s JOIN runs r ON r.id = s.run"
+                ),
+                key=repr,
+            ),
+            "cases": sorted(
+                db.execute(
+                    "SELECT r.run_key, s.name, t.nodeid, t.key, c.status, c.duration,"
+                    " c.message, c.reruns, c.infra_signature, c.provider, c.headroom, c.extra"
+                    " FROM cases c JOIN runs r ON r.id = c.run JOIN suites s ON s.id = c.suite"
+                    " JOIN tests t ON t.id = c.test"
+                ),
+                key=repr,
+            ),
+            "indexes": sorted(db.execute("SELECT name, sql FROM sqlite_master WHERE type='index'")),
+            "dangling": db.execute("PRAGMA foreign_key_check").fetchall(),
+        }
+
+
+def test_parse_workers_store_what_in_process_parsing_stores(tmp_path: Path) -> None:
+    reports = _run_folders(tmp_path, 5)
+    got = {}
+    for workers in (0, 2):
+        warnings: list[str] = []
+        db = tmp_path / f"w{workers}.sqlite"
+        result = ingest_paths(db, [reports, DATA], warnings.append, workers=workers)
+        got[workers] = (_contents(db), warnings, result.added, result.cases)
+    assert got[0] == got[2]
+    contents, warnings, added, cases = got[2]
+    assert len(added) == 5 + len(list(DATA.glob("*.xml"))) and cases == len(contents["cases"])
+    # Each damaged file warns once, in file order, whichever process parsed it.
+    assert len(warnings) == 1 + 2 and all("\n" not in w for w in warnings)
+
+
+def test_bulk_load_stores_what_one_run_at_a_time_stores(tmp_path: Path) -> None:
+    reports = _run_folders(tmp_path, 12)
+    bulk, single = tmp_path / "bulk.sqlite", tmp_path / "single.sqlite"
+    assert len(ingest_paths(bulk, [reports], lambda _: None).added) == 12  # drops indexes
+    for run in sorted(reports.iterdir()):
+        assert len(ingest_paths(single, [run], lambda _: None).added) == 1  # keeps them
+    assert _contents(bulk) == _contents(single)
+    assert _contents(bulk)["dangling"] == []
+    names = {name for name, _ in _contents(bulk)["indexes"]}
+    assert {"cases_by_run", "cases_by_test"} <= names
+    with sqlite3.connect(bulk) as db:
+        plan = db.execute("EXPLAIN QUERY PLAN SELECT * FROM cases WHERE test = 3").fetchall()
+    assert "cases_by_test" in str(plan)
+    again = ingest_paths(bulk, [reports], pytest.fail)
+    assert again.added == [] and len(again.skipped) == 12
+
+
+def test_failed_ingest_adds_nothing_and_keeps_indexes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fake failure half-way (the real paths are the tests above): all or nothing.
+    reports = _run_folders(tmp_path, 10)
+    db = tmp_path / "h.sqlite"
+    real = ingest_mod.Writer.insert_run
+    calls = []
+
+    def failing(self: ingest_mod.Writer, values: tuple[object, ...]) -> int:
+        calls.append(values)
+        if len(calls) == 6:
+            raise sqlite3.OperationalError("disk I/O error")
+        return real(self, values)
+
+    monkeypatch.setattr(ingest_mod.Writer, "insert_run", failing)
+    with pytest.raises(sqlite3.OperationalError):
+        ingest_paths(db, [reports], lambda _: None)
+    contents = _contents(db)
+    assert contents["runs"] == [] and contents["cases"] == []
+    assert {"cases_by_run", "cases_by_test"} <= {name for name, _ in contents["indexes"]}
+    monkeypatch.undo()
+    assert len(ingest_paths(db, [reports], lambda _: None).added) == 10
