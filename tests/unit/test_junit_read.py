@@ -162,3 +162,44 @@ def test_missing_file_warns() -> None:
 def test_case_ids_strip_device_noise(classname: str, name: str, nodeid: str, key: str) -> None:
     got = case_ids(classname, name)
     assert got[:2] == (nodeid, key)
+
+
+def test_text_messages_property_text_and_first_properties_only(tmp_path: Path) -> None:
+    path = tmp_path / "odd.xml"
+    path.write_text(
+        '<?xml version="1.0"?>\n<testsuites><testsuite name="s" hostname="h" tests="x">'
+        '<properties><property name="matrix">cpu</property></properties>'
+        '<testcase classname="t.test_a" name="one" time="oops"><failure>first line\n'
+        "second line</failure><system-out>noise</system-out></testcase>"
+        '<testcase classname="t.test_a" name="two"><skipped><![CDATA[needs fp8]]></skipped>'
+        '<properties><property name="op" value="gemm"/><property name="dtype">bf16<b/>x'
+        '</property></properties><properties><property name="late" value="1"/></properties>'
+        "</testcase>"
+        '<testcase classname="t.test_a" name="three"><error message="">boom &amp; more'
+        "</error></testcase>"
+        "</testsuite></testsuites>\n"
+    )
+    cases, suites = read_junit(path, pytest.fail)
+    got = {c.nodeid.rsplit("::", 1)[1]: c for c in cases}
+    assert (got["one"].status, got["one"].message, got["one"].duration) == (
+        "failed",
+        "first line",
+        0.0,
+    )
+    assert (got["two"].status, got["two"].message) == ("skipped", "needs fp8")
+    assert got["two"].properties == {"op": "gemm", "dtype": "bf16"}
+    assert (got["three"].status, got["three"].message) == ("error", "boom & more")
+    assert suites["s"].properties == {"matrix": "cpu"}
+    assert (suites["s"].hostname, suites["s"].tests) == ("h", 0)
+
+
+def test_damage_inside_a_test_case_drops_only_that_case(tmp_path: Path) -> None:
+    path = tmp_path / "cut.xml"
+    path.write_text(
+        '<testsuite name="s"><testcase classname="m" name="a"/>'
+        '<testcase classname="m" name="b"><properties><property name="op" value="x"/>'
+    )
+    warnings: list[str] = []
+    cases, _ = read_junit(path, warnings.append)
+    assert [c.nodeid for c in cases] == ["m::a"]
+    assert len(warnings) == 1 and warnings[0].startswith(f"{path}:1:")
