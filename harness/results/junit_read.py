@@ -5,8 +5,9 @@ xunit2 without), Jenkins-style classname + name, nested ``<testsuites>``, Maven
 surefire's ``<flakyFailure>`` / ``<rerunFailure>``, pytest-rerunfailures (rerun
 elements, or one ``<testcase>`` per attempt), gtest (``status`` / ``result``
 attributes) and ctest (``status="fail"`` / ``"notrun"``). The history store needs one
-shape, and must read a million cases quickly, so this is an ``iterparse`` loop that
-drops each element once read. A truncated file keeps every case before the damage and
+shape, and must read a million cases quickly, so this drives expat directly and keeps
+no element objects: a case is built when its ``</testcase>`` closes and handed out
+when its suite closes. A truncated file keeps every case before the damage and
 reports one line naming the file and the parser's line:column.
 """
 
