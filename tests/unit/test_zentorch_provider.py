@@ -78,12 +78,36 @@ NORM_STRIDED = (
 )
 MOE_BF16 = (
     "FINDING: zentorch_fused_moe in bf16 disagrees with the fp32 reference even on the first "
-    "call in a fresh process (T5 H64 I32 E4 k2: max_abs 1.35; fp32 is within 6e-6)"
+    "call in a fresh process (T5 H64 I32 E4 k2: max_abs 1.35 against a reference computed "
+    "after the call, on the weights the call overwrote, see MOE_WRITES_WEIGHTS; against the "
+    "original weights max_abs 0.0156 in kernel_parity; fp32 is within 6e-6)"
 )
 MOE_STALE = (
     "FINDING: zentorch_fused_moe caches expert weights by address and serves stale ones after "
     "w13 changes in place, even after zentorch_flush_moe_weight_cache() (fp32 T5 H64 I32 E4 "
     "k2: max_abs 1.05)"
+)
+
+MOE_WRITES_WEIGHTS = (
+    "FINDING: zentorch_fused_moe in bf16 writes into its weight inputs (kernel_parity "
+    "top2-renorm [T7 H64 I48 E4 k2]: w13 and w2 change by up to 0.79); so a reference computed "
+    "after the call sees other weights (the max_abs 1.35 first seen)"
+)
+MM_STALE = (
+    "FINDING: zentorch_mm caches packed weights by address: after the weight buffer gets new "
+    "values in place it still multiplies by the old ones (fp32 x[8,64] w[32,64]: max_abs 42.9)"
+)
+DQ_STALE = (
+    "FINDING: zentorch_dynamic_qlinear caches the int8 weight by address: after the weight "
+    "buffer gets new values in place it returns the old result (fp32 x[1,4] w[1,4]: "
+    "max_abs 0.165, bf16 0.547)"
+)
+DQ_QUARANTINE = (
+    "QUARANTINED (intermittent): zentorch_dynamic_qlinear's weight cache is keyed by address "
+    "(see test_dynamic_int8_linear_sees_weights_updated_in_place), so a fresh weight that "
+    "lands where an earlier test's weight of the same shape lived gets that one's result; "
+    "right or wrong depends on what ran before in the process (seen: "
+    "[bias-contiguous-(1, 4)-1-fp32] max_abs 0.338 once, passing other times)"
 )
 
 
@@ -282,6 +306,7 @@ DQ_SHAPES = [((6, 64), 24), ((2, 3, 128), 40), ((1, 4), 1), ((5, 260), 33)]
 
 
 @needs_zentorch
+@pytest.mark.xfail(strict=False, reason=DQ_QUARANTINE)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(("x_shape", "n"), DQ_SHAPES, ids=lambda v: str(v))
 @pytest.mark.parametrize("x_layout", ["contiguous", "strided"])
@@ -300,3 +325,50 @@ def test_dynamic_int8_linear(
     what = f"dynamic_int8_linear {dtype} x{x_shape} w[{n},{k}] {x_layout} bias={bias}"
     check_close(out, _dynamic_int8_reference(x, w, w_scales, b), what)
     assert torch.equal(x, before), f"{what}: mutated x"
+
+
+@needs_zentorch
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.xfail(strict=True, reason=DQ_STALE)
+def test_dynamic_int8_linear_sees_weights_updated_in_place(dtype: torch.dtype) -> None:
+    torch.manual_seed(0)
+    x = torch.randn(1, 4).to(dtype)
+    w = torch.randint(-128, 128, (1, 4), dtype=torch.int8)
+    w_scales = torch.rand(1) / 100 + 1e-3
+    bias = torch.randn(1)
+    zp.dynamic_int8_linear(x, w, w_scales, bias)
+    w.copy_(-w.clamp(min=-127))
+    check_close(
+        zp.dynamic_int8_linear(x, w, w_scales, bias),
+        _dynamic_int8_reference(x, w, w_scales, bias),
+        f"dynamic_int8_linear {dtype} after the weight changed in place",
+    )
+
+
+@needs_zentorch
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.xfail(strict=True, reason=MM_STALE)
+def test_linear_sees_weights_updated_in_place(dtype: torch.dtype) -> None:
+    torch.manual_seed(0)
+    x = torch.randn(8, 64).to(dtype)
+    w = (torch.randn(32, 64) * 64**-0.5).to(dtype)
+    PROVIDER.impl("linear")(x, w, None)
+    w.mul_(-1)
+    check_close(
+        PROVIDER.impl("linear")(x, w, None),
+        ref.linear(x, w, None),
+        f"linear {dtype} after the weight changed in place",
+    )
+
+
+@needs_zentorch
+@pytest.mark.xfail(strict=True, reason=MOE_WRITES_WEIGHTS)
+def test_fused_moe_bf16_leaves_weights_alone() -> None:
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(7, 64, generator=g).to(torch.bfloat16)
+    logits = torch.randn(7, 4, generator=g)
+    w13 = (torch.randn(4, 96, 64, generator=g) * 64**-0.5).to(torch.bfloat16)
+    w2 = (torch.randn(4, 64, 48, generator=g) * 48**-0.5).to(torch.bfloat16)
+    before = (w13.clone(), w2.clone())
+    PROVIDER.impl("fused_moe")(x, logits, w13, w2, 2, True)
+    assert torch.equal(w13, before[0]) and torch.equal(w2, before[1]), "weights modified"
