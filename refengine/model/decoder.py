@@ -94,6 +94,18 @@ class TinyDecoder:
         self.lm_head = w(c.vocab, c.hidden)
         self.cos_sin = _rope_cache(c.max_pos, c.head_dim).to(stored).to(dtype)
 
+    def tensors(self) -> dict[str, torch.Tensor]:
+        """Every weight by name (``layers.0.wqkv``), to check that no kernel wrote into one."""
+        named = {
+            "embed": self.embed,
+            "ln_f": self.ln_f,
+            "lm_head": self.lm_head,
+            "cos_sin": self.cos_sin,
+        }
+        for i, layer in enumerate(self.layers):
+            named |= {f"layers.{i}.{k}": v for k, v in layer.items()}
+        return named
+
 
 class PagedKVCache:
     """Per layer k/v caches [num_blocks, block_size, kv_heads, head_dim]; one sequence."""

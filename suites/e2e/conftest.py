@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +40,19 @@ class Golden:
             )
 
     def write(self, torch_version: str) -> None:
+        """Merge the recorded ids into the file. xdist workers each hold their own tests'
+        ids, so re-read under a lock on the folder rather than overwrite."""
         if not self.found:
             return
-        ids = {**self.data.get("ids", {}), **self.found}
-        body = {"torch": torch_version, "ids": {k: ids[k] for k in sorted(ids)}}
-        self.path.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
+        folder = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            fcntl.flock(folder, fcntl.LOCK_EX)
+            current = json.loads(self.path.read_text()) if self.path.is_file() else {}
+            ids = {**current.get("ids", {}), **self.found}
+            body = {"torch": torch_version, "ids": {k: ids[k] for k in sorted(ids)}}
+            self.path.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
+        finally:
+            os.close(folder)
         print(f"\nwrote {self.path} ({len(self.found)} sequences)")
 
 
