@@ -58,9 +58,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 cases = cases_for(op)
                 if provider in ONE_CASE_PROVIDERS:
                     cases = cases[:1]
-                for case in cases:
+                for n, case in enumerate(cases):
+                    # the smoke tier (e.g. s390x) runs each op's first case per provider
+                    marks = [pytest.mark.tier("smoke")] if n == 0 else []
                     for dtype in dtypes_for(profile, op):
                         test_id = (f"{op}-{case.id}-{dtype or 'nofp8'}-{provider}"
                                    f"-{profile.device}")
-                        params.append(pytest.param((op, case, dtype, provider), id=test_id))
+                        params.append(pytest.param((op, case, dtype, provider), id=test_id,
+                                                   marks=marks))
     metafunc.parametrize("parity_param", params)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 import torch
 from parity_cases import FP8_OPS, SELECTION_CASES
 
@@ -84,6 +85,7 @@ def expected(platform: Any, op: str, dtype: str, device: str,
     return "native", passed_on
 
 
+@pytest.mark.tier("smoke")
 def test_selection_table(platform: Any, record_property: Any) -> None:
     device = torch.device(platform.device).type
     registry = Registry.from_matrix(platform.matrix, device=platform.device,
