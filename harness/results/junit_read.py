@@ -134,6 +134,7 @@ def _message(attrs: dict[str, str], text: str) -> str:
 _Child = tuple[str, dict[str, str], str]
 _Start = Callable[[str, dict[str, str]], None]
 _End = Callable[[str], None]
+_Mode = tuple[_Start, _End]
 
 
 def _case_status(attrs: dict[str, str], children: list[_Child]) -> tuple[str, str, int]:
@@ -188,21 +189,20 @@ class _Parse:
         self.case_props: dict[str, str] | None = None
         self.props: dict[str, str] = {}  # the properties being read
         self.plevel = 0  # open elements inside the current <properties>
-        self.resume: tuple[_Start, _End] = (self.start, self.end)
         self.text: list[str] | None = None
         self.text_for: str | None = None  # property name when collecting its text
-        parser.StartElementHandler = self.start
-        parser.EndElementHandler = self.end
+        # Bound once: a swap per element is then two attribute stores.
+        self.outside: _Mode = (self.start, self.end)
+        self.in_case: _Mode = (self.case_start, self.case_end)
+        self.in_props: _Mode = (self.prop_start, self.prop_end)
+        self.resume: _Mode = self.outside
+        parser.StartElementHandler, parser.EndElementHandler = self.outside
 
-    def _mode(self, start: _Start, end: _End) -> None:
-        self.parser.StartElementHandler = start
-        self.parser.EndElementHandler = end
-
-    def _enter_props(self, into: dict[str, str], start: _Start, end: _End) -> None:
+    def _enter_props(self, into: dict[str, str], resume: _Mode) -> None:
         self.props = into
         self.plevel = 0
-        self.resume = (start, end)
-        self._mode(self.prop_start, self.prop_end)
+        self.resume = resume
+        self.parser.StartElementHandler, self.parser.EndElementHandler = self.in_props
 
     def start(self, name: str, attrs: dict[str, str]) -> None:
         tags = self.tags
@@ -212,7 +212,7 @@ class _Parse:
             self.level = 0
             self.children = []
             self.case_props = None
-            self._mode(self.case_start, self.case_end)
+            self.parser.StartElementHandler, self.parser.EndElementHandler = self.in_case
         elif name == "testsuite":
             suite = attrs.get("name") or self.reader.path.stem
             self.suite_names.append(suite)
@@ -220,7 +220,7 @@ class _Parse:
             self.reader.suites.setdefault(suite, Suite(name=suite))
         elif name == "properties" and len(tags) > 1 and tags[-2] == "testsuite":
             suite_props = self.reader.suites[self.suite_names[-1]].properties
-            self._enter_props(suite_props, self.start, self.end)
+            self._enter_props(suite_props, self.outside)
 
     def end(self, name: str) -> None:
         self.tags.pop()
@@ -240,7 +240,7 @@ class _Parse:
                     self._begin_text(None)
             elif name == "properties" and self.case_props is None:
                 self.case_props = {}
-                self._enter_props(self.case_props, self.case_start, self.case_end)
+                self._enter_props(self.case_props, self.in_case)
 
     def case_end(self, name: str) -> None:
         if self.text is not None:
@@ -249,7 +249,7 @@ class _Parse:
             self.level -= 1
             return
         self.tags.pop()
-        self._mode(self.start, self.end)
+        self.parser.StartElementHandler, self.parser.EndElementHandler = self.outside
         self._add(self.case)
 
     def prop_start(self, name: str, attrs: dict[str, str]) -> None:
@@ -271,9 +271,9 @@ class _Parse:
         if self.plevel:
             self.plevel -= 1
             return
-        start, end = self.resume
-        self._mode(start, end)
-        end(name)  # the <properties> element closes in the mode around it
+        parser = self.parser
+        parser.StartElementHandler, parser.EndElementHandler = self.resume
+        self.resume[1](name)  # the <properties> element closes in the mode around it
 
     def _begin_text(self, prop: str | None) -> None:
         self.text = []
