@@ -11,8 +11,11 @@ tag="${1:-harness-base:bookworm}"
 suite="${2:-bookworm}"
 here="$(cd "$(dirname "$0")" && pwd)"
 
-if docker image inspect "$tag" >/dev/null 2>&1; then
-    echo "make-base-image: $tag exists; nothing to do"
+# g++: torch.compile (inductor) builds C++ kernels at run time, on the CPU lanes too.
+packages="python3,python3-venv,python3-pip,g++"
+if [ "$(docker image inspect --format '{{index .Config.Labels "org.harness.base-packages"}}' \
+        "$tag" 2>/dev/null)" = "$packages" ]; then
+    echo "make-base-image: $tag exists with $packages; nothing to do"
     exit 0
 fi
 
@@ -27,7 +30,7 @@ command -v debootstrap >/dev/null 2>&1 || {
 rootfs="$(mktemp -d /tmp/harness-rootfs.XXXXXX)"
 trap 'rm -rf "$rootfs"' EXIT
 echo "make-base-image: debootstrap $suite from $mirror"
-debootstrap --variant=minbase --include=python3,python3-venv,python3-pip \
+debootstrap --variant=minbase --include="$packages" \
     "$suite" "$rootfs" "$mirror" >"$rootfs.log" 2>&1 || {
     tail -n 30 "$rootfs.log" >&2
     exit 3
@@ -35,5 +38,6 @@ debootstrap --variant=minbase --include=python3,python3-venv,python3-pip \
 rm -f "$rootfs.log"
 rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
 tar -C "$rootfs" -c . | docker import \
-    --change 'CMD ["/bin/bash"]' --change 'ENV LANG=C.UTF-8' - "$tag"
+    --change 'CMD ["/bin/bash"]' --change 'ENV LANG=C.UTF-8' \
+    --change "LABEL org.harness.base-packages=$packages" - "$tag"
 echo "make-base-image: imported $tag"
