@@ -4,7 +4,8 @@ Writes a synthetic history (default 1,000,000 test cases: 30 nights x 6 matrices
 suites, as run folders with manifest.json and junit/*.xml) into a temporary folder,
 then measures in separate child processes, one after the other:
 
-  ingest   harness.history.ingest_paths over all run folders
+  ingest   harness.history.ingest_paths over all run folders (with the parse
+           workers it picks, then again into a second database without them)
   report   build_report + write_reports for the last 14 days
   merge    junitparser: read every JUnit file and merge into one, then write it
 
@@ -121,11 +122,14 @@ from pathlib import Path
 phase, data, db, out = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4])
 start = time.perf_counter()
 workers = 0
-if phase == "ingest":
+if phase.startswith("ingest"):
     from harness.history import ingest_paths
     from harness.history.parse_pool import default_workers
-    workers = default_workers(sorted(data.rglob("junit/*.xml")))
-    result = ingest_paths(db, [data], lambda line: print(line, file=sys.stderr))
+    if phase == "ingest":
+        workers = default_workers(sorted(data.rglob("junit/*.xml")))
+    result = ingest_paths(
+        db, [data], lambda line: print(line, file=sys.stderr), workers=workers
+    )
     detail = f"{len(result.added)} runs, {result.cases} cases, {workers} parse workers"
 elif phase == "report":
     from harness.reports import build_report, write_reports
@@ -195,8 +199,12 @@ def main() -> int:
             f"({time.perf_counter() - start:.1f} s)"
         )
         db = work / "history.sqlite"
+        # The same ingest parsed in-process, into a second database: what the parse
+        # workers buy in wall time and cost in CPU time, side by side.
+        single = measure("ingest-in-process", data, work / "single.sqlite", out, 600)
         rows = [
             ("ingest (harness.history)", measure("ingest", data, db, out, 600), 20.0),
+            ("ingest, no parse workers", single, 20.0),
             ("report (14 days)", measure("report", data, db, out, 600), 10.0),
             ("merge (junitparser)", measure("merge", data, db, out, args.merge_timeout), None),
         ]
@@ -209,7 +217,7 @@ def main() -> int:
                 f"{name:<26} {got['seconds']:>9.2f} {got['cpu_s']:>7.1f} "
                 f"{got['peak_mb']:>9.0f}  {goal:<8} {got['detail']}"
             )
-        ingest, merge = rows[0][1], rows[2][1]
+        ingest, merge = rows[0][1], rows[3][1]
         ratio = float(merge["seconds"]) / float(ingest["seconds"])  # type: ignore[arg-type]
         print(
             f"junitparser merge / harness ingest time: "
