@@ -34,6 +34,7 @@ Warn = Callable[[str], None]
 POOL_MIN_BYTES = 16 << 20
 MAX_WORKERS = 4
 _HEADER = struct.Struct("<Q")
+_WORKER = "from harness.history.parse_pool import serve; serve()"
 _STOP_TIMEOUT_S = 5.0
 
 
@@ -113,7 +114,7 @@ def _start(paths: Sequence[Path]) -> subprocess.Popen[bytes]:
     root = str(Path(harness.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, (root, env.get("PYTHONPATH"))))
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from harness.history.parse_pool import serve; serve()"],
+        [sys.executable, "-c", _WORKER],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=env,
@@ -121,8 +122,11 @@ def _start(paths: Sequence[Path]) -> subprocess.Popen[bytes]:
     assert proc.stdin is not None
     # The worker reads all of stdin before it writes anything, so this cannot block
     # against a full stdout pipe.
-    proc.stdin.write(b"\0".join(os.fsencode(path) for path in paths))
-    proc.stdin.close()
+    try:
+        proc.stdin.write(b"\0".join(os.fsencode(path) for path in paths))
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass  # it died already: reading its first result says so
     return proc
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from harness import cli
-from harness.errors import ConfigError
-from harness.history import SCHEMA_VERSION, connect, ingest_paths
+from harness.errors import ConfigError, InfraError
+from harness.history import SCHEMA_VERSION, connect, ingest_paths, parse_pool
 from harness.history import ingest as ingest_mod
 from harness.history import schema as schema_mod
 from harness.history.infra import classify
@@ -238,3 +238,15 @@ def test_failed_ingest_adds_nothing_and_keeps_indexes(
     assert {"cases_by_run", "cases_by_test"} <= {name for name, _ in contents["indexes"]}
     monkeypatch.undo()
     assert len(ingest_paths(db, [reports], lambda _: None).added) == 10
+
+
+def test_a_dead_parse_worker_is_one_line_and_adds_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A real child process that dies at once, in place of the parser.
+    monkeypatch.setattr(parse_pool, "_WORKER", "import sys; sys.exit(3)")
+    reports = _run_folders(tmp_path, 3)
+    db = tmp_path / "h.sqlite"
+    with pytest.raises(InfraError, match=r"^JUnit parser worker stopped \(exit 3\) before"):
+        ingest_paths(db, [reports], lambda _: None, workers=2)
+    assert _contents(db)["runs"] == []
