@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UsageError
+from harness.errors import InfraError, UsageError
 from harness.history import infra
 from harness.history.parse_pool import Parsed, parse_files
 from harness.history.schema import connect
@@ -29,6 +29,7 @@ from harness.history.writer import Prepared, Writer
 Warn = Callable[[str], None]
 _SHARD = re.compile(r"-shard-\d+-of-\d+$")
 _BULK_MIN_RUNS = 8
+BUSY_TIMEOUT_S = 30.0  # how long to wait for another ingest's transaction
 
 
 @dataclass
@@ -227,20 +228,24 @@ def ingest_paths(
     runs = list(_discover(paths, note))  # a bad path stops here, before any write
     db = connect(db_path)
     try:
-        known = {row[0] for row in db.execute("SELECT run_key FROM runs")}
-        bulk_floor = max(_BULK_MIN_RUNS, len(known))
-        new: list[_Run] = []
-        for run in runs:
-            if run.key in known:
-                result.skipped.append(run.key)
-            else:
-                known.add(run.key)
-                new.append(run)
         # The ids in a case row are the ones this transaction just wrote, so checking
         # three foreign keys per row buys nothing; the pragma only works outside it.
         db.execute("PRAGMA foreign_keys=OFF")
-        db.execute("BEGIN IMMEDIATE")
+        db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         try:
+            db.execute("BEGIN IMMEDIATE")  # the write lock first: then the keys hold
+        except sqlite3.OperationalError as error:
+            raise InfraError(f"{db_path}: history database is busy ({error})") from None
+        try:
+            known = {row[0] for row in db.execute("SELECT run_key FROM runs")}
+            bulk_floor = max(_BULK_MIN_RUNS, len(known))
+            new: list[_Run] = []
+            for run in runs:
+                if run.key in known:
+                    result.skipped.append(run.key)
+                else:
+                    known.add(run.key)
+                    new.append(run)
             indexes = _drop_case_indexes(db) if len(new) >= bulk_floor else []
             writer = Writer(db)
             parsed = parse_files([path for run in new for path in run.junit], note, workers)

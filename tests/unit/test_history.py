@@ -250,3 +250,20 @@ def test_a_dead_parse_worker_is_one_line_and_adds_nothing(
     with pytest.raises(InfraError, match=r"^JUnit parser worker stopped \(exit 3\) before"):
         ingest_paths(db, [reports], lambda _: None, workers=2)
     assert _contents(db)["runs"] == []
+
+
+def test_ingest_while_another_holds_the_write_lock_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ingest_mod, "BUSY_TIMEOUT_S", 0.1)
+    db = tmp_path / "h.sqlite"
+    connect(db).close()
+    other = sqlite3.connect(db, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(InfraError, match="history database is busy"):
+            ingest_paths(db, [DATA / "gtest.xml"], pytest.fail)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert len(ingest_paths(db, [DATA / "gtest.xml"], pytest.fail).added) == 1
