@@ -46,15 +46,24 @@ class Parsed:
 
 
 def default_workers(files: Sequence[Path]) -> int:
-    """Worker processes for these files: 0 (parse in-process) unless they are big."""
+    """Worker processes for these files: 0 (parse in-process) unless they are big and
+    at least two CPUs are idle.
+
+    Workers cost about a third more CPU in all (pickling, start-up), so on a busy
+    machine they only take time from the neighbours without finishing sooner
+    (measured: 1M cases at load 7 on 2 cores, 66 s wall / 26 s CPU with two workers,
+    50 s / 20 s without).
+    """
     try:
         size = sum(path.stat().st_size for path in files)
     except OSError:
         return 0
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    if size < POOL_MIN_BYTES or not cpus or cpus < 2:
+    if size < POOL_MIN_BYTES:
         return 0
-    return min(cpus, MAX_WORKERS, len(files))
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    spare = round((cpus or 1) - busy)
+    return min(spare, MAX_WORKERS, len(files)) if spare >= 2 else 0
 
 
 _Result = tuple[list[Prepared], list[tuple[str, str, str, dict[str, str]]], list[str]]

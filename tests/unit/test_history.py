@@ -267,3 +267,16 @@ def test_ingest_while_another_holds_the_write_lock_is_one_line(
         other.execute("ROLLBACK")
         other.close()
     assert len(ingest_paths(db, [DATA / "gtest.xml"], pytest.fail).added) == 1
+
+
+@pytest.mark.parametrize(
+    ("cpus", "load", "min_bytes", "workers"),
+    [(2, 0.1, 0, 2), (2, 1.0, 0, 0), (2, 7.0, 0, 0), (16, 0.5, 0, 4), (16, 0.0, 1 << 40, 0)],
+)
+def test_parse_workers_only_when_big_and_cpus_are_idle(
+    monkeypatch: pytest.MonkeyPatch, cpus: int, load: float, min_bytes: int, workers: int
+) -> None:
+    monkeypatch.setattr(parse_pool.os, "sched_getaffinity", lambda _: set(range(cpus)))
+    monkeypatch.setattr(parse_pool.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(parse_pool, "POOL_MIN_BYTES", min_bytes)
+    assert parse_pool.default_workers(sorted(DATA.glob("*.xml"))) == workers
