@@ -11,8 +11,9 @@ tag="${1:-harness-base:bookworm}"
 suite="${2:-bookworm}"
 here="$(cd "$(dirname "$0")" && pwd)"
 
-# g++: torch.compile (inductor) builds C++ kernels at run time, on the CPU lanes too.
-packages="python3,python3-venv,python3-pip,g++"
+# g++ and the Python headers: torch.compile (inductor) builds C++ kernels at run time,
+# on the CPU lanes too.
+packages="python3,python3-venv,python3-pip,python3-dev,g++"
 if [ "$(docker image inspect --format '{{index .Config.Labels "org.harness.base-packages"}}' \
         "$tag" 2>/dev/null)" = "$packages" ]; then
     echo "make-base-image: $tag exists with $packages; nothing to do"
