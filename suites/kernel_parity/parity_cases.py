@@ -4,7 +4,8 @@ A case builds the op's full argument tuple from a seeded generator, so building 
 twice gives bit-identical tensors with identical strides: the reference, the provider
 call and the repeat call each get their own untouched copy. Shapes are odd on purpose
 (not multiples of 8 or 128), include 3-D / 4-D inputs, and strided variants: a
-transposed weight, an activation sliced out of a wider buffer.
+transposed weight, an activation sliced out of a wider buffer; plus an engine-aligned
+GEMM, where vendor libraries switch to their blocked / packed kernels.
 """
 
 from __future__ import annotations
@@ -214,6 +215,8 @@ CASES: tuple[Case, ...] = (
     Case("linear", "3d-nobias", _linear((2, 5), 64, 33, False)),
     Case("linear", "weight-transposed", _linear((9,), 40, 24, True, w_t=True), "strided"),
     Case("linear", "x-strided", _linear((3, 4), 52, 20, False, x_strided=True), "strided"),
+    # engine-aligned sizes, where vendor GEMMs take their blocked / packed fast paths
+    Case("linear", "aligned-k256-n512", _linear((32,), 256, 512, False)),
     Case("rms_norm", "2d-odd", _norm((7, 130))),
     Case("rms_norm", "4d", _norm((2, 3, 5, 64))),
     Case("rms_norm", "x-strided", _norm((9, 96), strided=True), "strided"),

@@ -63,9 +63,11 @@ def randn(dtype: torch.dtype, scale: float = 1.0) -> Callable[[tuple[int, ...]],
 # Findings (zentorch 2.14.0.1, torch 2.14.1, AMD EPYC Zen 4 with avx512_bf16, 2 threads).
 # Each one is a strict xfail: the day zentorch fixes it, the test XPASSes and fails.
 MM_BF16_TRANSPOSED = (
-    "FINDING: zentorch_mm/zentorch_addmm_1dbias in bf16 with mat2 = weight.t() (F.linear "
-    "layout) return wrong values for K=64, N=48 (M=10: max_abs 4.58; contiguous mat2 is "
-    "right); fp32 and odd K/N are right"
+    "FINDING: zentorch_mm/zentorch_addmm_1dbias in bf16 with K=64, N=48 rewrite mat2 (the "
+    "weight) in place, by up to 0.76; the product itself is right, but the reference computed "
+    "after the call reads the rewritten weight (M=10: max_abs 4.58). The same for aligned "
+    "fp32 shapes (x[32,256] w[512,256], kernel_parity linear-aligned-k256-n512); odd K/N are "
+    "left alone"
 )
 NORM_3D = (
     "FINDING: zentorch_rms_norm / zentorch_add_rms_norm_ on a 3-D input normalise only the "
