@@ -113,6 +113,18 @@ DQ_QUARANTINE = (
 )
 
 
+# zentorch caches weights by address (the *_STALE findings): a fresh weight allocated where
+# an earlier test's weight of the same shape lived gets that weight's result, so a test's
+# outcome would depend on what ran before it. Every weight a numerics test hands to
+# zentorch is kept alive here, so no later test's weight can take its address; the cache
+# bug itself is what the *_sees_weights_updated_in_place tests record.
+_LIVE_WEIGHTS: list[torch.Tensor] = []
+
+
+def keep_alive(*tensors: torch.Tensor) -> None:
+    _LIVE_WEIGHTS.extend(tensors)
+
+
 def expect_finding(request: pytest.FixtureRequest, reason: str | None) -> None:
     if reason:
         request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
@@ -168,6 +180,7 @@ def test_linear(
     x = strided(randn(dtype), x_shape, x_layout)
     w = strided(randn(dtype, k**-0.5), (n, k), w_layout)
     b = torch.randn(n).to(dtype) if bias else None
+    keep_alive(w)
     before = (x.clone(), w.clone())
     out = PROVIDER.impl("linear")(x, w, b)
     what = f"linear {dtype} x{x_shape} w[{n},{k}] x:{x_layout} w:{w_layout} bias={bias}"
@@ -243,6 +256,7 @@ def test_fused_moe(
     if dtype == torch.bfloat16 and (renormalize or shape[-1] > 1):
         expect_finding(request, MOE_BF16)
     x, logits, w13, w2 = _moe_inputs(dtype, shape)
+    keep_alive(w13, w2)
     top_k = shape[-1]
     before = [t.clone() for t in (x, logits, w13, w2)]
     out = PROVIDER.impl("fused_moe")(x, logits, w13, w2, top_k, renormalize)
@@ -322,6 +336,7 @@ def test_dynamic_int8_linear(
     w = torch.randint(-128, 128, (n, k), dtype=torch.int8)
     w_scales = torch.rand(n) / 100 + 1e-3
     b = torch.randn(n) if bias else None
+    keep_alive(w)
     before = x.clone()
     out = zp.dynamic_int8_linear(x, w, w_scales, b)
     what = f"dynamic_int8_linear {dtype} x{x_shape} w[{n},{k}] {x_layout} bias={bias}"
