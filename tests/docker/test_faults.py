@@ -57,7 +57,7 @@ def invocation(run_dir: Path, folder: Path, *, name: str = "faulty", step_s: flo
                test_s: int = 300) -> Invocation:
     junit = run_dir / "junit" / f"{name}.xml"
     partial = run_dir / "junit" / f"{name}.partial.jsonl"
-    argv = ("python3", "-m", "pytest", str(folder), "-p", "harness.plugin",
+    argv = ("python3", "-m", "pytest", str(folder), "-p", "harness.pytest_entry",
             f"--junitxml={junit}", f"--harness-partial={partial}", "-p", "no:cacheprovider",
             f"--timeout={test_s}", "-q", f"--rootdir={folder}")
     return Invocation(suite=name, argv=argv, env={}, junit=junit,
