@@ -59,7 +59,7 @@ def test_plain_pytest_with_platform_zen_in_its_venv(zen_python: Path) -> None:
     env = os.environ | {"PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [str(zen_python), "-m", "pytest", "-p", "harness.pytest_entry", "--platform", "zen",
-         "suites/platform", "-q", "-p", "no:cacheprovider"],
+         "suites/platform", "-p", "no:cacheprovider"],
         cwd=ROOT, capture_output=True, text=True, timeout=1800, check=False, env=env)
     assert done.returncode == 0, done.stdout[-4000:]
     assert "harness: platform zen" in done.stdout
