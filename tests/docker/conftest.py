@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import os
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -53,13 +54,12 @@ def tiny_image(client: Any) -> str:
 
 
 @pytest.fixture
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def run_dir() -> Iterator[Path]:
     # Under the checkout's reports/ as in a real run (nested in the read-only mount).
+    # mkdtemp: unique across xdist workers and earlier sessions' leftovers.
     base = ROOT / "reports" / "dockertest"
     base.mkdir(parents=True, exist_ok=True)
-    path = Path(tmp_path_factory.mktemp("run", numbered=True))
-    target = base / path.name
-    target.mkdir(parents=True, exist_ok=True)
-    (target / "junit").mkdir(exist_ok=True)
+    target = Path(tempfile.mkdtemp(prefix="run-", dir=base))
+    (target / "junit").mkdir()
     yield target
     subprocess.run(["rm", "-rf", str(target)], check=False)
