@@ -40,6 +40,12 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.matrix)
     if args.python != "current":
         return _in_interpreter(matrix, args)
+    if args.emulate or matrix.device == "cpu":
+        import os
+
+        # As in a suite run: Triton kernels run on the CPU through the interpreter,
+        # which must be chosen before triton is first imported.
+        os.environ.setdefault("TRITON_INTERPRET", "1")
     rows = explain_rows(matrix, args.op, args.dtype, args.emulate)
     width = max(len(r[0]) for r in rows) if rows else 10
     print(f"{'op':<{width}}  {'dtype':<16} {'provider':<10} {'':<8} reason")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,14 +34,25 @@ class Entry:
     def expired(self) -> bool:
         return self.expires is not None and self.expires < _dt.date.today()
 
+    @property
+    def file_part(self) -> str:
+        """The test file the pattern names (before ``::``), for "matched nothing" checks."""
+        return self.pattern.partition("::")[0]
+
     def describe(self) -> str:
         issue = f" ({self.issue})" if self.issue else ""
         return f"{self.reason}{issue} [{self.where}]"
 
 
-def entries_from_matrix(matrix: Any, *, device: str, fp8: str | None) -> list[Entry]:
+def entries_from_matrix(
+    matrix: Any, *, device: str, fp8: str | None, has: Callable[[str], bool]
+) -> list[Entry]:
+    """The entries that apply here: an entry with ``requires`` only where the profile
+    has every one of those capabilities (so an emulated profile drops hardware ones)."""
     entries = []
     for kf in matrix.known_failures:
+        if not all(has(cap) for cap in kf.requires):
+            continue
         pattern = normalise_test_id(
             kf.id.replace("{device}", device).replace("{fp8}", fp8 or "nofp8")
         )

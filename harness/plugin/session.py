@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness.plugin.known_failures import Entry, entries_from_matrix, match
+from harness.plugin.known_failures import Entry, entries_from_matrix, glob_to_regex, match
 from harness.plugin.profile import Profile
 
 TIERS = ("smoke", "full")
@@ -44,8 +44,9 @@ class HarnessSession:
         if self.tier not in TIERS:
             raise pytest.UsageError(f"HARNESS_TIER={self.tier!r}: expected one of {TIERS}")
         self.entries: list[Entry] = entries_from_matrix(
-            profile.matrix, device=profile.device, fp8=profile.matrix.fp8.e4m3
+            profile.matrix, device=profile.device, fp8=profile.matrix.fp8.e4m3, has=profile.has
         )
+        self.collected_files: set[str] = set()
         self.expired = [e for e in self.entries if e.expired]
         threads = os.environ.get("HARNESS_TORCH_THREADS")
         if threads:
@@ -108,6 +109,7 @@ class HarnessSession:
                 deselected.append(item)
                 continue
             kept.append(item)
+            self.collected_files.add(item.nodeid.partition("::")[0])
             self._apply_requires(item)
             self._apply_known_failure(item)
         if deselected:
@@ -185,7 +187,14 @@ class HarnessSession:
             )
         if hasattr(self.config, "workerinput"):
             return
-        unmatched = [e for e in self.entries if not e.matched]
+        # Only entries for the files this session collected: another suite's entries
+        # are that suite's business.
+        unmatched = [
+            e
+            for e in self.entries
+            if not e.matched
+            and any(glob_to_regex(e.file_part).match(f) for f in self.collected_files)
+        ]
         collected_all = not self.config.getoption("keyword") and not self.config.getoption(
             "markexpr"
         )

@@ -186,3 +186,27 @@ def test_partial_results_file(pytester: pytest.Pytester, tmp_path: Path) -> None
     pytester.runpytest(f"--harness-partial={partial}")
     lines = partial.read_text().splitlines()
     assert len(lines) == 2 and '"outcome": "failed"' in lines[1]
+
+
+def test_known_failure_requires_and_unmatched_warning(pytester: pytest.Pytester) -> None:
+    spec = write_matrix(pytester, """
+  - id: "test_req.py::test_a"
+    reason: only where hipblaslt exists
+    action: xfail
+    requires: [hipblaslt]
+  - id: "test_req.py::test_gone"
+    reason: this test was renamed
+    action: xfail
+  - id: "suites/other/test_x.py::test_y"
+    reason: another suite's entry
+    action: xfail
+""", base="rocm")
+    pytester.makepyfile(test_req="""
+        def test_a():
+            pass
+    """)
+    result = pytester.runpytest("--platform", spec, "--emulate")
+    # hipblaslt needs hardware: the entry does not apply emulated, so test_a just passes.
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*known failure matched no test here: test_req.py::test_gone"])
+    assert "suites/other/test_x.py" not in result.stdout.str()
