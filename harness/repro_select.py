@@ -7,14 +7,13 @@ own ids, exact). Without it they are rebuilt from JUnit ``classname`` + ``name``
 
 from __future__ import annotations
 
-import json
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from harness.errors import ConfigError, UsageError
+from harness.results.junit_write import read_partial
 
 _BAD = frozenset({"failure", "error"})
 
@@ -64,16 +63,6 @@ def node_id(classname: str, name: str, file: str, root: Path) -> str | None:
     return "::".join([path, *classes, name])
 
 
-def _read_partial(path: Path) -> list[dict[str, Any]]:
-    records = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            break  # the line being written when the process died
-    return records
-
-
 def _unique(ids: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ids))
 
@@ -89,7 +78,7 @@ def read_suite(junit: Path, root: Path) -> SuiteTests:
     if suite in ("pytest", "pytest tests"):  # pytest's default name: no junit_suite_name
         suite = stem_suite
     partial = partial_path(junit)
-    records = _read_partial(partial) if partial.is_file() else []
+    records = read_partial(partial)  # [] when absent
     known = _unique(str(r["nodeid"]) for r in records if "nodeid" in r)
     failed = [str(r["nodeid"]) for r in records if r.get("outcome") == "failed"]
     converted: list[str] = []
