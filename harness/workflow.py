@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.cache import cache_root
 from harness.errors import InfraError, Interrupted, TestsFailed
 from harness.plan import Invocation, PlanOptions, plan_run, select_suites
 from harness.results.manifest import Manifest, now
@@ -75,10 +76,6 @@ class RunContext:
 def new_run_id() -> str:
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     return f"{stamp}-{secrets.token_hex(3)}"
-
-
-def cache_root(matrix: Any) -> Path:
-    return Path(os.path.expandvars(os.path.expanduser(matrix.caches.root)))
 
 
 def print_config(ctx: RunContext) -> None:
@@ -288,7 +285,10 @@ def execute(ctx: RunContext) -> None:
 
 
 def collect_torch_version(ctx: RunContext) -> None:
-    """The plugin records torch's version as a suite property; lift it into the manifest."""
+    """The plugin records torch's version as a suite property; lift it into the manifest.
+
+    (The device fingerprint is already there: the probe step or the docker runner put it.)
+    """
     import xml.etree.ElementTree as ET
 
     assert ctx.manifest is not None
@@ -297,15 +297,9 @@ def collect_torch_version(ctx: RunContext) -> None:
         if not path.is_file():
             continue
         for prop in ET.parse(path).getroot().iter("property"):
-            name = prop.get("name")
-            if name in ("torch_version", "device_fingerprint") and prop.get("value"):
-                key = "torch" if name == "torch_version" else name
-                if not ctx.manifest.data.get(key):
-                    value = prop.get("value", "")
-                    ctx.manifest.data[key] = (
-                        json.loads(value) if name == "device_fingerprint" else value
-                    )
-    ctx.manifest.write()
+            if prop.get("name") == "torch_version" and prop.get("value"):
+                ctx.manifest.update(torch=prop.get("value"))
+                return
 
 
 def merge_step(ctx: RunContext) -> None:

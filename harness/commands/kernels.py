@@ -63,8 +63,8 @@ def _in_interpreter(matrix: Any, args: argparse.Namespace) -> int:
     from harness.matrix import repo_root
 
     if args.python == "matrix" and not args.emulate:
+        from harness.cache import cache_root
         from harness.venvs import ensure_venv
-        from harness.workflow import cache_root
 
         python = str(ensure_venv(matrix, cache_root(matrix)))
     elif args.python == "matrix":

@@ -27,8 +27,8 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def zen_python() -> Path:
+    from harness.cache import cache_root
     from harness.venvs import ensure_venv
-    from harness.workflow import cache_root
 
     matrix = load_matrix("zen")
     return ensure_venv(matrix, cache_root(matrix))
