@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from harness.probe import AT_HWCAP, S390X_HWCAP
+
 pytestmark = pytest.mark.tier("smoke")
 
 # capability -> the /proc/cpuinfo flag that proves it (x86)
 X86_FLAGS = {"avx512_bf16": "avx512_bf16", "avx512_vnni": "avx512_vnni", "amx": "amx_bf16"}
-# capability -> AT_HWCAP bit (s390x, from the kernel's asm/elf.h)
-S390X_HWCAP_BITS = {"s390x_vx": 11, "s390x_vxe": 13, "s390x_vxe2": 15, "s390x_nnpa": 20}
-AT_HWCAP = 16
+# capability -> AT_HWCAP bit: the probe's table (s390x_vx <- vx, ...)
+S390X_HWCAP_BITS = {f"s390x_{name}": bit for name, bit in S390X_HWCAP.items()}
 
 
 def cpuinfo_flags() -> set[str]:
