@@ -26,3 +26,31 @@ def normalise_test_id(nodeid: str) -> str:
     text = _DEVICE_ORDINAL.sub(r"\1", nodeid)
     text = _TORCH_PREFIX.sub("", text)
     return _ALIAS_RE.sub(lambda m: _ALIASES[m.group(1)], text)
+
+
+_DEVICES = r"(?:cpu|cuda|xpu|hip|rocm|mps|meta|npu|hpu|mtia)"
+_DEVICE_TOKEN = re.compile(rf"{_DEVICES}(?::\d+)?|device\d*", re.IGNORECASE)
+# PyTorch's instantiate_device_type_tests: test_add_cuda_float16 / TestOpsCUDA.
+_DEVICE_SUFFIX = re.compile(rf"_{_DEVICES}(?=(?:_[a-z]*\d+[a-z0-9]*|_bool|_half)*$)")
+_CLASS_DEVICE_SUFFIX = re.compile(r"(?<=[a-z])(?:CPU|CUDA|XPU|MPS|HIP)$")
+
+
+def stable_ids(nodeid: str) -> tuple[str, str, str]:
+    """The one rule from a test's id to the ids the history keeps.
+
+    Returns (nodeid, key, params): ``nodeid`` unchanged (pytest's own, what repro
+    runs); ``key`` normalised and without device tokens or device-type suffixes, so
+    ``test_x[cuda:0-bf16]`` on ROCm and ``test_x[cpu-bfloat16]`` on the CPU are one
+    row of the test x platform grid; ``params`` the normalised parameter id.
+    """
+    head, sep, last = nodeid.rpartition("::")
+    base, bracket, rest = last.partition("[")
+    raw_params = rest[:-1] if bracket and rest.endswith("]") else ""
+    params = normalise_test_id(raw_params)
+    kept = [token for token in params.split("-") if not _DEVICE_TOKEN.fullmatch(token)]
+    key_base = _DEVICE_SUFFIX.sub("", base)
+    key_head = "::".join(_CLASS_DEVICE_SUFFIX.sub("", part) for part in head.split("::"))
+    key = f"{key_head}::{key_base}" if sep else key_base
+    if kept and kept != [""]:
+        key += "[" + "-".join(kept) + "]"
+    return nodeid, normalise_test_id(key), "-".join(kept)

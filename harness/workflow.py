@@ -16,8 +16,9 @@ from typing import Any
 from harness.cache import cache_root
 from harness.errors import InfraError, Interrupted, TestsFailed
 from harness.plan import Invocation, PlanOptions, plan_run, select_suites
-from harness.results.manifest import Manifest, now
-from harness.runners.outcome import Status, SuiteOutcome
+from harness.results import layout
+from harness.results.manifest import GitRef, InfraFailure, ManifestWriter, MatrixRef, RunRecord, now
+from harness.runners.outcome import Status, SuiteOutcome, failing
 from harness.secret_names import masked as mask_env
 from harness.threads import ThreadPlan, cpu_budget, plan_threads
 
@@ -61,7 +62,7 @@ class RunContext:
     python: str = ""
     env: dict[str, str] = field(default_factory=dict)
     invocations: list[Invocation] = field(default_factory=list)
-    manifest: Manifest | None = None
+    manifest: ManifestWriter | None = None
     outcomes: list[SuiteOutcome] = field(default_factory=list)
 
     @property
@@ -93,12 +94,12 @@ def print_config(ctx: RunContext) -> None:
 def prepare_run_dir(ctx: RunContext) -> None:
     reports = ctx.request.reports or ctx.root / "reports"
     ctx.run_id = new_run_id()
-    ctx.run_dir = (reports / ctx.matrix.name / ctx.run_id).resolve()
+    ctx.run_dir = layout.run_dir(reports, ctx.matrix.name, ctx.run_id).resolve()
     if ctx.request.dry_run:
         return
-    for sub in ("junit", "logs"):
+    for sub in (layout.JUNIT_DIR, layout.LOGS_DIR):
         (ctx.run_dir / sub).mkdir(parents=True, exist_ok=True)
-    (ctx.run_dir / "matrix.json").write_text(
+    (ctx.run_dir / layout.MATRIX).write_text(
         json.dumps(ctx.matrix.resolved, indent=2, sort_keys=True, default=str) + "\n"
     )
 
@@ -138,14 +139,6 @@ def build_env(ctx: RunContext) -> None:
     env.update(dict(ctx.matrix.runtime.env))
     env.update(_cache_env(ctx))
     env.update(ctx.request.env)
-    env["HARNESS_SUITE_PROPERTIES"] = json.dumps(
-        {
-            "run_id": ctx.run_id,
-            "git_sha": _git_sha(ctx),
-            "runner": "docker" if ctx.use_docker else "local",
-            "matrix_file": ctx.matrix.file,  # repro finds a custom matrix from a loose JUnit
-        }
-    )
     ctx.env = env
 
 
@@ -157,17 +150,11 @@ def _cache_env(ctx: RunContext) -> dict[str, str]:
     return dict(cache_env(ctx.matrix))
 
 
-def _git_sha(ctx: RunContext) -> str:
-    from harness.gitinfo import git_info
-
-    return git_info(ctx.root).sha or ""
-
-
 def plan_step(ctx: RunContext) -> None:
     assert ctx.threads is not None
     # The suites load exactly the resolved matrix this run recorded (repro relies on it).
     dry_spec = str(ctx.request.platform_file or ctx.matrix.file)
-    spec = dry_spec if ctx.request.dry_run else str(ctx.run_dir / "matrix.json")
+    spec = dry_spec if ctx.request.dry_run else str(ctx.run_dir / layout.MATRIX)
     options = PlanOptions(
         python=ctx.python,
         platform_spec=spec,
@@ -191,14 +178,14 @@ def write_durations(ctx: RunContext) -> Path | None:
     if ctx.request.durations_file:  # a repro balances its shard as the run did
         import shutil
 
-        return Path(shutil.copy(ctx.request.durations_file, ctx.run_dir / "durations.json"))
+        return Path(shutil.copy(ctx.request.durations_file, ctx.run_dir / layout.DURATIONS))
     from harness.history.schema import default_db_path
     from harness.shard_durations import DurationSet, dump, durations_for
 
     db = default_db_path()
-    lane = f"{ctx.matrix.name} (emulated)" if ctx.request.emulate else ctx.matrix.name
+    lane = layout.lane_name(ctx.matrix.name, ctx.request.emulate)
     durations = durations_for(lane, db) if db.is_file() else DurationSet(matrix=lane)
-    path = ctx.run_dir / "durations.json"
+    path = ctx.run_dir / layout.DURATIONS
     dump(durations, path)
     print(
         f"harness: shard {ctx.request.shard} balanced by {len(durations.durations)} timed "
@@ -232,32 +219,25 @@ def start_manifest(ctx: RunContext) -> None:
         if ctx.threads.user_set
         else ctx.threads.threads_per_worker
     }
-    ctx.manifest = Manifest(
-        ctx.run_dir / "manifest.json",
-        {
-            "run_id": ctx.run_id,
-            "matrix": {"name": ctx.matrix.name, "hash": ctx.matrix.hash, "file": ctx.matrix.file},
-            "platform": ctx.matrix.name,
-            "family": ctx.matrix.family,
-            "emulate": ctx.request.emulate,
-            "runner": "docker" if ctx.use_docker else "local",
-            "image": None,
-            "git": {"sha": git.sha, "dirty": git.dirty},
-            "python": ctx.python,
-            "torch": None,
-            "host": host_fingerprint(),
-            "device_fingerprint": None,
-            "threads": threads,
-            "seed": ctx.request.seed,
-            "shard": ctx.request.shard,
-            "suites_planned": [inv.suite for inv in ctx.invocations],
-            "env": mask_env({k: v for k, v in ctx.env.items() if k != "HARNESS_SUITE_PROPERTIES"}),
-            "command": list(ctx.request.command_line),
-            "repro_of": ctx.request.repro_of,
-            "started": now(),
-            "ended": None,
-        },
+    record = RunRecord(
+        run_id=ctx.run_id,
+        matrix=MatrixRef(name=ctx.matrix.name, hash=ctx.matrix.hash, file=ctx.matrix.file),
+        family=ctx.matrix.family,
+        emulate=ctx.request.emulate,
+        runner="docker" if ctx.use_docker else "local",
+        git=GitRef(sha=git.sha, dirty=git.dirty),
+        python=ctx.python,
+        host=host_fingerprint(),
+        threads=threads,
+        seed=ctx.request.seed,
+        shard=ctx.request.shard,
+        suites_planned=[inv.suite for inv in ctx.invocations],
+        env=mask_env(dict(ctx.env)),
+        command=list(ctx.request.command_line),
+        repro_of=ctx.request.repro_of,
+        started=now(),
     )
+    ctx.manifest = ManifestWriter(ctx.run_dir, record)
 
 
 def execute(ctx: RunContext) -> None:
@@ -289,16 +269,20 @@ def collect_torch_version(ctx: RunContext) -> None:
 
     (The device fingerprint is already there: the probe step or the docker runner put it.)
     """
-    import xml.etree.ElementTree as ET
+    from harness.results.junit_read import JunitReader
 
     assert ctx.manifest is not None
     for outcome in ctx.outcomes:
         path = Path(outcome.junit)
         if not path.is_file():
             continue
-        for prop in ET.parse(path).getroot().iter("property"):
-            if prop.get("name") == "torch_version" and prop.get("value"):
-                ctx.manifest.update(torch=prop.get("value"))
+        reader = JunitReader(path, lambda line: None)
+        for _ in reader:
+            pass
+        for suite in reader.suites.values():
+            version = suite.properties.get("torch_version")
+            if version:
+                ctx.manifest.update(torch=version)
                 return
 
 
@@ -307,20 +291,21 @@ def merge_step(ctx: RunContext) -> None:
 
     files = [Path(o.junit) for o in ctx.outcomes if Path(o.junit).is_file()]
     if files:
-        merge_junit(files, ctx.run_dir / "merged.xml")
+        merge_junit(files, ctx.run_dir / layout.MERGED)
 
 
 def print_table(ctx: RunContext) -> None:
     print()
     print(
         f"{'suite':<16} {'status':<12} {'passed':>7} {'failed':>7} {'error':>6} "
-        f"{'skipped':>8} {'time':>8}  note"
+        f"{'skipped':>8} {'xfailed':>8} {'time':>8}  note"
     )
     for o in ctx.outcomes:
         c = o.counts
         print(
             f"{o.suite:<16} {o.status.value:<12} {c.get('passed', 0):>7} "
-            f"{c.get('failed', 0):>7} {c.get('error', 0):>6} {c.get('skipped', 0):>8} "
+            f"{c.get('failed', 0) + c.get('xpassed', 0):>7} {c.get('error', 0):>6} "
+            f"{c.get('skipped', 0):>8} {c.get('xfailed', 0):>8} "
             f"{o.duration_s:>7.1f}s  {o.reason}"
         )
     print(f"run folder: {ctx.run_dir}")
@@ -329,13 +314,13 @@ def print_table(ctx: RunContext) -> None:
 def finish(ctx: RunContext) -> int:
     """Exit code: 1 if a test failed, else 3 on infrastructure trouble, 130 if interrupted."""
     assert ctx.manifest is not None
-    failed = any(o.status is Status.FAILED or o.counts.get("failed") for o in ctx.outcomes)
+    failed = any(o.status is Status.FAILED or failing(o.counts) for o in ctx.outcomes)
     infra = [o for o in ctx.outcomes if o.status.is_infra]
     interrupted = any(o.status is Status.INTERRUPTED for o in ctx.outcomes)
     infra_error = None
     if infra:
         first = infra[0]
-        infra_error = {"kind": first.status.value, "suite": first.suite, "message": first.reason}
+        infra_error = InfraFailure(kind=first.status.value, suite=first.suite, message=first.reason)
     if interrupted:
         code, status = 130, "interrupted"
     elif failed:
@@ -347,11 +332,8 @@ def finish(ctx: RunContext) -> int:
     ctx.manifest.finish(status=status, exit_code=code, infra_error=infra_error)
     if interrupted:
         raise Interrupted(f"interrupted; results so far are in {ctx.run_dir}")
-    if infra and not failed:
-        raise InfraError(
-            f"{infra_error['suite']}: {infra_error['message']}"  # type: ignore[index]
-            f" (run folder {ctx.run_dir})"
-        )
+    if infra_error is not None and not failed:
+        raise InfraError(f"{infra_error.suite}: {infra_error.message} (run folder {ctx.run_dir})")
     if failed:
         raise TestsFailed(f"tests failed; see {ctx.run_dir}")
     return code
@@ -379,7 +361,7 @@ def run_workflow(ctx: RunContext) -> int:
         ctx.manifest.finish(
             status="error",
             exit_code=3,
-            infra_error={"kind": "infra", "suite": "", "message": str(error)},
+            infra_error=InfraFailure(kind="infra", message=str(error)),
         )
         raise
     collect_torch_version(ctx)
@@ -400,9 +382,6 @@ def probe_step(ctx: RunContext) -> None:
     assert ctx.manifest is not None
     fingerprint = probe_and_check(ctx.matrix)
     ctx.manifest.update(device_fingerprint=fingerprint)
-    props = json.loads(ctx.env["HARNESS_SUITE_PROPERTIES"])
-    props["device_fingerprint"] = json.dumps(fingerprint, sort_keys=True)
-    ctx.env["HARNESS_SUITE_PROPERTIES"] = json.dumps(props)  # the runner's base env
 
 
 def check_caches(ctx: RunContext) -> None:

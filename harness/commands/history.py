@@ -17,10 +17,12 @@ def _ingest(args: argparse.Namespace) -> int:
     from harness.history.schema import default_db_path
 
     db = Path(args.db) if args.db else default_db_path()
-    result = ingest_paths(db, [Path(p) for p in args.paths], _warn)
+    result = ingest_paths(db, [Path(p) for p in args.paths], _warn, lane=args.lane)
     print(
         f"ingested {len(result.added)} run(s), {result.cases} test case(s) into {db}"
         + (f"; {len(result.skipped)} already there" if result.skipped else "")
+        + (f"; {len(result.failed)} could not be stored (see the warnings)" if result.failed
+           else "")
     )
     return 0
 
@@ -60,6 +62,12 @@ def register(subparsers: Any) -> None:
     ingest = sub.add_parser("ingest", help="add run folders and JUnit files (idempotent)")
     ingest.add_argument("paths", nargs="+", metavar="DIR_OR_FILE")
     ingest.add_argument("--db", metavar="PATH", help=db_help)
+    ingest.add_argument(
+        "--lane",
+        metavar="NAME",
+        help="lane of loose JUnit files from other producers ('NAME' or 'NAME (emulated)'); "
+        "default: the plugin's suite properties, else 'unknown'",
+    )
     ingest.set_defaults(func=_ingest)
 
     ls = sub.add_parser("ls", help="list stored runs, newest first")

@@ -13,21 +13,21 @@ import datetime as dt
 import hashlib
 import itertools
 import json
-import re
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InfraError, UsageError
+from harness.errors import HarnessError, InfraError, UsageError
 from harness.history import infra
 from harness.history.parse_pool import Parsed, parse_files
 from harness.history.schema import connect
 from harness.history.writer import Prepared, Writer
+from harness.results import layout
+from harness.results.manifest import RunRecord, SuiteRecord
 
 Warn = Callable[[str], None]
-_SHARD = re.compile(r"-shard-\d+-of-\d+$")
 _BULK_MIN_RUNS = 8
 BUSY_TIMEOUT_S = 30.0  # how long to wait for another ingest's transaction
 
@@ -38,6 +38,7 @@ class IngestResult:
     skipped: list[str] = field(default_factory=list)  # already in the database
     cases: int = 0
     warnings: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # could not be stored
 
 
 @dataclass
@@ -45,7 +46,8 @@ class _Run:
     key: str
     source: Path
     junit: list[Path]
-    manifest: dict[str, Any]
+    record: RunRecord | None = None  # None: a loose JUnit file
+    lane: str | None = None  # --lane for loose files
     matrix_json: str | None = None
 
 
@@ -62,21 +64,18 @@ def _utc(text: object) -> str | None:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def _discover(paths: Sequence[Path], warn: Warn) -> Iterator[_Run]:
+def _discover(paths: Sequence[Path], warn: Warn, lane: str | None) -> Iterator[_Run]:
     for path in paths:
         if path.is_file():
-            yield _Run(key=f"file:{_sha256(path)}", source=path, junit=[path], manifest={})
+            yield _Run(key=f"file:{_sha256(path)}", source=path, junit=[path], lane=lane)
             continue
         if not path.is_dir():
             raise UsageError(f"{path}: no such run folder or JUnit file")
-        folders = sorted({m.parent for m in path.rglob("manifest.json")})
+        folders = layout.run_folders(path)
         for folder in folders:
             run = _run_folder(folder, warn)
             if run is not None:
@@ -84,85 +83,77 @@ def _discover(paths: Sequence[Path], warn: Warn) -> Iterator[_Run]:
         inside = set(folders)
         for xml in sorted(path.rglob("*.xml")):
             if inside.isdisjoint(xml.parents):
-                yield _Run(key=f"file:{_sha256(xml)}", source=xml, junit=[xml], manifest={})
+                yield _Run(key=f"file:{_sha256(xml)}", source=xml, junit=[xml], lane=lane)
 
 
 def _run_folder(folder: Path, warn: Warn) -> _Run | None:
-    manifest_path = folder / "manifest.json"
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        warn(f"{manifest_path}: unreadable manifest ({error}); run skipped")
+        record = RunRecord.read(folder)
+    except HarnessError as error:
+        warn(f"{error}; run skipped")
         return None
-    if not isinstance(manifest, dict):
-        warn(f"{manifest_path}: manifest is not a JSON object; run skipped")
-        return None
-    junit = sorted((folder / "junit").glob("*.xml"))
-    if not junit and (folder / "merged.xml").is_file():
-        junit = [folder / "merged.xml"]
-    key = str(manifest.get("run_id") or f"manifest:{_sha256(manifest_path)}")
-    matrix_file = folder / "matrix.json"
+    matrix_file = folder / layout.MATRIX
     matrix_json = matrix_file.read_text(encoding="utf-8") if matrix_file.is_file() else None
-    return _Run(key=key, source=folder, junit=junit, manifest=manifest, matrix_json=matrix_json)
-
-
-def _suite_name(junit: Path) -> str:
-    return _SHARD.sub("", junit.stem)
-
-
-def _mapping(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
+    return _Run(key=record.run_id, source=folder, junit=layout.junit_files(folder),
+                record=record, matrix_json=matrix_json)
 
 
 def _run_values(run: _Run, suite_props: dict[str, str], started: str | None) -> tuple[Any, ...]:
-    """The ``runs`` row of one run (all but ``ingested``), from its manifest, else its JUnit."""
-    m = run.manifest
-    matrix_info = _mapping(m.get("matrix"))
-    matrix = str(
-        matrix_info.get("name")
-        or m.get("platform")
-        or suite_props.get("matrix")
-        or suite_props.get("platform")
-        or "unknown"
+    """The ``runs`` row of one run (all but ``ingested``): a run folder's from its
+    manifest; a loose file's from ``--lane`` or the suite properties the plugin wrote."""
+    fallback = dt.datetime.fromtimestamp(run.source.stat().st_mtime, dt.UTC)
+    when = fallback.strftime("%Y-%m-%dT%H:%M:%SZ")
+    rec = run.record
+    if rec is None:
+        if run.lane:
+            matrix, emulate = layout.lane_matrix(run.lane)
+        else:
+            matrix = suite_props.get("matrix") or suite_props.get("platform") or "unknown"
+            emulate = suite_props.get("emulate", "").lower() == "true"
+        return (
+            run.key, matrix, layout.lane_name(matrix, emulate), matrix, None, int(emulate),
+            None, None, None, suite_props.get("torch_version"), started or when, None, None,
+            None, None, None, None, str(run.source), None,
+        )  # fmt: skip
+    infra_error = rec.infra_error
+    signature = (
+        infra.classify(kind=infra_error.kind, message=infra_error.message) if infra_error else None
     )
-    emulate = bool(m.get("emulate", str(suite_props.get("emulate", "")).lower() == "true"))
-    infra_error = m.get("infra_error") if isinstance(m.get("infra_error"), dict) else None
-    infra_kind = str(infra_error.get("kind")) if infra_error else None
-    infra_message = str(infra_error.get("message", "")) if infra_error else None
-    signature = infra.classify(kind=infra_kind, message=infra_message) if infra_error else None
-    git = _mapping(m.get("git"))
+    fingerprint = (
+        json.dumps(rec.device_fingerprint, sort_keys=True) if rec.device_fingerprint else None
+    )
     return (
-        run.key,
-        matrix,
-        matrix + (" (emulated)" if emulate else ""),
-        m.get("platform") or suite_props.get("platform") or matrix,
-        m.get("family"),
-        int(emulate),
-        m.get("device_fingerprint") or suite_props.get("device_fingerprint"),
-        m.get("image") or suite_props.get("image"),
-        git.get("sha") or suite_props.get("git_sha"),
-        m.get("torch") or suite_props.get("torch_version"),
-        _utc(m.get("started"))
-        or started
-        or dt.datetime.fromtimestamp(run.source.stat().st_mtime, dt.UTC).strftime(
-            "%Y-%m-%dT%H:%M:%SZ"
-        ),
-        _utc(m.get("ended")),
-        m.get("status"),
-        m.get("exit_code"),
-        infra_kind,
-        infra_message,
-        signature,
-        str(run.source),
+        run.key, rec.matrix.name, rec.lane, rec.matrix.name, rec.family or None,
+        int(rec.emulate), fingerprint, rec.image, rec.git.sha,
+        rec.torch or suite_props.get("torch_version"), _utc(rec.started) or started or when,
+        _utc(rec.ended), rec.status, rec.exit_code, infra_error.kind if infra_error else None,
+        infra_error.message if infra_error else None, signature, str(run.source),
         run.matrix_json,
+    )  # fmt: skip
+
+
+def _outcome(suite: SuiteRecord | None) -> dict[str, Any]:
+    if suite is None:
+        return {}
+    return {"status": suite.status, "exit_code": suite.exit_code,
+            "duration_s": suite.duration_s, "reason": suite.reason}
+
+
+def _not_junit(writer: Writer, run_id: int, file: Parsed, warn: Warn) -> None:
+    """A file with no <testsuite> at all (an HTML error page, an empty file) is an
+    infrastructure failure of its lane, not a run of 0 cases."""
+    message = f"{file.path.name} is not JUnit (no <testsuite> element)"
+    warn(f"{file.path}: not JUnit; recorded as an infrastructure failure")
+    writer.db.execute(
+        "UPDATE runs SET status = 'error', infra_kind = 'no-junit', infra_message = ?,"
+        " infra_signature = ? WHERE id = ?",
+        (message, infra.classify(kind="no-junit", message=message), run_id),
     )
 
 
-def _ingest_run(writer: Writer, run: _Run, parsed: Iterator[Parsed]) -> int:
-    outcomes = {
-        str(o.get("suite")): o for o in run.manifest.get("suites", []) if isinstance(o, dict)
-    }
-    files = [next(parsed) for _ in run.junit]
+def _ingest_run(writer: Writer, run: _Run, files: list[Parsed], warn: Warn) -> int:
+    rec = run.record
+    outcomes = {s.suite: s for s in rec.suites} if rec else {}
     # The first file's suite properties describe a loose run; read it before the run row.
     first_cases: list[Prepared] = list(files[0].cases) if files else []
     first_props: dict[str, str] = {}
@@ -175,17 +166,26 @@ def _ingest_run(writer: Writer, run: _Run, parsed: Iterator[Parsed]) -> int:
     suites: dict[str, tuple[int, str | None]] = {}  # name -> (id, infra signature)
     total = 0
 
-    def suite(name: str) -> tuple[int, str | None]:
+    def suite(name: str, status: str | None = None) -> tuple[int, str | None]:
         found = suites.get(name)
         if found is None:
-            found = suites[name] = writer.insert_suite(run_id, name, outcomes.get(name, {}))
+            outcome = _outcome(outcomes.get(name))
+            if status:
+                outcome |= {"status": status, "reason": "not JUnit"}
+            found = suites[name] = writer.insert_suite(run_id, name, outcome)
         return found
 
     for index, file in enumerate(files):
-        cases = first_cases if index == 0 else file.cases
-        if run.manifest:
+        stream = iter(first_cases if index == 0 else file.cases)
+        head = next(stream, None)  # an empty stream is exhausted: file.suites is final
+        cases: Iterable[Prepared] = () if head is None else itertools.chain([head], stream)
+        if head is None and not file.suites:
+            _not_junit(writer, run_id, file, warn)
+            suite(layout.suite_of(file.path)[0] if rec else file.path.stem, "no-junit")
+            continue
+        if rec is not None:
             # In a run folder the file names the suite.
-            sid, signature = suite(_suite_name(file.path))
+            sid, signature = suite(layout.suite_of(file.path)[0])
             total += writer.insert_cases(run_id, sid, cases, signature)
             props: dict[str, str] = {}
             for found in file.suites.values():
@@ -213,11 +213,19 @@ def _drop_case_indexes(db: sqlite3.Connection) -> list[str]:
 
 
 def ingest_paths(
-    db_path: Path, paths: Sequence[Path], warn: Warn, *, workers: int | None = None
+    db_path: Path,
+    paths: Sequence[Path],
+    warn: Warn,
+    *,
+    workers: int | None = None,
+    lane: str | None = None,
 ) -> IngestResult:
-    """Add the runs under ``paths`` not yet in the database, in one transaction.
+    """Add the runs under ``paths`` not yet in the database.
 
-    ``workers``: processes that parse JUnit (None: chosen by size; 0: in-process).
+    Each run lands whole or not at all (a savepoint per run): a run that cannot be
+    stored is one warning naming it, and the others still land. ``workers``: processes
+    that parse JUnit (None: chosen by size; 0: in-process). ``lane``: the lane of loose
+    JUnit files from other producers (else their suite properties, else ``unknown``).
     """
     result = IngestResult()
 
@@ -225,7 +233,7 @@ def ingest_paths(
         result.warnings.append(line)
         warn(line)
 
-    runs = list(_discover(paths, note))  # a bad path stops here, before any write
+    runs = list(_discover(paths, note, lane))  # a bad path stops here, before any write
     db = connect(db_path)
     try:
         # The ids in a case row are the ones this transaction just wrote, so checking
@@ -251,8 +259,11 @@ def ingest_paths(
             parsed = parse_files([path for run in new for path in run.junit], note, workers)
             try:
                 for run in new:
-                    result.cases += _ingest_run(writer, run, parsed)
-                    result.added.append(run.key)
+                    files = [next(parsed) for _ in run.junit]
+                    if _ingest_one(writer, run, files, note, result):
+                        result.added.append(run.key)
+                    else:
+                        result.failed.append(run.key)
             finally:
                 parsed.close()  # stops the worker pool now, not when collected
             for sql in indexes:
@@ -265,3 +276,23 @@ def ingest_paths(
     finally:
         db.close()
     return result
+
+
+def _ingest_one(
+    writer: Writer, run: _Run, files: list[Parsed], warn: Warn, result: IngestResult
+) -> bool:
+    writer.db.execute("SAVEPOINT one_run")
+    mark = writer.mark()
+    try:
+        result.cases += _ingest_run(writer, run, files, warn)
+    except (sqlite3.Error, ValueError, TypeError, OverflowError) as error:
+        writer.db.execute("ROLLBACK TO one_run")
+        writer.db.execute("RELEASE one_run")
+        writer.forget_since(mark)
+        for file in files:  # the rest of its stream, so the next run's files line up
+            for _ in file.cases:
+                pass
+        warn(f"{run.source}: not ingested ({type(error).__name__}: {error}); the others were")
+        return False
+    writer.db.execute("RELEASE one_run")
+    return True

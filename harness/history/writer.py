@@ -83,6 +83,18 @@ class Writer:
             nodeid: tid for tid, nodeid in db.execute("SELECT id, nodeid FROM tests")
         }
         self.next_test = max(self.test_ids.values(), default=0)
+        self._added: list[str] = []
+
+    def mark(self) -> int:
+        """Where a run's new tests start (see :meth:`forget_since`)."""
+        return len(self._added)
+
+    def forget_since(self, mark: int) -> None:
+        """Drop the tests added since ``mark`` from the cache: their rows were rolled back."""
+        for nodeid in self._added[mark:]:
+            del self.test_ids[nodeid]
+        del self._added[mark:]
+        self.next_test = max(self.test_ids.values(), default=0)
 
     def insert_run(self, values: tuple[Any, ...]) -> int:
         cursor = self.db.execute(
@@ -118,6 +130,7 @@ class Writer:
     def _new_test(self, nodeid: str, key: str, params: str) -> int:
         self.next_test += 1
         tid = self.test_ids[nodeid] = self.next_test
+        self._added.append(nodeid)
         self.db.execute(
             "INSERT INTO tests (id, nodeid, key, params) VALUES (?,?,?,?)",
             (tid, nodeid, key, params),

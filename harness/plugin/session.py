@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import random
 from collections.abc import Callable
@@ -13,6 +12,7 @@ import pytest
 
 from harness.plugin.known_failures import Entry, entries_from_matrix, glob_to_regex, match
 from harness.plugin.profile import Profile
+from harness.results.junit_read import NODEID_PROPERTY
 
 TIERS = ("smoke", "full")
 
@@ -72,9 +72,8 @@ class HarnessSession:
             "emulate": str(self.profile.emulate).lower(),
             "seed": str(self.config.getoption("--harness-seed")),
         }
-        extra = os.environ.get("HARNESS_SUITE_PROPERTIES")
-        if extra:
-            props.update({str(k): str(v) for k, v in json.loads(extra).items()})
+        # What the run knows beyond this profile (run id, git, image, device) lives in
+        # the run folder's manifest, not here: a JUnit file is read with its folder.
         return props
 
     @pytest.hookimpl(trylast=True)
@@ -109,6 +108,9 @@ class HarnessSession:
                 deselected.append(item)
                 continue
             kept.append(item)
+            # pytest's own id, as it reported it: history keys and repro ids read this,
+            # never a rebuild from JUnit's classname / file (wrong for decorated tests).
+            item.user_properties.append((NODEID_PROPERTY, item.nodeid))
             self.collected_files.add(item.nodeid.partition("::")[0])
             self._apply_requires(item)
             self._apply_known_failure(item)

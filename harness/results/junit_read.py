@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.parsers import expat
 
-from harness.testids import normalise_test_id
+from harness.testids import normalise_test_id, stable_ids
 
+NODEID_PROPERTY = "nodeid"  # the plugin records pytest's node id under this name
 STATUSES = ("passed", "failed", "error", "skipped", "xfail", "xpass")
 
 # The properties the report reads get their own columns; the rest stay as text.
@@ -37,11 +38,6 @@ COLUMN_PROPERTIES = (
     "requires",
 )
 _RERUN_TAGS = frozenset({"rerunFailure", "rerunError", "flakyFailure", "flakyError", "rerun"})
-_DEVICES = r"(?:cpu|cuda|xpu|hip|rocm|mps|meta|npu|hpu|mtia)"
-_DEVICE_TOKEN = re.compile(rf"{_DEVICES}(?::\d+)?|device\d*", re.IGNORECASE)
-# PyTorch's instantiate_device_type_tests: test_add_cuda_float16 / TestOpsCUDA.
-_DEVICE_SUFFIX = re.compile(rf"_{_DEVICES}(?=(?:_[a-z]*\d+[a-z0-9]*|_bool|_half)*$)")
-_CLASS_DEVICE_SUFFIX = re.compile(r"(?<=[a-z])(?:CPU|CUDA|XPU|MPS|HIP)$")
 _MESSAGE_LIMIT = 2000
 
 Warn = Callable[[str], None]
@@ -50,8 +46,8 @@ Warn = Callable[[str], None]
 @dataclass(slots=True)
 class Case:
     suite: str
-    nodeid: str  # the plugin's normalised id (device kept, ordinals dropped)
-    key: str  # nodeid without device parts: the same test on every platform
+    nodeid: str  # pytest's node id as the plugin recorded it (else rebuilt, normalised)
+    key: str  # the normalised id without device parts: one test on every platform
     params: str
     status: str
     duration: float
@@ -94,31 +90,18 @@ def _module_path(classname: str, file: str) -> tuple[str, list[str]]:
 # Nightly runs repeat the same names; caching keeps ingest linear in distinct ids.
 @functools.lru_cache(maxsize=1 << 17)
 def case_ids(classname: str, name: str, file: str = "") -> tuple[str, str, str]:
-    """Return (nodeid, key, params) for one JUnit test case.
-
-    nodeid follows the plugin's normalisation (so known_failures patterns match it);
-    key also drops device tokens from the parameter ids and device-type suffixes, so
-    ``test_x[cuda:0-bfloat16]`` on ROCm and ``test_x[cpu-bfloat16]`` on CPU are one row.
+    """Return (nodeid, key, params) for a JUnit case that carries no pytest node id
+    (another producer's file): the id is rebuilt from ``classname``/``name``/``file``,
+    normalised, then keyed by the same rule as a recorded node id (:func:`stable_ids`).
     """
-    base, bracket, rest = name.partition("[")
-    raw_params = rest[:-1] if bracket and rest.endswith("]") else ""
     path, classes = _module_path(classname, file) if classname else ("", [])
     if path:
         head = "::".join([path, *classes])
-    elif classname and classname != base:
+    elif classname and classname != name.partition("[")[0]:
         head = classname
     else:
         head = ""
-    nodeid = normalise_test_id(f"{head}::{name}" if head else name)
-    params = normalise_test_id(raw_params)
-    kept = [token for token in params.split("-") if not _DEVICE_TOKEN.fullmatch(token)]
-    key_params = "-".join(kept)
-    key_base = _DEVICE_SUFFIX.sub("", base)
-    key_head = "::".join(_CLASS_DEVICE_SUFFIX.sub("", part) for part in head.split("::"))
-    key = f"{key_head}::{key_base}" if key_head else key_base
-    if key_params:
-        key += f"[{key_params}]"
-    return nodeid, normalise_test_id(key), key_params
+    return stable_ids(normalise_test_id(f"{head}::{name}" if head else name))
 
 
 _STATUS_TAGS = frozenset({"failure", "error", "skipped"}) | _RERUN_TAGS
@@ -300,7 +283,12 @@ class _Parse:
             status, message, reruns = _case_status(attrs, [])
         else:
             status, message, reruns = "passed", "", 0
-        nodeid, key, params = case_ids(classname, name, attrs.get("file", ""))
+        props = self.case_props if self.case_props is not None else {}
+        recorded = props.get(NODEID_PROPERTY)
+        # pytest's own id when the plugin recorded it, else rebuilt from the attributes.
+        nodeid, key, params = (
+            stable_ids(recorded) if recorded else case_ids(classname, name, attrs.get("file", ""))
+        )
         try:
             duration = float(attrs.get("time") or 0.0)
         except ValueError:
@@ -317,7 +305,6 @@ class _Parse:
             duration += earlier.duration
             if not message and earlier.status in ("failed", "error"):
                 message = earlier.message
-        props = self.case_props if self.case_props is not None else {}
         self.pending[raw] = Case(
             suite, nodeid, key, params, status, duration, message, reruns, props
         )

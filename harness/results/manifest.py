@@ -1,53 +1,341 @@
-"""manifest.json: what ran, where, how, and how it ended. Rewritten after every step
-(atomically), so a crash or Ctrl-C still leaves an accurate record."""
+"""manifest.json, the typed run record: what ran, where, how, and how it ended.
+
+Written by the runners (rewritten atomically after every step, so a crash or Ctrl-C
+still leaves an accurate record) and read by repro, history ingest and the report
+through :meth:`RunRecord.from_json`, which checks every field and names the bad one.
+Paths inside the run folder are stored relative to it, so a folder downloaded as a CI
+artifact still points at its own files.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
 import os
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from harness.runners.outcome import SuiteOutcome
+from harness.errors import ConfigError
+from harness.results import layout
 
-SCHEMA = 1
+SCHEMA = 2
+STATUSES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+T = TypeVar("T")
 
 
 def now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
-class Manifest:
-    def __init__(self, path: Path, data: dict[str, Any]) -> None:
-        self.path = path
-        self.data: dict[str, Any] = {
-            "schema": SCHEMA,
-            "status": "running",
-            "suites": [],
-            "infra_error": None,
-            **data,
-        }
+@dataclass(kw_only=True)
+class Counts:
+    """Test cases by outcome; xfailed and xpassed are kept apart from skipped."""
+
+    passed: int = 0
+    failed: int = 0
+    error: int = 0
+    skipped: int = 0
+    xfailed: int = 0
+    xpassed: int = 0
+
+    @property
+    def total(self) -> int:
+        return sum(self.as_dict().values())
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    @classmethod
+    def of(cls, raw: Mapping[str, int]) -> Counts:
+        # Older manifests (schema 1) spelt them xfail / xpass.
+        alias = {"xfail": "xfailed", "xpass": "xpassed"}
+        values = {alias.get(k, k): int(v) for k, v in raw.items()}
+        return cls(**{k: values.get(k, 0) for k in STATUSES})
+
+
+@dataclass(kw_only=True)
+class SuiteRecord:
+    suite: str
+    status: str
+    exit_code: int | None = None
+    duration_s: float = 0.0
+    reason: str = ""
+    junit: str = ""  # relative to the run folder
+    log: str = ""
+    shard: str | None = None
+    counts: Counts = field(default_factory=Counts)
+    log_tail: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class MatrixRef:
+    name: str
+    hash: str = ""
+    file: str = ""
+
+
+@dataclass(kw_only=True)
+class GitRef:
+    sha: str | None = None
+    dirty: bool | None = None
+
+
+@dataclass(kw_only=True)
+class InfraFailure:
+    kind: str
+    suite: str = ""
+    message: str = ""
+
+
+@dataclass(kw_only=True)
+class RunRecord:
+    run_id: str
+    matrix: MatrixRef
+    family: str = ""
+    emulate: bool = False
+    runner: str = "local"
+    status: str = "running"
+    schema: int = SCHEMA
+    image: str | None = None
+    git: GitRef = field(default_factory=GitRef)
+    python: str = ""
+    torch: str | None = None
+    host: dict[str, Any] = field(default_factory=dict)
+    device_fingerprint: dict[str, Any] | None = None
+    threads: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    shard: str | None = None
+    suites_planned: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    container_env: dict[str, str] | None = None
+    command: list[str] = field(default_factory=list)
+    repro_of: str | None = None
+    started: str = ""
+    ended: str | None = None
+    exit_code: int | None = None
+    infra_error: InfraFailure | None = None
+    suites: list[SuiteRecord] = field(default_factory=list)
+
+    @property
+    def lane(self) -> str:
+        return layout.lane_name(self.matrix.name, self.emulate)
+
+    def counts(self) -> Counts:
+        total = Counts()
+        for suite in self.suites:
+            for key, value in suite.counts.as_dict().items():
+                setattr(total, key, getattr(total, key) + value)
+        return total
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["lane"] = self.lane  # for a reader without this class
+        return json.dumps(data, indent=2, default=str) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str, source: str) -> RunRecord:
+        """Parse and check a manifest; a bad one is one ConfigError naming the field."""
+        try:
+            data = json.loads(text)
+        except ValueError as error:
+            raise ConfigError(f"not JSON ({error})", file=source) from None
+        return _Reader(source).record(data)
+
+    @classmethod
+    def read(cls, run_dir: Path) -> RunRecord:
+        path = run_dir / layout.MANIFEST
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as error:
+            raise ConfigError(f"unreadable manifest ({error.strerror})", file=str(path)) from None
+        return cls.from_json(text, str(path))
+
+
+class _Reader:
+    """Field-by-field checks with the key path in every error."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, key: str, expected: str, value: object) -> ConfigError:
+        shown = json.dumps(value, default=str)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        return ConfigError(f"expected {expected}, got {shown}", file=self.source, key=key)
+
+    def get(self, data: Mapping[str, Any], key: str, kind: type[T] | tuple[type, ...],
+            default: Any, path: str = "") -> Any:
+        full = f"{path}{key}"
+        value = data.get(key, default)
+        if value is None and default is None:
+            return None
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if isinstance(value, bool) and bool not in kinds:
+            raise self.fail(full, "/".join(k.__name__ for k in kinds), value)
+        if not isinstance(value, kinds):
+            raise self.fail(full, "/".join(k.__name__ for k in kinds), value)
+        return value
+
+    def obj(self, data: Any, path: str) -> Mapping[str, Any]:
+        if not isinstance(data, Mapping):
+            raise self.fail(path.rstrip("."), "an object", data)
+        return data
+
+    def record(self, raw: Any) -> RunRecord:
+        data = self.obj(raw, "")
+        g = self.get
+        schema = g(data, "schema", int, 1)
+        if schema > SCHEMA:
+            raise self.fail("schema", f"a schema version <= {SCHEMA} (upgrade harness)", schema)
+        matrix = self.obj(g(data, "matrix", dict, {}), "matrix.")
+        name = g(matrix, "name", str, "", "matrix.") or g(data, "platform", str, "")
+        if not name:
+            raise self.fail("matrix.name", "a matrix name", matrix.get("name"))
+        git = self.obj(g(data, "git", dict, {}), "git.")
+        infra = g(data, "infra_error", dict, None)
+        suites = g(data, "suites", list, [])
+        return RunRecord(
+            schema=SCHEMA,
+            run_id=g(data, "run_id", str, "") or Path(self.source).parent.name,
+            status=g(data, "status", str, "running"),
+            matrix=MatrixRef(name=name, hash=g(matrix, "hash", str, "", "matrix."),
+                             file=g(matrix, "file", str, "", "matrix.")),
+            family=g(data, "family", str, ""),
+            emulate=g(data, "emulate", bool, False),
+            runner=g(data, "runner", str, "local"),
+            image=g(data, "image", str, None),
+            git=GitRef(sha=g(git, "sha", str, None, "git."), dirty=g(git, "dirty", bool, None,
+                                                                     "git.")),
+            python=g(data, "python", str, ""),
+            torch=g(data, "torch", str, None),
+            host=g(data, "host", dict, {}),
+            device_fingerprint=self.fingerprint(data),
+            threads=g(data, "threads", dict, {}),
+            seed=g(data, "seed", int, 0),
+            shard=g(data, "shard", str, None),
+            suites_planned=self.strings(g(data, "suites_planned", list, []), "suites_planned"),
+            env=self.string_map(g(data, "env", dict, {}), "env"),
+            container_env=self.string_map(g(data, "container_env", dict, None) or {},
+                                          "container_env") if data.get("container_env") else None,
+            command=self.strings(g(data, "command", list, []), "command"),
+            repro_of=g(data, "repro_of", str, None),
+            started=g(data, "started", str, ""),
+            ended=g(data, "ended", str, None),
+            exit_code=g(data, "exit_code", int, None),
+            infra_error=None if infra is None else InfraFailure(
+                kind=str(infra.get("kind") or "infra"), suite=str(infra.get("suite") or ""),
+                message=str(infra.get("message") or "")),
+            suites=[self.suite(s, f"suites[{i}].") for i, s in enumerate(suites)],
+        )
+
+    def fingerprint(self, data: Mapping[str, Any]) -> dict[str, Any] | None:
+        value = data.get("device_fingerprint")
+        if value is None or isinstance(value, dict):
+            return value
+        if isinstance(value, str):  # schema 1 from a loose JUnit property
+            return {"text": value}
+        raise self.fail("device_fingerprint", "an object", value)
+
+    def strings(self, values: list[Any], key: str) -> list[str]:
+        for index, value in enumerate(values):
+            if not isinstance(value, str):
+                raise self.fail(f"{key}[{index}]", "str", value)
+        return list(values)
+
+    def string_map(self, values: Mapping[str, Any], key: str) -> dict[str, str]:
+        for name, value in values.items():
+            if not isinstance(value, str | int | float | bool):
+                raise self.fail(f"{key}.{name}", "str", value)
+        return {str(k): str(v) for k, v in values.items()}
+
+    def suite(self, raw: Any, path: str) -> SuiteRecord:
+        data = self.obj(raw, path)
+        g = self.get
+        counts = self.obj(g(data, "counts", dict, {}, path), f"{path}counts.")
+        for name, value in counts.items():
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise self.fail(f"{path}counts.{name}", "int", value)
+        name = g(data, "suite", str, "", path)
+        if not name:
+            raise self.fail(f"{path}suite", "a suite name", data.get("suite"))
+        shard = g(data, "shard", str, None, path)
+        return SuiteRecord(
+            suite=name,
+            status=g(data, "status", str, "error", path),
+            exit_code=g(data, "exit_code", int, None, path),
+            duration_s=float(g(data, "duration_s", (int, float), 0.0, path)),
+            reason=g(data, "reason", str, "", path),
+            junit=_relative(g(data, "junit", str, "", path)) or layout.junit_rel(name, shard),
+            log=_relative(g(data, "log", str, "", path)) or layout.log_rel(name, shard),
+            shard=shard,
+            counts=Counts.of(counts),
+            log_tail=self.strings(g(data, "log_tail", list, [], path), f"{path}log_tail"),
+        )
+
+
+def _relative(path: str) -> str:
+    """Schema 1 stored absolute paths: keep the part inside the run folder."""
+    if not path or not os.path.isabs(path):
+        return path
+    parts = Path(path).parts
+    for marker in (layout.JUNIT_DIR, layout.LOGS_DIR):
+        if marker in parts:
+            index = len(parts) - 1 - parts[::-1].index(marker)
+            return "/".join(parts[index:])
+    return Path(path).name
+
+
+class ManifestWriter:
+    """Holds a run's record and rewrites manifest.json after every change."""
+
+    def __init__(self, run_dir: Path, record: RunRecord,
+                 mask: Callable[[str], str] = lambda text: text) -> None:
+        self.run_dir = run_dir
+        self.path = run_dir / layout.MANIFEST
+        self.record = record
+        self._mask = mask
         self.write()
 
     def write(self) -> None:
         tmp = self.path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self.data, indent=2, sort_keys=False, default=str) + "\n")
+        tmp.write_text(self._mask(self.record.to_json()), encoding="utf-8")
         os.replace(tmp, self.path)
 
     def update(self, **fields: Any) -> None:
-        self.data.update(fields)
+        for key, value in fields.items():
+            if not hasattr(self.record, key):
+                raise AttributeError(f"RunRecord has no field {key!r}")
+            setattr(self.record, key, value)
         self.write()
 
-    def add_outcome(self, outcome: SuiteOutcome) -> None:
-        self.data["suites"].append(outcome.as_dict())
+    def add_outcome(self, outcome: Any) -> None:
+        """Record a runner's SuiteOutcome (absolute paths made relative to the run)."""
+        self.record.suites.append(suite_record(outcome, self.run_dir))
         self.write()
 
-    def finish(self, *, status: str, exit_code: int, infra_error: dict[str, str] | None) -> None:
-        self.data.update(status=status, exit_code=exit_code, infra_error=infra_error, ended=now())
-        self.write()
+    def finish(self, *, status: str, exit_code: int, infra_error: InfraFailure | None) -> None:
+        self.update(status=status, exit_code=exit_code, infra_error=infra_error, ended=now())
 
 
-def load_manifest(run_dir: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((run_dir / "manifest.json").read_text())
-    return data
+def suite_record(outcome: Any, run_dir: Path) -> SuiteRecord:
+    def rel(path: str | Path) -> str:
+        if not path:
+            return ""
+        try:
+            return Path(path).resolve().relative_to(run_dir.resolve()).as_posix()
+        except ValueError:
+            return _relative(str(path))
+
+    return SuiteRecord(
+        suite=outcome.suite,
+        status=str(outcome.status.value),
+        exit_code=outcome.exit_code,
+        duration_s=round(float(outcome.duration_s), 3),
+        reason=outcome.reason,
+        junit=rel(outcome.junit),
+        log=layout.log_rel(outcome.suite, outcome.shard),
+        shard=outcome.shard,
+        counts=Counts.of(outcome.counts),
+        log_tail=list(outcome.log_tail),
+    )

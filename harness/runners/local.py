@@ -14,7 +14,7 @@ from harness.results.junit_write import (
     count_junit,
     write_salvaged_junit,
 )
-from harness.runners.outcome import Status, SuiteOutcome
+from harness.runners.outcome import Status, SuiteOutcome, failing
 from harness.runners.proc import ProcResult, run_streaming
 
 
@@ -61,7 +61,7 @@ def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
         else:
             write_salvaged_junit(inv.junit, inv.suite, inv.partial, cause, result.tail)
     counts = count_junit(inv.junit) if inv.junit.is_file() else {}
-    if status is Status.PASSED and (counts.get("failed") or counts.get("error") or code == 1):
+    if status is Status.PASSED and (failing(counts) or counts.get("error") or code == 1):
         status = Status.FAILED
     reason = cause
     if status is Status.PASSED and code == 5:

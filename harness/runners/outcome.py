@@ -37,3 +37,9 @@ class SuiteOutcome:
         data = asdict(self)
         data["status"] = self.status.value
         return data
+
+
+def failing(counts: dict[str, int]) -> bool:
+    """Failed or strict-xpassed cases (a strict xpass fails the run). Error cases are
+    not here: the harness adds one for a crash, which is an infrastructure failure."""
+    return bool(counts.get("failed") or counts.get("xpassed"))

@@ -1,0 +1,90 @@
+"""Every name inside a run folder, and the lane a run belongs to, in one place.
+
+```
+<reports>/<matrix>/<run-id>/
+  manifest.json  matrix.json  merged.xml  device_fingerprint.json
+  junit/<suite>.xml            junit/<suite>-shard-<i>-of-<N>.xml
+  junit/<stem>.partial.jsonl   logs/<stem>.log
+```
+
+The writers (plan, runners, workflow) and the readers (ingest, repro, shard durations)
+both call these functions, so a name changes in one place.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+MANIFEST = "manifest.json"
+MATRIX = "matrix.json"
+MERGED = "merged.xml"
+FINGERPRINT = "device_fingerprint.json"
+JUNIT_DIR = "junit"
+LOGS_DIR = "logs"
+DURATIONS = "durations.json"
+EMULATED = " (emulated)"
+
+_SHARD_STEM = re.compile(r"^(?P<suite>.+)-shard-(?P<index>\d+)-of-(?P<total>\d+)$")
+
+
+def lane_name(matrix: str, emulate: bool) -> str:
+    """Runs compared with each other: a matrix, and apart from it its emulated runs."""
+    return matrix + (EMULATED if emulate else "")
+
+
+def lane_matrix(lane: str) -> tuple[str, bool]:
+    """``"rocm (emulated)"`` -> ("rocm", True)."""
+    if lane.endswith(EMULATED):
+        return lane.removesuffix(EMULATED), True
+    return lane, False
+
+
+def run_dir(reports: Path, matrix: str, run_id: str) -> Path:
+    return reports / matrix / run_id
+
+
+def junit_stem(suite: str, shard: str | None) -> str:
+    if not shard:
+        return suite
+    index, _, total = shard.partition("/")
+    return f"{suite}-shard-{index}-of-{total}"
+
+
+def junit_rel(suite: str, shard: str | None) -> str:
+    return f"{JUNIT_DIR}/{junit_stem(suite, shard)}.xml"
+
+
+def partial_rel(suite: str, shard: str | None) -> str:
+    return f"{JUNIT_DIR}/{junit_stem(suite, shard)}.partial.jsonl"
+
+
+def log_rel(suite: str, shard: str | None) -> str:
+    return f"{LOGS_DIR}/{junit_stem(suite, shard)}.log"
+
+
+def partial_for(junit: Path) -> Path:
+    """The partial-results file written beside a suite's JUnit file."""
+    return junit.with_name(junit.stem + ".partial.jsonl")
+
+
+def suite_of(junit: Path) -> tuple[str, str | None]:
+    """``fusion-shard-2-of-4.xml`` -> ("fusion", "2/4"); ``e2e.xml`` -> ("e2e", None)."""
+    found = _SHARD_STEM.match(junit.stem)
+    if found:
+        return found["suite"], f"{found['index']}/{found['total']}"
+    return junit.stem, None
+
+
+def junit_files(folder: Path) -> list[Path]:
+    """A run folder's suite JUnit files (the merged file only when there are none)."""
+    files = sorted((folder / JUNIT_DIR).glob("*.xml"))
+    if not files and (folder / MERGED).is_file():
+        files = [folder / MERGED]
+    return files
+
+
+def run_folders(path: Path) -> list[Path]:
+    """Run folders at or under ``path`` (an artifact download may nest them)."""
+    return sorted({m.parent for m in path.rglob(MANIFEST) if m.parent.joinpath(JUNIT_DIR).is_dir()
+                   or m.parent.joinpath(MATRIX).is_file()})

@@ -1,0 +1,82 @@
+"""Run folders that ``harness run`` really wrote, made once per test session.
+
+Consumers of run folders (ingest, report, repro, shard durations) are tested on these,
+never on hand-built manifests: a hand-built folder is only for bad-input cases.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITE = "tests/data/suites/record/check_record.py"
+KNOWN_ID = f"{SUITE}::test_known_now_passes[shape0]"
+
+
+@dataclass(frozen=True)
+class Runs:
+    reports: Path  # reports/<matrix>/<run-id>/ for every run below
+    passing: Path
+    failing: Path
+    crashed: Path
+    shards: tuple[Path, Path]
+
+
+def write_matrix(folder: Path, name: str = "record", extends: str = "cpu.yaml") -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text(
+        f"extends: {extends}\n"
+        "suites:\n"
+        f"  record: {{path: {SUITE}, workers: 1, timeout_s: 300, enabled: true}}\n"
+        "known_failures:\n"
+        f"  - id: '{KNOWN_ID}'\n"
+        "    reason: was wrong on this shape before the fix\n"
+        "    action: quarantine\n"
+    )
+    return path
+
+
+def harness(*args: str, env: dict[str, str] | None = None,
+            cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def run_once(matrix: Path, reports: Path, mode: str, *extra: str) -> Path:
+    before = set((reports / matrix.stem).glob("*")) if (reports / matrix.stem).is_dir() else set()
+    done = harness("run", "--matrix", str(matrix), "--suite", "record", "--python", "current",
+                   "--reports", str(reports), *extra, env={"RECORD_MODE": mode})
+    expected = {"pass": 0, "fail": 1, "crash": 3}[mode]
+    assert done.returncode == expected, done.stdout[-3000:] + done.stderr[-2000:]
+    (new,) = set((reports / matrix.stem).glob("*")) - before
+    return new
+
+
+def make_runs(folder: Path) -> Runs:
+    matrix = write_matrix(folder)
+    reports = folder / "reports"
+    passing = run_once(matrix, reports, "pass")
+    failing = run_once(matrix, reports, "fail")
+    crashed = run_once(matrix, reports, "crash")
+    shard1 = run_once(matrix, reports, "pass", "--shard", "1/2")
+    shard2 = run_once(matrix, reports, "pass", "--shard", "2/2")
+    return Runs(reports, passing, failing, crashed, (shard1, shard2))
+
+
+def copy_runs(runs: Runs, into: Path) -> Runs:
+    """A private copy, for a test that changes files."""
+    shutil.copytree(runs.reports, into / "reports")
+
+    def moved(path: Path) -> Path:
+        return into / "reports" / path.relative_to(runs.reports)
+
+    return Runs(into / "reports", moved(runs.passing), moved(runs.failing), moved(runs.crashed),
+                (moved(runs.shards[0]), moved(runs.shards[1])))
