@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-pytest_plugins = ("pytester",)
-
-
-import sys
-from pathlib import Path
-
 import pytest
+from runs import Runs, make_runs  # tests/ is on sys.path: this conftest's folder
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from runs import Runs, make_runs  # noqa: E402
+pytest_plugins = ("pytester",)
 
 
 @pytest.fixture(scope="session")
