@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+
 import pytest
+from filelock import FileLock
 from runs import Runs, make_runs  # tests/ is on sys.path: this conftest's folder
 
 pytest_plugins = ("pytester",)
@@ -10,5 +14,15 @@ pytest_plugins = ("pytester",)
 
 @pytest.fixture(scope="session")
 def real_runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
-    """Run folders written by real ``harness run`` runs (see tests/runs.py)."""
-    return make_runs(tmp_path_factory.mktemp("real-runs"))
+    """Run folders written by real ``harness run`` runs (see tests/runs.py), made once
+    for all xdist workers (the first one makes them, the others wait and reuse them).
+    Read-only: a test that changes files works on ``runs.copy_runs``."""
+    shared = tmp_path_factory.getbasetemp().parent
+    with FileLock(str(shared / "real-runs.lock")):
+        folder = shared / "real-runs"
+        index = folder / "runs.json"
+        if not index.is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            index.write_text(json.dumps(make_runs(folder).as_dict()))
+        return Runs.from_dict(json.loads(index.read_text()))

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = "tests/data/suites/record/check_record.py"
@@ -25,6 +26,21 @@ class Runs:
     failing: Path
     crashed: Path
     shards: tuple[Path, Path]
+
+    def as_dict(self) -> dict[str, object]:
+        return {"reports": str(self.reports), "passing": str(self.passing),
+                "failing": str(self.failing), "crashed": str(self.crashed),
+                "shards": [str(p) for p in self.shards]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Runs:
+        first, second = (Path(p) for p in data["shards"])
+        return cls(Path(data["reports"]), Path(data["passing"]), Path(data["failing"]),
+                   Path(data["crashed"]), (first, second))
+
+    @property
+    def all(self) -> list[Path]:
+        return [self.passing, self.failing, self.crashed, *self.shards]
 
 
 def write_matrix(folder: Path, name: str = "record", extends: str = "cpu.yaml") -> Path:

@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from runs import SUITE, Runs, copy_runs
 
 from harness import cli
 from harness.errors import ConfigError, InfraError
@@ -15,6 +16,7 @@ from harness.history import SCHEMA_VERSION, connect, ingest_paths, parse_pool
 from harness.history import ingest as ingest_mod
 from harness.history import schema as schema_mod
 from harness.history.infra import classify
+from harness.results.manifest import RunRecord
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "junit"
 
@@ -95,37 +97,88 @@ def test_loose_files_ingest_once_and_keep_truncated_cases(tmp_path: Path) -> Non
     }
 
 
-def test_run_folder_with_shards_and_missing_junit(tmp_path: Path) -> None:
-    run = tmp_path / "reports" / "rocm" / "20261129T020000Z-abc"
-    (run / "junit").mkdir(parents=True)
-    shutil.copy(DATA / "pytest_xunit2.xml", run / "junit" / "kernel-shard-1-of-2.xml")
-    shutil.copy(DATA / "jenkins.xml", run / "junit" / "kernel-shard-2-of-2.xml")
-    manifest = {
-        "schema": 1,
-        "run_id": "20261129T020000Z-abc",
-        "matrix": {"name": "rocm"},
-        "platform": "rocm",
-        "emulate": True,
-        "started": "2026-11-29T02:00:00+00:00",
-        "git": {"sha": "deadbeef"},
-        "torch": "2.13.0",
-        "status": "infra-error",
-        "suites": [
-            {"suite": "kernel", "status": "failed", "exit_code": 1},
-            {"suite": "e2e", "status": "no-junit", "exit_code": 0},
-        ],
-        "infra_error": {"kind": "missing-junit", "message": "e2e wrote no JUnit"},
-    }
-    (run / "manifest.json").write_text(json.dumps(manifest))
+def test_real_run_folders(real_runs: Runs, tmp_path: Path) -> None:
     db = tmp_path / "h.sqlite"
-    result = ingest_paths(db, [tmp_path / "reports"], pytest.fail)
-    assert result.added == ["20261129T020000Z-abc"] and result.cases == 6
+    result = ingest_paths(db, [real_runs.reports], pytest.fail)
+    assert sorted(result.added) == sorted(p.name for p in real_runs.all)
+    with sqlite3.connect(db) as conn:
+        for run in real_runs.all:
+            record = RunRecord.read(run)
+            stored = dict(
+                conn.execute(
+                    "SELECT c.status, count(*) FROM cases c JOIN runs r ON r.id = c.run"
+                    " WHERE r.run_key = ? GROUP BY c.status",
+                    (record.run_id,),
+                ).fetchall()
+            )
+            counts = {k: v for k, v in record.counts().as_dict().items() if v}
+            assert stored == counts, run
+        fingerprint, lane, git = conn.execute(
+            "SELECT fingerprint, lane, git_sha FROM runs WHERE run_key = ?",
+            (real_runs.passing.name,),
+        ).fetchone()
+        assert json.loads(fingerprint)["kind"] == "lscpu" and lane == "record" and git
+        crashed = conn.execute(
+            "SELECT status, infra_signature FROM runs WHERE run_key = ?",
+            (real_runs.crashed.name,),
+        ).fetchone()
+        assert crashed == ("error", "crashed")
+        ids = {row[0] for row in conn.execute("SELECT nodeid FROM tests")}
+    # pytest's own ids, also for decorated tests and test classes: never rebuilt.
+    assert f"{SUITE}::test_decorated[float32]" in ids
+    assert f"{SUITE}::test_context_decorated" in ids
+    assert f"{SUITE}::TestLater::test_after_the_crash" in ids
+    before = _contents(db)
+    again = ingest_paths(db, [real_runs.reports], pytest.fail)
+    assert again.added == [] and _contents(db) == before
+
+
+def test_a_corrupted_run_is_one_line_and_the_others_land(real_runs: Runs, tmp_path: Path) -> None:
+    runs = copy_runs(real_runs, tmp_path)
+    bad = runs.failing / "manifest.json"
+    bad.write_text(bad.read_text().replace('"seed": 0', '"seed": "zero"'))
+    (runs.reports / "record" / "stray.xml").write_text("<html>502 Bad Gateway</html>")
+    warnings: list[str] = []
+    db = tmp_path / "h.sqlite"
+    result = ingest_paths(db, [runs.reports], warnings.append)
+    assert len(result.added) == 5  # four good runs and the stray file, as a failure
+    assert warnings == [
+        f"{bad}: seed: expected int, got \"zero\"; run skipped",
+        f"{runs.reports / 'record' / 'stray.xml'}: not JUnit; recorded as an infrastructure"
+        " failure",
+    ]
     with sqlite3.connect(db) as conn:
         assert conn.execute(
-            "SELECT lane, git_sha, infra_signature, started FROM runs"
-        ).fetchone() == ("rocm (emulated)", "deadbeef", "missing-junit", "2026-11-29T02:00:00Z")
-        suites = dict(conn.execute("SELECT name, infra_signature FROM suites").fetchall())
-    assert suites == {"kernel": None, "e2e": "missing-junit"}
+            "SELECT status, infra_signature FROM runs WHERE source LIKE '%stray.xml'"
+        ).fetchone() == ("error", "missing-junit")
+
+
+def test_one_run_that_cannot_be_stored_leaves_the_others(
+    real_runs: Runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fake database failure on one run (the real bad inputs are the test above).
+    db = tmp_path / "h.sqlite"
+    real = ingest_mod.Writer.insert_cases
+    calls = []
+
+    def failing(self: ingest_mod.Writer, *args: object) -> int:
+        calls.append(args)
+        if len(calls) == 2:
+            raise sqlite3.OperationalError("disk I/O error")
+        return real(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ingest_mod.Writer, "insert_cases", failing)
+    warnings: list[str] = []
+    result = ingest_paths(db, [real_runs.reports], warnings.append)
+    assert len(result.added) == 4 and len(result.failed) == 1
+    assert len(warnings) == 1 and "disk I/O error" in warnings[0]
+    assert _contents(db)["dangling"] == []
+    monkeypatch.undo()
+    again = ingest_paths(db, [real_runs.reports], pytest.fail)
+    assert again.added == result.failed
+    fresh = tmp_path / "fresh.sqlite"
+    ingest_paths(fresh, [real_runs.reports], pytest.fail)
+    assert _contents(db)["cases"] == _contents(fresh)["cases"]
 
 
 def test_cli_ingest_and_ls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -139,21 +192,16 @@ def test_cli_ingest_and_ls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert capsys.readouterr().err.startswith("harness: error: ")
 
 
-def _run_folders(root: Path, count: int) -> Path:
-    """``count`` run folders of real JUnit files, one of them truncated."""
-    files = ["pytest_xunit1.xml", "pytest_rerunfailures.xml", "gtest.xml", "truncated.xml"]
+def _run_folders(real_runs: Runs, root: Path, count: int) -> Path:
+    """``count`` run folders: copies of the real ones, each under its own run id."""
     for index in range(count):
-        run = root / "reports" / f"2026112{index % 10}T020000Z-r{index}"
-        (run / "junit").mkdir(parents=True)
-        for number, name in enumerate(files[: 1 + index % len(files)]):
-            shutil.copy(DATA / name, run / "junit" / f"suite{number}-shard-1-of-1.xml")
-        manifest = {
-            "run_id": run.name,
-            "matrix": {"name": ("rocm", "cuda")[index % 2]},
-            "started": f"2026-11-2{index % 10}T02:00:00+00:00",
-            "suites": [{"suite": "suite0", "status": "failed", "exit_code": 1}],
-        }
-        (run / "manifest.json").write_text(json.dumps(manifest))
+        source = real_runs.all[index % len(real_runs.all)]
+        run_id = f"{source.name}-{index}"
+        target = root / "reports" / "record" / run_id
+        shutil.copytree(source, target)
+        record = RunRecord.read(target)
+        record.run_id = run_id
+        (target / "manifest.json").write_text(record.to_json())
     return root / "reports"
 
 
@@ -183,8 +231,10 @@ def _contents(db_path: Path) -> dict[str, list[tuple[object, ...]]]:
         }
 
 
-def test_parse_workers_store_what_in_process_parsing_stores(tmp_path: Path) -> None:
-    reports = _run_folders(tmp_path, 5)
+def test_parse_workers_store_what_in_process_parsing_stores(
+    real_runs: Runs, tmp_path: Path
+) -> None:
+    reports = _run_folders(real_runs, tmp_path, 5)
     got = {}
     for workers in (0, 2):
         warnings: list[str] = []
@@ -195,14 +245,14 @@ def test_parse_workers_store_what_in_process_parsing_stores(tmp_path: Path) -> N
     contents, warnings, added, cases = got[2]
     assert len(added) == 5 + len(list(DATA.glob("*.xml"))) and cases == len(contents["cases"])
     # Each damaged file warns once, in file order, whichever process parsed it.
-    assert len(warnings) == 1 + 2 and all("\n" not in w for w in warnings)
+    assert len(warnings) == 2 and all("\n" not in w for w in warnings)
 
 
-def test_bulk_load_stores_what_one_run_at_a_time_stores(tmp_path: Path) -> None:
-    reports = _run_folders(tmp_path, 12)
+def test_bulk_load_stores_what_one_run_at_a_time_stores(real_runs: Runs, tmp_path: Path) -> None:
+    reports = _run_folders(real_runs, tmp_path, 12)
     bulk, single = tmp_path / "bulk.sqlite", tmp_path / "single.sqlite"
     assert len(ingest_paths(bulk, [reports], lambda _: None).added) == 12  # drops indexes
-    for run in sorted(reports.iterdir()):
+    for run in sorted((reports / "record").iterdir()):
         assert len(ingest_paths(single, [run], lambda _: None).added) == 1  # keeps them
     assert _contents(bulk) == _contents(single)
     assert _contents(bulk)["dangling"] == []
@@ -215,37 +265,12 @@ def test_bulk_load_stores_what_one_run_at_a_time_stores(tmp_path: Path) -> None:
     assert again.added == [] and len(again.skipped) == 12
 
 
-def test_failed_ingest_adds_nothing_and_keeps_indexes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A fake failure half-way (the real paths are the tests above): all or nothing.
-    reports = _run_folders(tmp_path, 10)
-    db = tmp_path / "h.sqlite"
-    real = ingest_mod.Writer.insert_run
-    calls = []
-
-    def failing(self: ingest_mod.Writer, values: tuple[object, ...]) -> int:
-        calls.append(values)
-        if len(calls) == 6:
-            raise sqlite3.OperationalError("disk I/O error")
-        return real(self, values)
-
-    monkeypatch.setattr(ingest_mod.Writer, "insert_run", failing)
-    with pytest.raises(sqlite3.OperationalError):
-        ingest_paths(db, [reports], lambda _: None)
-    contents = _contents(db)
-    assert contents["runs"] == [] and contents["cases"] == []
-    assert {"cases_by_run", "cases_by_test"} <= {name for name, _ in contents["indexes"]}
-    monkeypatch.undo()
-    assert len(ingest_paths(db, [reports], lambda _: None).added) == 10
-
-
 def test_a_dead_parse_worker_is_one_line_and_adds_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    real_runs: Runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A real child process that dies at once, in place of the parser.
     monkeypatch.setattr(parse_pool, "_WORKER", "import sys; sys.exit(3)")
-    reports = _run_folders(tmp_path, 3)
+    reports = _run_folders(real_runs, tmp_path, 3)
     db = tmp_path / "h.sqlite"
     with pytest.raises(InfraError, match=r"^JUnit parser worker stopped \(exit 3\) before"):
         ingest_paths(db, [reports], lambda _: None, workers=2)
