@@ -4,14 +4,15 @@ environment and shard, through the same workflow as ``harness run``."""
 
 from __future__ import annotations
 
-import json
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError, HarnessError, UsageError
 from harness.repro_select import pick_tests, read_suite
+from harness.results import layout
+from harness.results.junit_read import JunitReader
+from harness.results.manifest import RunRecord
 from harness.workflow import RunRequest
 
 # Set by the workflow for this machine; the recorded values name the run's machine.
@@ -42,7 +43,7 @@ class Recorded:
 
     @property
     def resolved(self) -> Path | None:
-        path = self.run_dir / "matrix.json" if self.run_dir else None
+        path = self.run_dir / layout.MATRIX if self.run_dir else None
         return path if path and path.is_file() else None
 
 
@@ -53,8 +54,8 @@ def say(message: str) -> None:
 def _run_folder_of(target: Path) -> Path | None:
     """The run folder itself, its junit/ folder, merged.xml, or junit/<suite>.xml."""
     folder = target if target.is_dir() else target.parent
-    candidates = [folder, folder.parent] if folder.name == "junit" else [folder]
-    return next((c for c in candidates if (c / "manifest.json").is_file()), None)
+    candidates = [folder, folder.parent] if folder.name == layout.JUNIT_DIR else [folder]
+    return next((c for c in candidates if (c / layout.MANIFEST).is_file()), None)
 
 
 def read_recorded(target: Path) -> Recorded:
@@ -62,78 +63,58 @@ def read_recorded(target: Path) -> Recorded:
         raise UsageError(f"{target}: no such run folder or JUnit file")
     run_dir = _run_folder_of(target)
     if target.is_dir() and run_dir is None:
-        raise UsageError(f"{target}: not a run folder (no manifest.json)")
+        raise UsageError(f"{target}: not a run folder (no {layout.MANIFEST})")
     if run_dir is None:
         return _from_loose_junit(target)
-    manifest_path = run_dir / "manifest.json"
-    try:
-        data: dict[str, Any] = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ConfigError(f"cannot read the manifest: {error}", file=str(manifest_path)) from None
-    in_junit = target.is_file() and target.parent.name == "junit"
-    junit = (target,) if in_junit else tuple(sorted((run_dir / "junit").glob("*.xml")))
-    git = data.get("git") or {}
-    threads = data.get("threads") or {}
-    matrix = data.get("matrix") or {}
+    record = RunRecord.read(run_dir)
+    in_junit = target.is_file() and target.parent.name == layout.JUNIT_DIR
+    junit = (target,) if in_junit else tuple(sorted((run_dir / layout.JUNIT_DIR).glob("*.xml")))
+    workers = record.threads.get("workers")
     return Recorded(
-        run_id=str(data.get("run_id") or run_dir.name),
+        run_id=record.run_id,
         run_dir=run_dir,
         junit_files=junit,
-        matrix_name=str(matrix.get("name") or data.get("platform") or ""),
-        matrix_hash=str(matrix.get("hash") or ""),
-        matrix_file=matrix.get("file"),
-        emulate=bool(data.get("emulate")),
-        seed=int(data.get("seed") or 0),
-        shard=data.get("shard"),
-        runner=data.get("runner"),
-        image=data.get("image"),
-        git_sha=git.get("sha"),
-        git_dirty=git.get("dirty"),
-        workers=threads.get("workers"),
-        env={str(k): str(v) for k, v in (data.get("env") or {}).items()},
-        planned=() if in_junit else tuple(data.get("suites_planned") or ()),
+        matrix_name=record.matrix.name,
+        matrix_hash=record.matrix.hash,
+        matrix_file=record.matrix.file or None,
+        emulate=record.emulate,
+        seed=record.seed,
+        shard=record.shard,
+        runner=record.runner,
+        image=record.image,
+        git_sha=record.git.sha,
+        git_dirty=record.git.dirty,
+        workers=workers if isinstance(workers, int) else None,
+        env=dict(record.env),
+        planned=() if in_junit else tuple(record.suites_planned),
     )
 
 
 def _from_loose_junit(junit: Path) -> Recorded:
-    """A JUnit file on its own (a CI artifact): the suite properties name the run."""
-    try:
-        root = ET.parse(junit).getroot()
-    except (OSError, ET.ParseError) as error:
-        raise ConfigError(f"cannot read JUnit: {error}", file=str(junit)) from None
-    props = {
-        p.get("name", ""): p.get("value", "")
-        for p in root.iter("property")
-        if p.get("name")
-        in (
-            "matrix",
-            "matrix_hash",
-            "matrix_file",
-            "seed",
-            "emulate",
-            "run_id",
-            "git_sha",
-            "runner",
-            "image",
-        )
-    }
+    """A JUnit file on its own (a CI artifact): the plugin's suite properties name the
+    platform it ran under; everything else about the run was in its folder."""
+    problems: list[str] = []
+    reader = JunitReader(junit, problems.append)
+    for _ in reader:
+        pass
+    if problems and not reader.suites:
+        raise ConfigError(f"cannot read JUnit: {problems[0]}", file=str(junit))
+    props: dict[str, str] = {}
+    for suite in reader.suites.values():
+        props.update(suite.properties)
     if not props.get("matrix"):
         raise UsageError(
             f"{junit}: no run folder around it and no 'matrix' suite property; "
             "it was not written by a harness run"
         )
     return Recorded(
-        run_id=props.get("run_id") or junit.name,
+        run_id=junit.name,
         run_dir=None,
         junit_files=(junit,),
         matrix_name=props["matrix"],
         matrix_hash=props.get("matrix_hash", ""),
-        matrix_file=props.get("matrix_file") or None,
         emulate=props.get("emulate") == "true",
         seed=int(props.get("seed") or 0),
-        runner=props.get("runner") or None,
-        image=props.get("image") or None,
-        git_sha=props.get("git_sha") or None,
     )
 
 
@@ -284,7 +265,7 @@ def _note_threads(rec: Recorded, env: dict[str, str]) -> None:
 
 
 def _durations(rec: Recorded) -> Path | None:
-    path = rec.run_dir / "durations.json" if rec.run_dir else None
+    path = rec.run_dir / layout.DURATIONS if rec.run_dir else None
     return path if path and path.is_file() else None
 
 

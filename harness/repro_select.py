@@ -1,21 +1,22 @@
 """Which tests a repro runs: the failed ones of a JUnit file, or those ``--test`` names.
 
-Node ids come from the plugin's partial JSON-lines file when it is there (pytest's
-own ids, exact). Without it they are rebuilt from JUnit ``classname`` + ``name`` and
-``file``, and only trusted when the test file exists in this checkout.
+Node ids are pytest's own, as the plugin recorded them in the JUnit file (a salvaged
+file carries them too). Another producer's file has none: its ids are rebuilt from
+``classname`` + ``name`` + ``file`` by the JUnit reader, and only trusted when the test
+file exists in this checkout.
 """
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import ConfigError, UsageError
-from harness.results.junit_write import read_partial
+from harness.results import layout
+from harness.results.junit_read import NODEID_PROPERTY, JunitReader
 
-_BAD = frozenset({"failure", "error"})
+_BAD = frozenset({"failed", "error", "xpass"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,85 +31,48 @@ class SuiteTests:
     whole: str | None = None
 
 
-def partial_path(junit: Path) -> Path:
-    return junit.with_name(junit.stem + ".partial.jsonl")
-
-
-def shard_of(junit: Path) -> tuple[str, str | None]:
-    """``fusion-shard-2-of-4.xml`` -> ("fusion", "2/4")."""
-    stem, sep, rest = junit.stem.rpartition("-shard-")
-    index, _, total = rest.partition("-of-")
-    if sep and index.isdigit() and total.isdigit():
-        return stem, f"{index}/{total}"
-    return junit.stem, None
-
-
-def node_id(classname: str, name: str, file: str, root: Path) -> str | None:
-    """``suites.x.test_y.TestA`` + ``test_b[p]`` -> ``suites/x/test_y.py::TestA::test_b[p]``."""
-    parts = classname.split(".") if classname else []
-    path, classes = "", []
-    if file.endswith(".py"):
-        path = file.replace("\\", "/")
-        stem = Path(path).stem
-        if stem in parts:
-            classes = parts[len(parts) - parts[::-1].index(stem) :]
-    else:
-        for end in range(len(parts), 0, -1):
-            candidate = "/".join(parts[:end]) + ".py"
-            if (root / candidate).is_file():
-                path, classes = candidate, parts[end:]
-                break
-    if not path or not (root / path).is_file():
-        return None
-    return "::".join([path, *classes, name])
+def read_suite(junit: Path, root: Path) -> SuiteTests:
+    """The tests of one JUnit file, read with the one JUnit reader."""
+    problems: list[str] = []
+    cases = list(JunitReader(junit, problems.append))
+    if problems and not cases:
+        raise ConfigError(f"cannot read JUnit: {problems[0]}", file=str(junit))
+    stem_suite, shard = layout.suite_of(junit)
+    suite = next((c.suite for c in cases), stem_suite)
+    if suite in ("pytest", "pytest tests"):  # pytest's default name: no junit_suite_name
+        suite = stem_suite
+    ids: list[str] = []
+    failed: list[str] = []
+    whole: str | None = None
+    for case in cases:
+        if case.nodeid.startswith(f"harness.{suite}::"):
+            # "<suite>: crashed: ...", the case a runner adds for a crash or a timeout
+            whole = whole or case.nodeid.partition("::")[2]
+            continue
+        recorded = NODEID_PROPERTY in case.properties
+        # pytest's own id as the plugin recorded it; another producer's id only when it
+        # names a test file of this checkout.
+        nid = case.nodeid if recorded or _in_checkout(case.nodeid, root) else None
+        if nid is not None:
+            ids.append(nid)
+        if case.status not in _BAD:
+            continue
+        if nid is None:
+            whole = whole or f"{case.nodeid} is not a test of this checkout (a collection error?)"
+        else:
+            failed.append(nid)
+    return SuiteTests(
+        suite=suite, shard=shard, all_ids=_unique(ids), failed=_unique(failed), whole=whole
+    )
 
 
 def _unique(ids: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ids))
 
 
-def read_suite(junit: Path, root: Path) -> SuiteTests:
-    try:
-        tree = ET.parse(junit)
-    except (OSError, ET.ParseError) as error:
-        raise ConfigError(f"cannot read JUnit: {error}", file=str(junit)) from None
-    suite_el = next(tree.getroot().iter("testsuite"), tree.getroot())
-    stem_suite, shard = shard_of(junit)
-    suite = suite_el.get("name") or stem_suite
-    if suite in ("pytest", "pytest tests"):  # pytest's default name: no junit_suite_name
-        suite = stem_suite
-    partial = partial_path(junit)
-    records = read_partial(partial)  # [] when absent
-    known = _unique(str(r["nodeid"]) for r in records if "nodeid" in r)
-    failed = [str(r["nodeid"]) for r in records if r.get("outcome") == "failed"]
-    converted: list[str] = []
-    whole: str | None = None
-    for case in suite_el.iter("testcase"):
-        classname, name = case.get("classname", ""), case.get("name", "")
-        bad = any(child.tag in _BAD for child in case)
-        if classname == f"harness.{suite}":
-            whole = whole or name  # "<suite>: crashed: ...", written by the runner
-            continue
-        nid = node_id(classname, name, case.get("file", ""), root)
-        if nid is not None:
-            converted.append(nid)
-        if not bad or (nid is not None and nid in known):
-            continue
-        if nid is None:
-            label = f"{classname}::{name}" if classname else name
-            whole = whole or f"{label} is not a test of this checkout (a collection error?)"
-        elif not records:
-            failed.append(nid)
-        else:
-            # pytest reported it without running it (a collection error, say).
-            whole = whole or f"{nid} failed outside a test"
-    return SuiteTests(
-        suite=suite,
-        shard=shard,
-        all_ids=_unique([*known, *converted]),
-        failed=_unique(failed),
-        whole=whole,
-    )
+def _in_checkout(nodeid: str, root: Path) -> bool:
+    test_file = nodeid.split("::", 1)[0]
+    return test_file.endswith(".py") and (root / test_file).is_file()
 
 
 def _suite_of(test_file: str, suite_paths: Mapping[str, str]) -> str | None:

@@ -125,15 +125,28 @@ def load_matrix(name_or_path: str | Path, root: Path | None = None) -> Matrix:
 
 def _load_resolved(path: Path, shown: str) -> Matrix:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"cannot read resolved matrix: {error}", file=shown) from None
+    return matrix_from_json(text, shown)
+
+
+def matrix_from_json(text: str, shown: str) -> Matrix:
+    """A resolved matrix (a run folder's ``matrix.json``), checked like a YAML one."""
+    try:
+        data = json.loads(text)
+    except ValueError as error:
         raise ConfigError(f"cannot read resolved matrix: {error}", file=shown) from None
     if not isinstance(data, dict):
         raise ConfigError("a resolved matrix must be a JSON object", file=shown)
     errors, _ = check_types(_as_located(data, shown))
     if errors:
         raise errors[0] if len(errors) == 1 else ConfigErrors(errors)
-    return build(data, name=str(data.get("name", path.stem)), file=str(data.get("file", shown)))
+    try:
+        return build(data, name=str(data.get("name", Path(shown).stem)),
+                     file=str(data.get("file", shown)))
+    except (TypeError, KeyError, ValueError) as error:  # a hand-made or truncated file
+        raise ConfigError(f"not a resolved matrix ({error})", file=shown) from None
 
 
 def _as_located(data: Any, shown: str) -> Any:

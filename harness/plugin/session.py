@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness.plugin.known_failures import Entry, entries_from_matrix, glob_to_regex, match
+from harness.matrix.known_failures import Entry, entries_from_matrix, glob_to_regex, match
 from harness.plugin.profile import Profile
 from harness.results.junit_read import NODEID_PROPERTY
 

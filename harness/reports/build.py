@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import fnmatch
 import re
 import sqlite3
 from collections import defaultdict
@@ -12,7 +11,12 @@ from pathlib import Path
 
 from harness.history.schema import connect
 from harness.reports import queries
-from harness.reports.matrices import MatrixFacts, facts_from_json, load_declared
+from harness.reports.matrices import (
+    MatrixFacts,
+    facts_from_json,
+    facts_from_matrix,
+    load_declared,
+)
 from harness.reports.model import (
     MISSING,
     NEVER_RAN,
@@ -25,7 +29,7 @@ from harness.reports.model import (
     SuiteCell,
     TestRow,
 )
-from harness.testids import normalise_test_id
+from harness.results import layout
 
 HEADROOM_LIMIT = 0.8
 EXPIRY_DAYS = 14
@@ -64,15 +68,20 @@ class _Runs:
         return runs[-1][0] if runs else None
 
 
-def _lane_facts(runs: _Runs, declared: dict[str, MatrixFacts]) -> dict[str, MatrixFacts]:
+def _lane_facts(
+    runs: _Runs, declared: dict[str, MatrixFacts], warn: Callable[[str], None]
+) -> dict[str, MatrixFacts]:
     facts: dict[str, MatrixFacts] = {}
     for lane, lane_runs in runs.by_lane.items():
-        _, _, matrix, _, _, mjson = runs.rows[lane_runs[-1][0]]
-        found = facts_from_json(mjson) if mjson else None
+        key, _, matrix, _, _, mjson = runs.rows[lane_runs[-1][0]]
+        emulate = layout.lane_matrix(lane)[1]
+        shown = f"matrix.json of run {key}"
+        found = facts_from_json(mjson, shown, warn, emulate=emulate) if mjson else None
         if found is not None:
             facts[lane] = found
         elif matrix in declared:
-            facts[lane] = declared[matrix]
+            item = declared[matrix]
+            facts[lane] = facts_from_matrix(item.matrix, emulate=emulate) if item.matrix else item
     for name, item in declared.items():
         if name not in runs.by_lane:  # declared but never ran in the window: a gap
             facts.setdefault(name, item)
@@ -219,22 +228,11 @@ def _known_failures(
             ).fetchall()
         )
         for entry in item.known_failures:
-            raw = str(entry.get("id") or entry.get("pattern") or "")
-            pattern = normalise_test_id(
-                raw.replace("{device}", item.device or "*").replace("{fp8}", "*")
-            )
+            # The plugin's own matcher: brackets in an id are literal, devices filled in.
             passing = sorted(
-                n
-                for n, s in outcomes
-                if s in ("passed", "xpass") and fnmatch.fnmatchcase(n, pattern)
+                n for n, s in outcomes if s in ("passed", "xpass") and entry.covers(n)
             )
-            expires = entry.get("expires")
-            expiry = None
-            if expires:
-                try:
-                    expiry = dt.date.fromisoformat(str(expires))
-                except ValueError:
-                    expiry = None
+            expiry = entry.expires
             state = None
             if passing:
                 state = "now-passing"
@@ -246,10 +244,10 @@ def _known_failures(
                 found.append(
                     KnownFailureRow(
                         lane,
-                        raw,
-                        str(entry.get("reason", "")),
-                        str(entry.get("issue") or ""),
-                        str(entry.get("owner") or ""),
+                        entry.raw,
+                        entry.reason,
+                        entry.issue,
+                        entry.owner,
                         expiry.isoformat() if expiry else None,
                         state,
                         passing[:20],
@@ -278,7 +276,7 @@ def build_report(
     db = connect(db_path, create=False)
     try:
         runs = _Runs(db, start, until)
-        facts = _lane_facts(runs, load_declared(matrices, note) if declared else {})
+        facts = _lane_facts(runs, load_declared(matrices, note) if declared else {}, note)
         lanes = sorted(set(runs.by_lane) | set(facts))
         latest = runs.latest_map(lanes)
         suites, suite_grid = _suite_grid(db, runs, lanes, facts)

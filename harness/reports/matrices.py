@@ -7,13 +7,14 @@ no run in the window, which the report must show as gaps.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from harness.errors import HarnessError
+from harness.matrix.known_failures import Entry, entries_for
+from harness.matrix.loader import matrix_from_json
+from harness.matrix.model import Matrix
 
 
 @dataclass
@@ -23,7 +24,8 @@ class MatrixFacts:
     catalog: dict[str, tuple[str | None, bool]] = field(default_factory=dict)  # parent, hw
     provides: set[str] = field(default_factory=set)
     suites: list[str] = field(default_factory=list)
-    known_failures: list[dict[str, Any]] = field(default_factory=list)
+    known_failures: list[Entry] = field(default_factory=list)
+    matrix: Matrix | None = None
 
     def closure(self) -> set[str]:
         have: set[str] = set()
@@ -42,40 +44,31 @@ class MatrixFacts:
         return chain
 
 
-def facts_from_resolved(resolved: Mapping[str, Any]) -> MatrixFacts:
-    catalog_raw = resolved.get("capability_catalog") or {}
-    capabilities = resolved.get("capabilities") or {}
+def facts_from_matrix(matrix: Matrix, *, emulate: bool = False) -> MatrixFacts:
+    """What the report needs of one lane's matrix, read from the typed matrix."""
     catalog = {
-        str(name): (
-            (entry or {}).get("parent") if isinstance(entry, Mapping) else None,
-            bool((entry or {}).get("hardware")) if isinstance(entry, Mapping) else False,
-        )
-        for name, entry in catalog_raw.items()
+        name: (entry.parent, entry.hardware) for name, entry in matrix.capabilities.catalog.items()
     }
-    provides = capabilities.get("provides", []) if isinstance(capabilities, Mapping) else []
-    suites_raw = resolved.get("suites") or {}
-    suites = [
-        str(name)
-        for name, suite in suites_raw.items()
-        if not isinstance(suite, Mapping) or suite.get("enabled", True)
-    ]
-    known = [dict(kf) for kf in resolved.get("known_failures") or [] if isinstance(kf, Mapping)]
     return MatrixFacts(
-        name=str(resolved.get("name", "")),
-        device=str(resolved.get("device", "")),
+        name=matrix.name,
+        device="cpu" if emulate else matrix.device,
         catalog=catalog,
-        provides={str(p) for p in provides},
-        suites=suites,
-        known_failures=known,
+        provides=set(matrix.capabilities.provides),
+        suites=[name for name, suite in matrix.suites.items() if suite.enabled],
+        known_failures=entries_for(matrix, emulate=emulate),
+        matrix=matrix,
     )
 
 
-def facts_from_json(text: str) -> MatrixFacts | None:
+def facts_from_json(
+    text: str, shown: str, warn: Callable[[str], None], *, emulate: bool = False
+) -> MatrixFacts | None:
+    """A run's recorded ``matrix.json``, loaded by the same loader as ``harness run``."""
     try:
-        data = json.loads(text)
-    except ValueError:
+        return facts_from_matrix(matrix_from_json(text, shown), emulate=emulate)
+    except HarnessError as error:
+        warn(f"{error}; the checkout's matrix of that name is used instead")
         return None
-    return facts_from_resolved(data) if isinstance(data, dict) else None
 
 
 def load_declared(folder: Path | None, warn: Callable[[str], None]) -> dict[str, MatrixFacts]:
@@ -101,5 +94,5 @@ def load_declared(folder: Path | None, warn: Callable[[str], None]) -> dict[str,
         except HarnessError as error:
             warn(f"matrix {name}: {error}")
             continue
-        facts[name] = facts_from_resolved(matrix.resolved)
+        facts[name] = facts_from_matrix(matrix)
     return facts

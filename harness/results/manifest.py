@@ -167,9 +167,9 @@ class _Reader:
     def get(self, data: Mapping[str, Any], key: str, kind: type[T] | tuple[type, ...],
             default: Any, path: str = "") -> Any:
         full = f"{path}{key}"
-        value = data.get(key, default)
-        if value is None and default is None:
-            return None
+        value = data.get(key)
+        if value is None:  # absent or null: the field's default
+            return default
         kinds = kind if isinstance(kind, tuple) else (kind,)
         if isinstance(value, bool) and bool not in kinds:
             raise self.fail(full, "/".join(k.__name__ for k in kinds), value)

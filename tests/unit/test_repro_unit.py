@@ -2,32 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from runs import SUITE, Runs
 
 from harness.errors import UsageError
 from harness.matrix import load_matrix, repo_root
-from harness.repro import Recorded, build_request, choose, restored_env
-from harness.repro_select import node_id, pick_tests, read_suite, shard_of
-from harness.results.junit_write import write_salvaged_junit
+from harness.repro import Recorded, build_request, choose, read_recorded, restored_env
+from harness.repro_select import pick_tests, read_suite
+from harness.results import layout
 
 ROOT = repo_root()
 FIXTURE = "tests/data/suites/repro/check_repro.py"
 MODULE = "tests.data.suites.repro.check_repro"
-
-
-def test_node_ids_come_back_from_classname_name_and_file() -> None:
-    assert node_id(MODULE, "test_dtype[float16]", FIXTURE, ROOT) == (
-        f"{FIXTURE}::test_dtype[float16]")
-    assert node_id(f"{MODULE}.TestGroup", "test_seeded", "", ROOT) == (
-        f"{FIXTURE}::TestGroup::test_seeded")
-    assert node_id(f"{MODULE}.TestGroup", "test_seeded", FIXTURE, ROOT) == (
-        f"{FIXTURE}::TestGroup::test_seeded")
-    assert node_id("suites.gone.test_x", "test_y", "", ROOT) is None  # not in this checkout
-    assert node_id("com.example.CalculatorTest", "adds", "", ROOT) is None
-    assert node_id("", "suites.platform.test_dtypes", "", ROOT) is None
 
 
 @pytest.mark.parametrize(
@@ -35,44 +23,34 @@ def test_node_ids_come_back_from_classname_name_and_file() -> None:
     [("fusion-shard-2-of-4.xml", ("fusion", "2/4")), ("e2e.xml", ("e2e", None)),
      ("my-shard-x.xml", ("my-shard-x", None))],
 )
-def test_shard_of_junit_name(name: str, expected: tuple[str, str | None]) -> None:
-    assert shard_of(Path(name)) == expected
+def test_suite_and_shard_of_a_junit_name(name: str, expected: tuple[str, str | None]) -> None:
+    assert layout.suite_of(Path(name)) == expected
 
 
-def _crashed_shard(run_dir: Path) -> Path:
-    junit = run_dir / "junit" / "platform-shard-2-of-3.xml"
-    partial = run_dir / "junit" / "platform-shard-2-of-3.partial.jsonl"
-    partial.parent.mkdir(parents=True)
-    records = [
-        {"nodeid": "suites/platform/test_host.py::test_a", "when": "call", "outcome": "passed"},
-        {"nodeid": "suites/platform/test_host.py::test_b", "when": "call", "outcome": "failed"},
-    ]
-    partial.write_text("".join(json.dumps(r) + "\n" for r in records) + '{"nodeid": "trunc')
-    write_salvaged_junit(junit, "platform", partial, "crashed: signal SIGSEGV", ["boom"])
-    return junit
+def test_failed_ids_are_pytests_own(real_runs: Runs) -> None:
+    suite = read_suite(real_runs.failing / "junit" / "record.xml", ROOT)
+    assert suite.failed == (f"{SUITE}::test_regresses[shape1]",)
+    assert f"{SUITE}::test_decorated[float32]" in suite.all_ids  # decorated: still its own id
+    assert suite.whole is None
 
 
-def test_a_crashed_suite_reruns_whole_in_its_shard_with_the_recorded_durations(
-    tmp_path: Path,
-) -> None:
-    junit = _crashed_shard(tmp_path)
-    suite = read_suite(junit, ROOT)
-    assert suite.suite == "platform" and suite.shard == "2/3"
-    assert suite.whole == "platform: crashed: signal SIGSEGV"
-    assert suite.failed == ("suites/platform/test_host.py::test_b",)
-    (tmp_path / "durations.json").write_text("{}")
-    rec = Recorded(run_id="r1", run_dir=tmp_path, junit_files=(junit,), matrix_name="cpu",
-                   matrix_hash="", shard="2/3", planned=("platform", "e2e"))
-    matrix = load_matrix("cpu")
+def test_a_crashed_suite_reruns_whole(real_runs: Runs) -> None:
+    rec = read_recorded(real_runs.crashed)
+    suite = read_suite(rec.junit_files[0], ROOT)
+    assert suite.whole == "record: crashed: killed by SIGABRT (exit -6)"
+    assert f"{SUITE}::test_first_passes" in suite.all_ids
+    matrix = load_matrix(real_runs.crashed / "matrix.json")
     choice = choose(rec, matrix, ROOT, [])
-    assert choice.tests == {}
-    assert choice.whole == {"platform": "platform: crashed: signal SIGSEGV",
-                            "e2e": "no JUnit file was written"}
-    assert choice.shard == "2/3"
+    assert choice.tests == {} and choice.whole == {"record": suite.whole}
     request = build_request(rec, choice, matrix=matrix, emulate=False, docker=None)
-    assert request.suites == ("platform", "e2e") and request.shard == "2/3"
-    assert request.durations_file == tmp_path / "durations.json"
-    assert request.repro_of == "r1"
+    assert request.suites == ("record",) and request.repro_of == rec.run_id
+
+
+def test_a_shard_reruns_in_its_shard(real_runs: Runs) -> None:
+    rec = read_recorded(real_runs.shards[1])
+    assert rec.shard == "2/2"
+    suite = read_suite(rec.junit_files[0], ROOT)
+    assert suite.shard == "2/2" and suite.failed == () and suite.all_ids
 
 
 def test_junit_without_partial_file_and_a_collection_error(pytester: pytest.Pytester) -> None:

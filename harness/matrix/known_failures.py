@@ -1,4 +1,7 @@
-"""Apply a matrix's known_failures to collected tests.
+"""The one known-failure matcher: a matrix's known_failures against test ids.
+
+The pytest plugin applies it to collected tests; the nightly report uses the same
+entries to find known failures that now pass.
 
 Patterns are globs over normalised test ids (``*`` any text, ``?`` one character;
 brackets are literal, as in test ids), so one entry covers
@@ -12,9 +15,12 @@ import datetime as _dt
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness.testids import normalise_test_id
+
+if TYPE_CHECKING:
+    from harness.matrix.model import Matrix
 
 
 @dataclass
@@ -25,6 +31,8 @@ class Entry:
     where: str
     expires: _dt.date | None
     issue: str = ""
+    owner: str = ""
+    raw: str = ""  # the id as the matrix writes it
     matched: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -39,13 +47,17 @@ class Entry:
         """The test file the pattern names (before ``::``), for "matched nothing" checks."""
         return self.pattern.partition("::")[0]
 
+    def covers(self, nodeid: str) -> bool:
+        """Whether this entry names the test (any spelling of its devices and dtypes)."""
+        return self.regex.match(normalise_test_id(nodeid)) is not None
+
     def describe(self) -> str:
         issue = f" ({self.issue})" if self.issue else ""
         return f"{self.reason}{issue} [{self.where}]"
 
 
 def entries_from_matrix(
-    matrix: Any, *, device: str, fp8: str | None, has: Callable[[str], bool]
+    matrix: Matrix, *, device: str, fp8: str | None, has: Callable[[str], bool]
 ) -> list[Entry]:
     """The entries that apply here: an entry with ``requires`` only where the profile
     has every one of those capabilities (so an emulated profile drops hardware ones)."""
@@ -65,6 +77,8 @@ def entries_from_matrix(
                 where=where,
                 expires=kf.expires,
                 issue=kf.issue or "",
+                owner=kf.owner or "",
+                raw=kf.id,
             )
         )
     return entries
@@ -77,10 +91,19 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(parts) + r"\Z", re.DOTALL)
 
 
+def entries_for(matrix: Matrix, *, emulate: bool) -> list[Entry]:
+    """The entries of ``matrix`` as they apply to its lane (emulated on the CPU or not)."""
+    return entries_from_matrix(
+        matrix,
+        device="cpu" if emulate else matrix.device,
+        fp8=matrix.fp8.e4m3,
+        has=lambda cap: bool(matrix.capabilities.has(cap, emulate=emulate)),
+    )
+
+
 def match(entries: Iterable[Entry], nodeid: str) -> Entry | None:
-    normalised = normalise_test_id(nodeid)
     for entry in entries:
-        if entry.regex.match(normalised):
+        if entry.covers(nodeid):
             entry.matched.append(nodeid)
             return entry
     return None
