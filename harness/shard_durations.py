@@ -88,19 +88,11 @@ def dump(durations: DurationSet, path: Path) -> None:
 
 
 def lookup_keys(nodeid: str) -> tuple[str, str, str]:
-    """(raw node id, history node id, device-free key) for one pytest node id."""
-    from harness.results.junit_read import case_ids
+    """(pytest's node id, its normalised spelling, the device-free key) for one test:
+    the history keys a test by pytest's id (older histories by the normalised one)."""
+    from harness.testids import normalise_test_id, stable_ids
 
-    # pytest's own JUnit mangling: path/to/test_x.py::TestA::test[p] ->
-    # classname path.to.test_x.TestA, name test[p].
-    path, bracket, params = nodeid.partition("[")
-    names = path.split("::")
-    file = names[0]
-    names[0] = file.replace("/", ".").removesuffix(".py")
-    names[-1] += bracket + params
-    classname = ".".join(names[:-1])
-    normalised, key, _ = case_ids(classname, names[-1], file if file.endswith(".py") else "")
-    return nodeid, normalised, key
+    return nodeid, normalise_test_id(nodeid), stable_ids(nodeid)[1]
 
 
 def align(test_ids: Sequence[str], source: DurationSet
@@ -187,10 +179,18 @@ def durations_for(matrix: str, db: Path, *, last_runs: int = 10) -> DurationSet:
 
 
 def junit_files(reports: Path) -> dict[str, list[Path]]:
-    """reports/<matrix>/<run-id>/junit/*.xml, grouped by matrix."""
+    """The JUnit files of the run folders under ``reports``, grouped by lane."""
+    from harness.errors import HarnessError
+    from harness.results import layout
+    from harness.results.manifest import RunRecord
+
     found: dict[str, list[Path]] = {}
-    for path in sorted(reports.glob("*/*/junit/*.xml")):
-        found.setdefault(path.parents[2].name, []).append(path)
+    for folder in layout.run_folders(reports):
+        try:
+            lane = RunRecord.read(folder).lane
+        except HarnessError:
+            lane = folder.parent.name
+        found.setdefault(lane, []).extend(layout.junit_files(folder))
     return found
 
 

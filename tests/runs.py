@@ -26,21 +26,22 @@ class Runs:
     failing: Path
     crashed: Path
     shards: tuple[Path, Path]
+    emulated: Path  # the same suite under the rocm profile, --emulate
 
     def as_dict(self) -> dict[str, object]:
         return {"reports": str(self.reports), "passing": str(self.passing),
                 "failing": str(self.failing), "crashed": str(self.crashed),
-                "shards": [str(p) for p in self.shards]}
+                "shards": [str(p) for p in self.shards], "emulated": str(self.emulated)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Runs:
         first, second = (Path(p) for p in data["shards"])
         return cls(Path(data["reports"]), Path(data["passing"]), Path(data["failing"]),
-                   Path(data["crashed"]), (first, second))
+                   Path(data["crashed"]), (first, second), Path(data["emulated"]))
 
     @property
     def all(self) -> list[Path]:
-        return [self.passing, self.failing, self.crashed, *self.shards]
+        return [self.passing, self.failing, self.crashed, *self.shards, self.emulated]
 
 
 def write_matrix(folder: Path, name: str = "record", extends: str = "cpu.yaml") -> Path:
@@ -84,7 +85,9 @@ def make_runs(folder: Path) -> Runs:
     crashed = run_once(matrix, reports, "crash")
     shard1 = run_once(matrix, reports, "pass", "--shard", "1/2")
     shard2 = run_once(matrix, reports, "pass", "--shard", "2/2")
-    return Runs(reports, passing, failing, crashed, (shard1, shard2))
+    rocm = write_matrix(folder, "record-rocm", "rocm.yaml")
+    emulated = run_once(rocm, reports, "pass", "--emulate")
+    return Runs(reports, passing, failing, crashed, (shard1, shard2), emulated)
 
 
 def copy_runs(runs: Runs, into: Path) -> Runs:
@@ -95,4 +98,4 @@ def copy_runs(runs: Runs, into: Path) -> Runs:
         return into / "reports" / path.relative_to(runs.reports)
 
     return Runs(into / "reports", moved(runs.passing), moved(runs.failing), moved(runs.crashed),
-                (moved(runs.shards[0]), moved(runs.shards[1])))
+                (moved(runs.shards[0]), moved(runs.shards[1])), moved(runs.emulated))

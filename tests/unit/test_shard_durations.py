@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
+from runs import SUITE, Runs
 
 from harness.errors import ConfigError
+from harness.results.junit_read import read_junit
 from harness.shard_durations import (
     DurationSet,
     align,
@@ -73,68 +76,45 @@ def test_align_matches_own_by_node_id_and_siblings_by_key() -> None:
     assert siblings == {"cuda": {"suites/k/test_a.py::test_op[cpu-bfloat16]": 0.5}}
 
 
-JUNIT = """<?xml version="1.0" encoding="utf-8"?>
-<testsuites><testsuite name="kernel_parity" tests="3">
-<testcase classname="suites.k.test_a" name="test_op[{dev}-bfloat16]" time="{t}"/>
-<testcase classname="suites.k.test_a" name="test_skip" time="0.001">
-  <skipped message="needs hardware"/></testcase>
-<testcase classname="suites.k.test_a.TestB" name="test_c" time="1.0"/>
-</testsuite></testsuites>
-"""
+LANE, EMULATED = "record", "record-rocm (emulated)"
 
 
-def _run(reports: Path, matrix: str, run: str, dev: str, seconds: float) -> None:
-    folder = reports / matrix / run / "junit"
-    folder.mkdir(parents=True)
-    (folder / "kernel_parity.xml").write_text(JUNIT.format(dev=dev, t=seconds))
-    (folder / "kernel_parity.partial.jsonl").write_text("{}\n")
+def _medians(files: list[Path], key: int) -> dict[str, float]:
+    """What the durations of these files are, read plainly (0: node id, 1: device-free)."""
+    seen: dict[str, list[float]] = {}
+    for path in files:
+        cases, _ = read_junit(path, pytest.fail)
+        for case in cases:
+            if key == 1 and case.status == "skipped":
+                continue
+            seen.setdefault((case.nodeid, case.key)[key], []).append(case.duration)
+    return {test: statistics.median(values) for test, values in seen.items()}
 
 
-def test_from_junit_takes_medians_per_matrix(tmp_path: Path) -> None:
-    for run, seconds in (("r1", 2.0), ("r2", 3.0), ("r3", 10.0)):
-        _run(tmp_path, "cpu", run, "cpu", seconds)
-    _run(tmp_path, "cuda", "r1", "cuda:0", 0.4)
-    files = junit_files(tmp_path)
-    assert sorted(files) == ["cpu", "cuda"] and len(files["cpu"]) == 3
-    found = from_junit(files, "cpu")
-    assert found.matrix == "cpu"
-    assert found.durations == {
-        "suites/k/test_a.py::test_op[cpu-bfloat16]": 3.0,
-        "suites/k/test_a.py::test_skip": 0.001,  # costs nothing here, and is known to
-        "suites/k/test_a.py::TestB::test_c": 1.0,
-    }
-    # A skip on a sibling says nothing of the cost; device-free keys join platforms.
-    assert found.siblings == {"cuda": {"suites/k/test_a.py::test_op[bfloat16]": 0.4,
-                                       "suites/k/test_a.py::TestB::test_c": 1.0}}
+def test_from_junit_takes_medians_per_lane(real_runs: Runs) -> None:
+    files = junit_files(real_runs.reports)
+    assert sorted(files) == [LANE, EMULATED] and len(files[LANE]) == 5
+    found = from_junit(files, LANE)
+    assert found.matrix == LANE
+    # This lane by pytest's node ids (as the plugin recorded them), skips included.
+    assert found.durations == _medians(files[LANE], 0)
+    assert f"{SUITE}::test_decorated[float32]" in found.durations
+    # Siblings by device-free keys, and a skip there says nothing of the cost.
+    assert found.siblings == {EMULATED: _medians(files[EMULATED], 1)}
+    assert f"{SUITE}::test_skipped_for_a_reason" not in found.siblings[EMULATED]
 
 
-def _manifest_run(reports: Path, matrix: str, run: str, started: str, dev: str,
-                  seconds: float, *, emulate: bool = False) -> None:
-    _run(reports, matrix, run, dev, seconds)
-    (reports / matrix / run / "manifest.json").write_text(json.dumps({
-        "schema": 1, "run_id": f"{matrix}-{run}", "matrix": {"name": matrix},
-        "emulate": emulate, "started": started, "suites": [],
-    }))
-
-
-def test_durations_for_reads_the_last_runs_of_each_lane(tmp_path: Path) -> None:
+def test_durations_for_reads_the_history(real_runs: Runs, tmp_path: Path) -> None:
     from harness.history import ingest_paths
 
-    reports = tmp_path / "reports"
-    # Four cpu runs: the oldest (100 s) falls outside last_runs=3.
-    for k, seconds in enumerate((100.0, 2.0, 3.0, 4.0)):
-        _manifest_run(reports, "cpu", f"r{k}", f"2026-01-0{k + 1}T00:00:00Z", "cpu", seconds)
-    _manifest_run(reports, "rocm", "e1", "2026-01-05T00:00:00Z", "cpu", 9.0, emulate=True)
     db = tmp_path / "history.sqlite"
-    ingest_paths(db, [reports], lambda line: None)
-
-    found = durations_for("cpu", db, last_runs=3)
-    assert found.durations["suites/k/test_a.py::test_op[cpu-bfloat16]"] == 3.0
-    assert found.durations["suites/k/test_a.py::test_skip"] == 0.001
-    assert found.siblings == {"rocm (emulated)": {
-        "suites/k/test_a.py::test_op[bfloat16]": 9.0,
-        "suites/k/test_a.py::TestB::test_c": 1.0,
-    }}
+    ingest_paths(db, [real_runs.reports], pytest.fail)
+    found = durations_for(LANE, db)
+    files = junit_files(real_runs.reports)
+    # The crashed run's cases after the crash are not there; its error case is no test.
+    timed = _medians([p for p in files[LANE] if real_runs.crashed not in p.parents], 0)
+    assert set(timed) <= set(found.durations)
+    assert set(found.siblings) == {EMULATED}
 
 
 def test_durations_for_without_a_database_is_one_line(tmp_path: Path) -> None:
@@ -143,18 +123,16 @@ def test_durations_for_without_a_database_is_one_line(tmp_path: Path) -> None:
 
 
 def test_ci_durations_command_writes_the_file_shards_read(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        real_runs: Runs, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from harness.cli import main
     from harness.history import ingest_paths
 
-    reports = tmp_path / "reports"
-    _manifest_run(reports, "cpu", "r1", "2026-01-01T00:00:00Z", "cpu", 2.5)
-    _manifest_run(reports, "cuda", "r1", "2026-01-01T00:00:00Z", "cuda:0", 0.5)
     db = tmp_path / "history.sqlite"
-    ingest_paths(db, [reports], lambda line: None)
-    out = tmp_path / "durations" / "cpu.json"
-    assert main(["ci", "durations", "--matrix", "cpu", "--db", str(db), "--out", str(out)]) == 0
-    assert capsys.readouterr().out == f"wrote {out}: 3 tests timed on cpu, 1 sibling lanes\n"
+    ingest_paths(db, [real_runs.reports], pytest.fail)
+    out = tmp_path / "durations" / "record.json"
+    assert main(["ci", "durations", "--matrix", LANE, "--db", str(db), "--out", str(out)]) == 0
     loaded = load(out)
-    assert loaded.durations["suites/k/test_a.py::test_op[cpu-bfloat16]"] == 2.5
-    assert loaded.siblings["cuda"]["suites/k/test_a.py::test_op[bfloat16]"] == 0.5
+    assert capsys.readouterr().out == (
+        f"wrote {out}: {len(loaded.durations)} tests timed on {LANE}, 1 sibling lanes\n")
+    assert f"{SUITE}::test_first_passes" in loaded.durations
+    assert f"{SUITE}::test_first_passes" in loaded.siblings[EMULATED]
