@@ -113,6 +113,7 @@ def _from_loose_junit(junit: Path) -> Recorded:
         junit_files=(junit,),
         matrix_name=props["matrix"],
         matrix_hash=props.get("matrix_hash", ""),
+        matrix_file=props.get("matrix_file") or None,
         emulate=props.get("emulate") == "true",
         seed=int(props.get("seed") or 0),
     )

@@ -69,6 +69,7 @@ class HarnessSession:
         props = {
             "matrix": self.profile.name,
             "matrix_hash": self.profile.matrix.hash,
+            "matrix_file": self.profile.matrix.file,  # a loose JUnit file finds its matrix
             "emulate": str(self.profile.emulate).lower(),
             "seed": str(self.config.getoption("--harness-seed")),
         }
