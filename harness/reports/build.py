@@ -11,6 +11,7 @@ from pathlib import Path
 
 from harness.history.schema import connect
 from harness.reports import queries
+from harness.reports.ids import shorten
 from harness.reports.matrices import (
     MatrixFacts,
     facts_from_json,
@@ -20,14 +21,18 @@ from harness.reports.matrices import (
 from harness.reports.model import (
     MISSING,
     NEVER_RAN,
+    SKIPPING,
     CapabilityRow,
     Change,
     HeadroomRow,
+    InfraEvent,
     KnownFailureRow,
     Lane,
     Report,
+    SkipChange,
     SuiteCell,
     TestRow,
+    Tonight,
 )
 from harness.results import layout
 
@@ -88,53 +93,119 @@ def _lane_facts(
     return facts
 
 
-def _suite_grid(
-    db: sqlite3.Connection, runs: _Runs, lanes: list[str], facts: dict[str, MatrixFacts]
-) -> tuple[list[str], list[SuiteCell]]:
-    names = {
-        row[0]
-        for row in db.execute(
-            f"SELECT DISTINCT name FROM suites WHERE run IN ({queries.ids(runs.ids)})"
-        )
-    }
-    for item in facts.values():
-        names.update(item.suites)
-    suites = sorted(names)
-    latest = runs.latest_map(lanes)
+MOSTLY_SKIPPED_RATIO = 0.5  # the fallback until the run records its own verdict
+_MOSTLY = ("mostly-skipped", "mostly_skipped")
+
+
+def _suite_cells(
+    db: sqlite3.Connection, run_lane: dict[int, str]
+) -> dict[tuple[str, str], SuiteCell]:
+    """The suites that ran in the given runs, with their counts and state."""
     seen: dict[tuple[str, str], SuiteCell] = {}
+    verdict: dict[tuple[str, str], bool] = {}
     for run, name, status, sig, reason, case_status, count, duration in db.execute(
         "SELECT s.run, s.name, s.status, s.infra_signature, s.reason, c.status, count(c.status),"
         " coalesce(sum(c.duration), 0) FROM suites s"
         " LEFT JOIN cases c ON c.run = s.run AND c.suite = s.id"
-        f" WHERE s.run IN ({queries.ids(latest)}) GROUP BY s.id, c.status"
+        f" WHERE s.run IN ({queries.ids(run_lane)}) GROUP BY s.id, c.status"
     ):
-        lane = latest[run]
+        lane = run_lane[run]
         cell = seen.get((lane, name))
         if cell is None:
             state = "infra" if sig else "passed"
             text = f"{sig}: {reason}" if sig and reason else (sig or reason or status or "")
             cell = seen[(lane, name)] = SuiteCell(lane, name, state, {}, 0.0, text)
+            verdict[(lane, name)] = status in _MOSTLY
         if case_status:
             cell.counts[case_status] = cell.counts.get(case_status, 0) + int(count)
             cell.duration_s += float(duration)
+    for ident, cell in seen.items():
+        total, skipped = cell.total, cell.counts.get("skipped", 0)
+        if cell.state == "infra":
+            continue
+        if cell.counts.get("failed", 0) + cell.counts.get("error", 0):
+            cell.state = "failed"
+        elif total == 0:
+            cell.state, cell.reason = "empty", cell.reason or "no test cases"
+        elif skipped == total:
+            cell.state = "all-skipped"
+        elif verdict[ident]:
+            cell.state = "mostly-skipped"
+        elif skipped / total > MOSTLY_SKIPPED_RATIO:
+            cell.state = "mostly-skipped"
+            cell.reason = cell.reason or f"{skipped} of {total} skipped (over half)"
+    return seen
+
+
+def _suite_grid(
+    db: sqlite3.Connection, runs: _Runs, lanes: list[str], facts: dict[str, MatrixFacts]
+) -> tuple[list[str], list[SuiteCell]]:
+    seen = _suite_cells(db, runs.latest_map(lanes))
+    names = {name for _, name in seen}
+    for item in facts.values():
+        names.update(item.suites)
+    suites = sorted(names)
     cells: list[SuiteCell] = []
     for lane in lanes:
+        declared = facts[lane].suites if lane in facts else []
         for name in suites:
             cell = seen.get((lane, name))
-            if cell is None:
-                why = "no run in the window" if runs.latest(lane) is None else "not in the run"
+            if cell is not None:
+                cells.append(cell)
+            elif name in declared:
+                why = (
+                    "declared; no run in the window"
+                    if runs.latest(lane) is None
+                    else "declared; did not run in the latest run"
+                )
                 cells.append(SuiteCell(lane, name, "absent", {}, 0.0, why))
-                continue
-            total = sum(cell.counts.values())
-            if cell.state != "infra":
-                if cell.counts.get("failed", 0) + cell.counts.get("error", 0):
-                    cell.state = "failed"
-                elif total == 0:
-                    cell.state, cell.reason = "empty", cell.reason or "no test cases"
-                elif cell.counts.get("skipped", 0) == total:
-                    cell.state = "all-skipped"
-            cells.append(cell)
+            else:
+                cells.append(SuiteCell(lane, name, "undeclared", {}, 0.0, "not in the matrix"))
     return suites, cells
+
+
+def _skipping(
+    db: sqlite3.Connection, runs: _Runs, lanes: list[str], grid: list[SuiteCell]
+) -> list[SkipChange]:
+    previous = {
+        lane_runs[-2][0]: lane
+        for lane in lanes
+        if len(lane_runs := runs.by_lane.get(lane, [])) >= 2
+    }
+    before = _suite_cells(db, previous)
+    had_before = set(previous.values())
+    return [
+        SkipChange(
+            cell.lane,
+            cell.suite,
+            cell.state,
+            cell.counts.get("skipped", 0),
+            cell.total,
+            (old.state if (old := before.get((cell.lane, cell.suite))) else "absent")
+            if cell.lane in had_before
+            else None,
+            cell.reason,
+        )
+        for cell in grid
+        if cell.state in SKIPPING
+    ]
+
+
+def _new_infra(runs: _Runs, lanes: list[str], events: list[InfraEvent]) -> list[InfraEvent]:
+    """Infrastructure failures of each lane's latest run that the run before did not have."""
+    keys = {
+        lane: [runs.rows[rid][0] for rid, _ in runs.by_lane.get(lane, [])[-2:]] for lane in lanes
+    }
+    latest = {lane: k[-1] for lane, k in keys.items() if k}
+    previous = {lane: k[0] for lane, k in keys.items() if len(k) == 2}
+    seen_before = {
+        (e.lane, e.scope, e.name, e.signature) for e in events if previous.get(e.lane) == e.run
+    }
+    return [
+        e
+        for e in events
+        if latest.get(e.lane) == e.run and (e.lane, e.scope, e.name, e.signature) not in seen_before
+    ]
 
 
 def _test_grid(db: sqlite3.Connection, runs: _Runs, lanes: list[str]) -> list[TestRow]:
@@ -164,6 +235,8 @@ def _test_grid(db: sqlite3.Connection, runs: _Runs, lanes: list[str]) -> list[Te
     def order(row: TestRow) -> tuple[int, str]:
         return (min(_STATUS_RANK.get(s, 3) for s in row.cells.values()), row.key)
 
+    for key, short in shorten(rows).items():
+        rows[key].short = short
     return sorted(rows.values(), key=order)
 
 
@@ -332,6 +405,12 @@ def build_report(
             pass_rates=queries.pass_rates(db, runs.ids),
             fusion=queries.fusion_drift(db, runs.ids),
             known_failures=_known_failures(db, runs, facts, now.date()),
+            tonight=Tonight(
+                regressions,
+                fixes,
+                _new_infra(runs, lanes, infra),
+                _skipping(db, runs, lanes, suite_grid),
+            ),
             warnings=warnings,
         )
     finally:
@@ -341,14 +420,17 @@ def build_report(
 
 
 def headline(report: Report) -> str:
+    """One line: what changed first, then the state of the latest runs."""
     failing = sum(
         1 for row in report.test_grid if any(s in ("failed", "error") for s in row.cells.values())
     )
-    flagged = sum(1 for cell in report.suite_grid if cell.flagged)
+    tonight = report.tonight
     ran = sum(1 for lane in report.lanes if lane.runs)
+    infra = sum(1 for e in tonight.new_infra if e.scope != "case")
+    skipping = sum(1 for cell in report.suite_grid if cell.state in SKIPPING)
     return (
-        f"{ran}/{len(report.lanes)} platforms ran, {report.test_rows_total} tests: "
-        f"{len(report.regressions)} regressions, {failing} failing, {len(report.flaky)} flaky, "
-        f"{sum(1 for e in report.infra if e.scope != 'case')} infra failures, "
-        f"{flagged} flagged suite cells, {len(report.uncovered)} uncovered capabilities"
+        f"{len(tonight.regressions)} new failures, {len(tonight.fixes)} fixed, "
+        f"{infra} new infra failures, {len(tonight.started_skipping)} suites started skipping"
+        f" · {ran}/{len(report.lanes)} platforms ran, {report.test_rows_total} tests,"
+        f" {failing} failing, {len(report.flaky)} flaky, {skipping} suites mostly skipped"
     )

@@ -3,14 +3,33 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
 # A cell of the test x platform grid is a JUnit status or one of these.
 NEVER_RAN = "never-ran"  # no run of this platform in the window had the test
 MISSING = "missing"  # ran earlier in the window, absent from the latest run
-# Suite cells that are not plainly passed are flagged, never shown green.
-SUITE_STATES = ("passed", "failed", "infra", "all-skipped", "empty", "absent")
+# Suite cells: "undeclared" (the lane's matrix does not have the suite) is blank; every
+# other state but "passed" is flagged, never shown green. "absent" is a declared suite
+# that did not run.
+SUITE_STATES = (
+    "passed",
+    "failed",
+    "infra",
+    "mostly-skipped",
+    "all-skipped",
+    "empty",
+    "absent",
+    "undeclared",
+)
+SKIPPING = ("mostly-skipped", "all-skipped")
+
+
+def anchor(kind: str, *parts: str) -> str:
+    """A stable HTML id for an item, shared by the page and the Markdown links into it."""
+    digest = hashlib.sha1("\0".join(parts).encode()).hexdigest()[:10]
+    return f"{kind}-{digest}"
 
 
 @dataclass
@@ -35,7 +54,15 @@ class SuiteCell:
 
     @property
     def flagged(self) -> bool:
-        return self.state != "passed"
+        return self.state not in ("passed", "undeclared")
+
+    @property
+    def anchor(self) -> str:
+        return anchor("suite", self.lane, self.suite)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
 
 
 @dataclass
@@ -43,6 +70,11 @@ class TestRow:
     key: str
     cells: dict[str, str]  # lane -> status | never-ran | missing
     notes: dict[str, str] = field(default_factory=dict)  # lane -> skip reason / message
+    short: str = ""  # the key without what every row shares (see harness.reports.ids)
+
+    @property
+    def anchor(self) -> str:
+        return anchor("test", self.key)
 
 
 @dataclass
@@ -61,6 +93,10 @@ class Change:
     before: str
     after: str
     message: str
+
+    @property
+    def anchor(self) -> str:
+        return anchor("test", self.key)
 
 
 @dataclass
@@ -91,6 +127,10 @@ class InfraEvent:
     name: str
     signature: str
     message: str
+
+    @property
+    def anchor(self) -> str:
+        return anchor("infra", self.run, self.scope, self.name)
 
 
 @dataclass
@@ -126,6 +166,49 @@ class KnownFailureRow:
     state: str  # now-passing | expiring | expired
     tests: list[str]
 
+    @property
+    def anchor(self) -> str:
+        return anchor("known", self.lane, self.pattern)
+
+
+@dataclass
+class SkipChange:
+    """A suite that skips most of its tests in the latest run of a lane."""
+
+    lane: str
+    suite: str
+    state: str  # mostly-skipped | all-skipped
+    skipped: int
+    total: int
+    before: str | None  # the suite's state in the run before; None: no run before
+    reason: str  # where the state came from (the run's own verdict or the fallback ratio)
+
+    @property
+    def new(self) -> bool:
+        return self.before is not None and self.before not in SKIPPING
+
+    @property
+    def anchor(self) -> str:
+        return anchor("suite", self.lane, self.suite)
+
+
+@dataclass
+class Tonight:
+    """What changed since the previous run of each lane: the first thing a reader sees."""
+
+    regressions: list[Change]
+    fixes: list[Change]
+    new_infra: list[InfraEvent]
+    skipping: list[SkipChange]  # every suite skipping now; .new says whether it started
+
+    @property
+    def started_skipping(self) -> list[SkipChange]:
+        return [s for s in self.skipping if s.new]
+
+    @property
+    def empty(self) -> bool:
+        return not (self.regressions or self.fixes or self.new_infra or self.started_skipping)
+
 
 @dataclass
 class Report:
@@ -151,12 +234,24 @@ class Report:
     pass_rates: list[Series]
     fusion: list[Series]
     known_failures: list[KnownFailureRow]
+    tonight: Tonight = field(default_factory=lambda: Tonight([], [], [], []))
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def known_passing(self) -> list[KnownFailureRow]:
+        return [k for k in self.known_failures if k.state == "now-passing"]
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["suite_grid"] = [
-            {**dataclasses.asdict(cell), "flagged": cell.flagged} for cell in self.suite_grid
+            {**dataclasses.asdict(cell), "flagged": cell.flagged, "anchor": cell.anchor}
+            for cell in self.suite_grid
         ]
-        data["schema"] = 1
+        for name in ("regressions", "fixes"):
+            for item, change in zip(data[name], getattr(self, name), strict=True):
+                item["anchor"] = change.anchor
+        data["tonight"]["started_skipping"] = [
+            dataclasses.asdict(s) for s in self.tonight.started_skipping
+        ]
+        data["schema"] = 2
         return data
