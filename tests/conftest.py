@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 from filelock import FileLock
+from report_history import History, make_history
 from runs import Runs, make_runs  # tests/ is on sys.path: this conftest's folder
 
 pytest_plugins = ("pytester",)
@@ -26,3 +27,19 @@ def real_runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
             folder.mkdir()
             index.write_text(json.dumps(make_runs(folder).as_dict()))
         return Runs.from_dict(json.loads(index.read_text()))
+
+
+@pytest.fixture(scope="session")
+def nightly_history(tmp_path_factory: pytest.TempPathFactory) -> History:
+    """Seven lanes over three nights, every run folder written by ``harness run``
+    (tests/report_history.py), for the report and browser tests; made once for all xdist
+    workers like ``real_runs``. Read-only."""
+    shared = tmp_path_factory.getbasetemp().parent
+    with FileLock(str(shared / "nightly-history.lock")):
+        folder = shared / "nightly-history"
+        index = folder / "history.json"
+        if not index.is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            index.write_text(json.dumps(make_history(folder).as_dict()))
+        return History.from_dict(json.loads(index.read_text()))

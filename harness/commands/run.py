@@ -60,6 +60,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--keep-container", action="store_true", help="keep the container for debugging")
     p.add_argument("--shard", metavar="I/N", help="run only shard I of N (1-based)")
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="write the HTML/Markdown/JSON report of this run into <run folder>/report/ and "
+        "print its path",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed for every test (default 0)")
     p.add_argument(
         "--update-expectations",
@@ -102,4 +108,29 @@ def run(args: argparse.Namespace) -> int:
     )
     root = repo_root()
     ctx = RunContext(request=request, root=root, matrix=load_matrix(args.matrix, root=root))
-    return run_workflow(ctx)
+    try:
+        return run_workflow(ctx)
+    finally:
+        # Also after failed tests or an infrastructure error: that run is the one to read.
+        if args.report and not args.dry_run and ctx.run_dir != Path():
+            _report(ctx.run_dir)
+
+
+def _report(run_dir: Path) -> None:
+    """Print the report's path; a report that cannot be written is a warning, never the
+    run's exit status."""
+    from harness.errors import HarnessError
+    from harness.reports.one_run import write_run_report
+
+    def warn(line: str) -> None:
+        print(f"harness: warning: {line}", file=sys.stderr)
+
+    if not (run_dir / "manifest.json").is_file():
+        warn(f"{run_dir}: no manifest.json; no report")
+        return
+    try:
+        html = write_run_report(run_dir, warn)
+    except HarnessError as error:
+        warn(f"report not written: {error}")
+        return
+    print(f"report: {html}")

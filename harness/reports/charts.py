@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from html import escape
 
@@ -26,9 +27,21 @@ def _scale(
     return [pad + (size - 2 * pad) * (v - low) / span for v in values]
 
 
-def _tick_label(label: str) -> str:
-    """``2026-12-01T03:00:00Z`` -> ``12-01 03:00``."""
-    return label[5:16].replace("T", " ") if len(label) >= 16 else label
+def _epoch(label: str) -> float:
+    try:
+        when = dt.datetime.fromisoformat(label.replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return when.timestamp()
+
+
+def _tick_label(epoch: float, span: float) -> str:
+    when = dt.datetime.fromtimestamp(epoch, dt.UTC)
+    if span >= 2 * 86400:
+        return when.strftime("%m-%d")
+    return when.strftime("%m-%d %H:%M" if span >= 3600 else "%H:%M:%S")
 
 
 def line_chart(
@@ -43,30 +56,37 @@ def line_chart(
     y_max: float | None = None,
     y_format: str = "{:.0%}",
 ) -> str:
-    """Several series over shared time labels: axes with ticks and units, one point per
-    night, a legend. Fewer than two nights draw no frame: a sentence says what there is."""
-    labels = sorted({label for _, points in series for label, _ in points})
+    """Series of (ISO time, value) on a time axis: axes with ticks and units, one point per
+    run, a legend. When no series has two points there is no line to draw: a sentence says
+    what there is instead of an empty frame."""
     values = [v for _, points in series for _, v in points]
-    if not labels or not values:
+    if not values:
         return f'<p class="note muted">{escape(title)}: no runs in the window.</p>'
-    if len(labels) < 2:
+    if max(len(points) for _, points in series) < 2:
+        first = min(label for _, points in series for label, _ in points)
         each = ", ".join(
             f"{escape(name)} {escape(y_format.format(points[-1][1]))}"
             for name, points in series
             if points
         )
         return (
-            f'<p class="note" id="single-night">One night so far ({escape(labels[0][:10])}): '
+            f'<p class="note" id="single-night">One night so far ({escape(first[:10])}): '
             f"{each}. The chart over nights appears from the second night.</p>"
         )
     low = min(values) if y_min is None else y_min
     high = max(values) if y_max is None else y_max
-    position = {label: i for i, label in enumerate(labels)}
-    left, right, top, bottom = 56, 12, 12, 52
+    times = [_epoch(label) for _, points in series for label, _ in points]
+    t_min, t_max = min(times), max(times)
+    span = t_max - t_min
+    left, right, top, bottom = 56, 24, 12, 52
     legend_rows = (len(series) + 3) // 4
     height += 16 * legend_rows
     plot_w, plot_h = width - left - right, height - top - bottom - 16 * legend_rows
     x0, y0 = left, top + plot_h  # the origin
+
+    def x_of(epoch: float) -> float:
+        return x0 + _scale([epoch], t_min, t_max, plot_w, 10)[0]
+
     parts = [
         f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" width="{width}" '
         f'height="{height}" aria-label="{escape(title)}"><title>{escape(title)}</title>',
@@ -82,16 +102,15 @@ def line_chart(
             f'<text x="{x0 - 6}" y="{y + 4:.1f}" text-anchor="end">'
             f"{escape(y_format.format(value))}</text>"
         )
-    every = max(1, len(labels) // 8)  # x ticks: at most about 8 labels
-    xs_all = _scale(list(range(len(labels))), 0, len(labels) - 1, plot_w, 10)
-    for index, label in enumerate(labels):
-        x = x0 + xs_all[index]
-        parts.append(f'<line x1="{x:.1f}" y1="{y0}" x2="{x:.1f}" y2="{y0 + 4}" stroke="#666"/>')
-        if index % every == 0 or index == len(labels) - 1:
-            parts.append(
-                f'<text x="{x:.1f}" y="{y0 + 16}" text-anchor="middle">'
-                f"{escape(_tick_label(label))}</text>"
-            )
+    ticks = 6
+    for step in range(ticks):  # x ticks, evenly spaced in time
+        epoch = t_min + span * step / (ticks - 1)
+        x = x_of(epoch)
+        parts.append(
+            f'<line x1="{x:.1f}" y1="{y0}" x2="{x:.1f}" y2="{y0 + 4}" stroke="#666"/>'
+            f'<text x="{x:.1f}" y="{y0 + 16}" text-anchor="middle">'
+            f"{escape(_tick_label(epoch, span))}</text>"
+        )
     parts.append(
         f'<text x="{x0 + plot_w / 2:.1f}" y="{y0 + 34}" text-anchor="middle">'
         f"{escape(x_label)}</text>"
@@ -100,7 +119,7 @@ def line_chart(
     )
     for index, (name, points) in enumerate(series):
         colour = PALETTE[index % len(PALETTE)]
-        xs = [x0 + xs_all[position[label]] for label, _ in points]
+        xs = [x_of(_epoch(label)) for label, _ in points]
         ys = [y0 - y for y in _scale([v for _, v in points], low, high, plot_h, 0)]
         coords = " ".join(f"{x:.1f},{y:.1f}" for x, y in zip(xs, ys, strict=True))
         parts.append(

@@ -7,7 +7,7 @@ from collections import Counter
 from markupsafe import Markup
 
 from harness.reports import charts
-from harness.reports.ids import shorten
+from harness.reports.ids import leaf, shorten
 from harness.reports.model import MISSING, NEVER_RAN, Report, Series, SuiteCell, TestRow
 from harness.reports.templating import asset, html_env
 
@@ -25,6 +25,7 @@ CELL_LABELS = {
     MISSING: "missing",
     NEVER_RAN: "—",
 }
+CHIP_LABELS = {**CELL_LABELS, NEVER_RAN: "never ran"}
 SUITE_LABELS = {
     "infra": "infra failure",
     "mostly-skipped": "mostly skipped",
@@ -56,6 +57,10 @@ class View:
     def short(self, key: str) -> str:
         return self._short.get(key, key)
 
+    @staticmethod
+    def leaf(key: str) -> str:
+        return leaf(key)
+
     def suite_cell(self, lane: str, suite: str) -> SuiteCell:
         return self._cells[(lane, suite)]
 
@@ -66,6 +71,10 @@ class View:
     @staticmethod
     def cell_label(state: str) -> str:
         return CELL_LABELS.get(state, state)
+
+    @staticmethod
+    def chip_label(state: str) -> str:
+        return CHIP_LABELS.get(state, state)
 
     @staticmethod
     def row_states(row: TestRow) -> str:
@@ -92,14 +101,18 @@ def render_html(report: Report, *, markdown_name: str = "report.md") -> str:
         y_min=0.0,
         y_max=1.0,
     )
-    return html_env().get_template("report.html.j2").render(
-        r=report,
-        t=report.tonight,
-        view=View(report, shown),
-        shown=shown,
-        top=TOP,
-        markdown_name=markdown_name,
-        pass_rate_chart=Markup(chart),
-        css=Markup(asset("report.css")),
-        js=Markup(asset("report.js")),
+    return (
+        html_env()
+        .get_template("report.html.j2")
+        .render(
+            r=report,
+            t=report.tonight,
+            view=View(report, shown),
+            shown=shown,
+            top=TOP,
+            markdown_name=markdown_name,
+            pass_rate_chart=Markup(chart),
+            css=Markup(asset("report.css")),
+            js=Markup(asset("report.js")),
+        )
     )

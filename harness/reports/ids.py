@@ -42,12 +42,14 @@ def shorten(keys: Iterable[str], *, limit: int = PARAMS_LIMIT) -> dict[str, str]
     """key -> its short form (unique across ``keys`` whenever the keys are)."""
     keys = list(keys)
     split = {key: _split(key) for key in keys}
-    common = _common_dirs([path for path, _ in split.values() if path])
+    # Ids without a folder (foreign JUnit, a crash record) neither share nor block a prefix.
+    common = _common_dirs([path for path, _ in split.values() if len(path) > 1])
     out: dict[str, str] = {}
     for key, (path, rest) in split.items():
         name, bracket, params = rest.partition("[")
         params = params[:-1] if params.endswith("]") else params
-        shown = "/".join(path[common:]) + "::" + name if path else name
+        folder = path[common:] if len(path) > 1 else path
+        shown = "/".join(folder) + "::" + name if path else name
         out[key] = f"{shown}[{_cut(params, limit)}]" if bracket else shown
     # Cutting parameters may make two rows look alike: keep those whole.
     seen: dict[str, list[str]] = {}
@@ -56,5 +58,11 @@ def shorten(keys: Iterable[str], *, limit: int = PARAMS_LIMIT) -> dict[str, str]
     for clash in (group for group in seen.values() if len(group) > 1):
         for key in clash:
             path, rest = split[key]
-            out[key] = "/".join(path[common:]) + "::" + rest if path else rest
+            folder = path[common:] if len(path) > 1 else path
+            out[key] = "/".join(folder) + "::" + rest if path else rest
     return out
+
+
+def leaf(key: str) -> str:
+    """The test's own name with its parameters: what follows the last ``::``."""
+    return key.rsplit("::", 1)[-1]

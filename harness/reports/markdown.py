@@ -24,15 +24,28 @@ def render_markdown(report: Report, *, html_url: str = "report.html") -> str:
             return Markup("")
         return Markup(f"- … and {total - shown} more: ") + link("full list", anchor)
 
-    text = markdown_env().get_template("report.md.j2").render(
-        r=report,
-        t=tonight,
-        top=TOP,
-        link=link,
-        more=more,
-        missing_lanes=[lane.name for lane in report.lanes if not lane.runs],
-        infra=[e for e in tonight.new_infra if e.scope != "case"],
-        skipping=tonight.skipping,
+    text = (
+        markdown_env()
+        .get_template("report.md.j2")
+        .render(
+            r=report,
+            t=tonight,
+            top=TOP,
+            link=link,
+            more=more,
+            missing_lanes=[lane.name for lane in report.lanes if not lane.runs],
+            infra=[e for e in tonight.new_infra if e.scope != "case"],
+            skipping=tonight.skipping,
+            # With no run to compare against (one run per lane), name what fails instead.
+            failing=[]
+            if any(lane.runs >= 2 for lane in report.lanes)
+            else [
+                (lane, row)
+                for row in report.test_grid
+                for lane, state in row.cells.items()
+                if state in ("failed", "error")
+            ],
+        )
     )
     # Blank lines in runs of more than one come from skipped template blocks.
     lines: list[str] = []

@@ -160,3 +160,58 @@ def load_page(executable: str, page: Path, script: str) -> tuple[Any, list[str]]
         return value, console_errors(browser.events)
     finally:
         browser.close()
+
+
+class Page:
+    """One tab at a fixed viewport: evaluate scripts, take screenshots, read console errors."""
+
+    def __init__(self, browser: Browser, width: int, height: int) -> None:
+        self.browser = browser
+        target = browser.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self.session = browser.call("Target.attachToTarget", {"targetId": target, "flatten": True})[
+            "sessionId"
+        ]
+        for domain in ("Runtime.enable", "Log.enable", "Page.enable"):
+            browser.call(domain, session=self.session)
+        browser.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+            session=self.session,
+        )
+
+    def open(self, page: Path) -> None:
+        self.browser.events = [
+            e for e in self.browser.events if e.get("method") != "Page.loadEventFired"
+        ]
+        self.browser.call("Page.navigate", {"url": page.resolve().as_uri()}, session=self.session)
+        self.browser.wait_for("Page.loadEventFired")
+
+    def evaluate(self, script: str) -> Any:
+        result = self.browser.call(
+            "Runtime.evaluate", {"expression": script, "returnByValue": True}, session=self.session
+        )
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"script failed: {result['exceptionDetails']}")
+        return result.get("result", {}).get("value")
+
+    def screenshot(self, path: Path) -> Path:
+        import base64
+
+        data = self.browser.call("Page.captureScreenshot", {"format": "png"}, session=self.session)
+        path.write_bytes(base64.b64decode(data["data"]))
+        return path
+
+    def errors(self) -> list[str]:
+        self.evaluate("1")  # let late console messages arrive
+        return console_errors(self.browser.events)
+
+
+@contextlib.contextmanager
+def open_page(executable: str, page: Path, width: int, height: int) -> Any:
+    browser = Browser(executable)
+    try:
+        tab = Page(browser, width, height)
+        tab.open(page)
+        yield tab
+    finally:
+        browser.close()
