@@ -45,7 +45,7 @@ def _nightly(args: argparse.Namespace) -> int:
         matrices=Path(args.matrices) if args.matrices else None,
         warn=lambda line: print(f"harness: warning: {line}", file=sys.stderr),
     )
-    paths = write_reports(report, Path(args.out))
+    paths = write_reports(report, Path(args.out), html_url=args.link)
     print(report.headline)
     for path in paths.values():
         print(f"wrote {path}")
@@ -73,4 +73,10 @@ def register(subparsers: Any) -> None:
         help="matrices folder for platforms with no run (default: the checkout's)",
     )
     nightly.add_argument("--out", required=True, metavar="DIR")
+    nightly.add_argument(
+        "--link",
+        metavar="URL",
+        help="where report.md's links point: report.html's URL once published "
+        "(default: report.html beside report.md)",
+    )
     nightly.set_defaults(func=_nightly)

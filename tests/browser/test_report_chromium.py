@@ -1,4 +1,11 @@
-"""Open the nightly report in a real headless Chromium: no console errors, right cells."""
+"""Read the nightly report in a real headless Chromium, as a person would, at two sizes.
+
+The page comes from the history of real ``harness run`` folders (``nightly_history``:
+7 lanes). At 1366x768 and 1920x1080: the first screen holds the headline and the change
+list, every platform column of the test grid is inside the viewport, the filters change
+the visible rows, and nothing logs an error. Screenshots of both sizes land in the test's
+output folder (printed, and recorded as the ``screenshots`` property).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,8 @@ import json
 from pathlib import Path
 
 import pytest
-from cdp import find_chromium, load_page
+from cdp import find_chromium, load_page, open_page
+from report_history import LANES, History
 
 from harness.history import ingest_paths
 from harness.reports import build_report, write_reports
@@ -18,89 +26,97 @@ pytestmark = [
     pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt install chromium)"),
 ]
 
-CELLS = """JSON.stringify({
-  suites: [...document.querySelectorAll('#suite-grid td[data-suite]')]
-    .map(td => [td.dataset.lane, td.dataset.suite, td.dataset.state]),
-  tests: [...document.querySelectorAll('#test-grid tbody tr')]
-    .map(tr => [tr.dataset.test, ...[...tr.querySelectorAll('td[data-lane]')]
-      .map(td => td.dataset.lane + '=' + td.dataset.state)]),
-  filtered: (() => {
-    const box = document.getElementById('test-filter');
-    box.value = 'gemm'; box.dispatchEvent(new Event('input'));
-    return [...document.querySelectorAll('#test-grid tbody tr')]
-      .filter(tr => tr.style.display !== 'none').length;
-  })(),
-  svg: document.querySelectorAll('svg').length,
-})"""
+FIRST_SCREEN = """JSON.stringify((() => {
+  const box = e => { const r = e.getBoundingClientRect();
+    return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; };
+  return {
+    width: document.documentElement.clientWidth, height: window.innerHeight,
+    headline: box(document.getElementById('headline')),
+    changes: box(document.getElementById('changes')),
+    change_links: [...document.querySelectorAll('#changes li a')].map(a => a.textContent),
+    lanes: [...document.querySelectorAll('#test-grid thead th.lane-col')]
+      .map(th => [th.textContent, box(th)]),
+    first_col: box(document.querySelector('#test-grid thead th.first')),
+    page_scrolls_sideways: document.documentElement.scrollWidth > window.innerWidth,
+  };
+})())"""
 
-
-def _junit(cases: str) -> str:
-    suite = f'<testsuite name="pytest">{cases}</testsuite>'
-    return f'<?xml version="1.0"?><testsuites>{suite}</testsuites>'
-
-
-def _run(root: Path, lane: str, started: dt.datetime, suites: dict[str, str]) -> None:
-    folder = root / lane / f"{started:%Y%m%dT%H%M%SZ}-{lane}"
-    (folder / "junit").mkdir(parents=True)
-    for suite, cases in suites.items():
-        (folder / "junit" / f"{suite}.xml").write_text(_junit(cases))
-    manifest = {
-        "schema": 1,
-        "run_id": folder.name,
-        "matrix": {"name": lane},
-        "platform": lane,
-        "started": started.isoformat(),
-        "status": "done",
-        "suites": [{"suite": s, "status": "passed", "exit_code": 0} for s in suites],
-    }
-    (folder / "manifest.json").write_text(json.dumps(manifest))
+FILTERS = """JSON.stringify((() => {
+  const visible = () => [...document.querySelectorAll('#test-grid tbody tr')]
+    .filter(tr => tr.offsetParent !== null).map(tr => tr.dataset.test);
+  const box = document.getElementById('test-filter');
+  const chip = v => document.querySelector(`.state-filter[value="${v}"]`);
+  const all = visible().length;
+  box.value = 'check_features'; box.dispatchEvent(new Event('input'));
+  const text = visible();
+  box.value = ''; box.dispatchEvent(new Event('input'));
+  chip('failed').click();
+  const failed = visible();
+  const counter = document.getElementById('test-shown').textContent;
+  chip('failed').click();
+  return {all, text, failed, counter, back: visible().length,
+          chip_count: chip('failed').parentElement.querySelector('.count').textContent};
+})())"""
 
 
 @pytest.fixture(scope="module")
-def report_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def report_html(nightly_history: History, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("browser")
-    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
-    ok = '<testcase classname="test_gemm" name="test_gemm[{d}-float16]" file="test_gemm.py"/>'
-    bad = (
-        '<testcase classname="test_gemm" name="test_bias" file="test_gemm.py">'
-        '<failure message="mismatch &lt;script&gt;">x</failure></testcase>'
-    )
-    skip = (
-        '<testcase classname="test_fuse" name="test_fp8" file="test_fuse.py">'
-        '<skipped message="no fp8"/></testcase>'
-    )
-    _run(
-        root / "runs",
-        "cpu",
-        now - dt.timedelta(hours=2),
-        {"kernel": ok.format(d="cpu") + bad, "fusion": skip},
-    )
-    _run(root / "runs", "cuda", now - dt.timedelta(hours=1), {"kernel": ok.format(d="cuda:0")})
-    db = root / "h.sqlite"
-    ingest_paths(db, [root / "runs"], pytest.fail)
-    report = build_report(db, since=dt.timedelta(days=1), now=now, declared=False)
+    db = root / "history.sqlite"
+    ingest_paths(db, [nightly_history.reports], pytest.fail)
+    report = build_report(db, since=dt.timedelta(days=14), declared=False)
+    assert len(report.lanes) == 7
     return write_reports(report, root / "out")["html"]
 
 
-def test_report_loads_without_errors_and_shows_cells(report_html: Path) -> None:
+@pytest.fixture(scope="module")
+def output_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("report-screenshots")
+
+
+@pytest.mark.parametrize(("width", "height"), [(1366, 768), (1920, 1080)])
+def test_page_reads_at_screen_size(
+    report_html: Path,
+    output_dir: Path,
+    width: int,
+    height: int,
+    record_property: pytest.RecordProperty,
+) -> None:
     assert CHROMIUM is not None
-    value, errors = load_page(CHROMIUM, report_html, CELLS)
+    with open_page(CHROMIUM, report_html, width, height) as tab:
+        first = json.loads(tab.evaluate(FIRST_SCREEN))
+        shots = [tab.screenshot(output_dir / f"report-{width}x{height}-first-screen.png")]
+        tab.evaluate("document.getElementById('tests').scrollIntoView()")
+        shots.append(tab.screenshot(output_dir / f"report-{width}x{height}-test-grid.png"))
+        filters = json.loads(tab.evaluate(FILTERS))
+        errors = tab.errors()
+    print(f"screenshots: {', '.join(map(str, shots))}")
+    record_property("screenshots", " ".join(map(str, shots)))
     assert errors == []
-    got = json.loads(value)
-    assert sorted(map(tuple, got["suites"])) == [
-        ("cpu", "fusion", "all-skipped"),
-        ("cpu", "kernel", "failed"),
-        ("cuda", "fusion", "absent"),
-        ("cuda", "kernel", "passed"),
+    assert all(shot.stat().st_size > 10_000 for shot in shots)
+
+    # The first screen: the headline and the whole change list.
+    assert first["headline"]["top"] >= 0 and first["changes"]["bottom"] <= first["height"]
+    assert "test_regresses_tonight" in first["change_links"]
+    assert "cpu / features" in first["change_links"]
+    assert "test_fixed_upstream" in first["change_links"]
+    assert "rocm-mi300x" in first["change_links"]
+
+    # Every platform column of the test grid inside the viewport, without scrolling sideways.
+    assert [name for name, _ in first["lanes"]] == sorted(LANES)
+    for name, box in first["lanes"]:
+        assert box["left"] >= 0 and box["right"] <= first["width"], (name, box)
+    assert not first["page_scrolls_sideways"]
+
+    # Filters change the visible rows; the counter and the chip counts agree.
+    assert filters["all"] == filters["back"] > 10
+    assert len(filters["text"]) == 10 and all("check_features" in t for t in filters["text"])
+    assert sorted(t.rsplit("::", 1)[-1] for t in filters["failed"]) == [
+        "test_keeps_failing",
+        "test_regresses_tonight",
     ]
-    tests = {row[0]: row[1:] for row in got["tests"]}
-    assert tests == {
-        "test_gemm.py::test_bias": ["cpu=failed", "cuda=never-ran"],
-        "test_fuse.py::test_fp8": ["cpu=skipped", "cuda=never-ran"],
-        "test_gemm.py::test_gemm[float16]": ["cpu=passed", "cuda=passed"],
-    }
-    assert got["filtered"] == 2  # the inline filter script ran
-    assert got["svg"] >= 1
+    assert filters["chip_count"] == "2"
+    assert filters["counter"].startswith("2 of ")
 
 
 def test_a_broken_script_is_caught(report_html: Path, tmp_path: Path) -> None:

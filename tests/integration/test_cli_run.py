@@ -117,3 +117,29 @@ def test_docker_dry_run_prints_pasteable_docker_run(
     for part in expected:
         assert part in command, (part, command)
     assert "-m pytest" in command and "TIKTOKEN_CACHE_DIR=" in command
+
+
+@pytest.mark.slow
+def test_report_flag_prints_the_path_of_a_one_run_report(tmp_path: Path) -> None:
+    from report_history import matrix_text
+
+    matrix = tmp_path / "cpu-night3.yaml"
+    matrix.write_text(matrix_text("cpu", 3))
+    done = harness("run", "--matrix", str(matrix), "--python", "current", "--local", "--report",
+                   reports=tmp_path / "reports")
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    (line,) = [ln for ln in done.stdout.splitlines() if ln.startswith("report: ")]
+    html = Path(line.removeprefix("report: "))
+    run_dir = only_run_dir(tmp_path / "reports", "cpu")
+    assert html == run_dir / "report" / "report.html" and html.is_file()
+    md = (html.parent / "report.md").read_text()
+    assert "### Failing (2; no earlier run to compare with)" in md
+    assert "test_regresses_tonight" in md and "test_keeps_failing" in md
+    data = json.loads((html.parent / "report.json").read_text())
+    assert [lane["name"] for lane in data["lanes"]] == ["cpu"]
+    assert "One night so far" in html.read_text()
+    # The report folder does not make the run folder ingest differently.
+    from harness.history import ingest_paths
+
+    added = ingest_paths(tmp_path / "h.sqlite", [tmp_path / "reports"], pytest.fail).added
+    assert len(added) == 1

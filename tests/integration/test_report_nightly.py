@@ -1,14 +1,20 @@
-"""Several nights of real pytest runs -> history -> nightly report, section by section."""
+"""Nights of real ``harness run`` folders -> history -> nightly report, section by section.
+
+The history (tests/report_history.py, the session fixture ``nightly_history``) has, on its
+last night, a regression, a fix, an infrastructure crash, a suite that started skipping
+and a known failure that now passes; report.md must name each of them.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import sqlite3
 from pathlib import Path
 
 import pytest
-from report_history import make_history
+from report_history import KNOWN_ID, LANES, SUITES, History
 
 from harness import cli
 from harness.history import ingest_paths
@@ -17,151 +23,164 @@ from harness.reports.model import Report
 
 pytestmark = pytest.mark.slow
 
-KERNEL = "test_kernel.py"
-
-
-@pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dt.datetime]:
-    root = tmp_path_factory.mktemp("nights")
-    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
-    make_history(root, now)
-    db = root / "history.sqlite"
-    warnings: list[str] = []
-    result = ingest_paths(db, [root / "reports"], warnings.append)
-    assert warnings == []
-    assert len(result.added) == 6
-    return root, db, now
-
-
-@pytest.fixture(scope="module")
-def report(history: tuple[Path, Path, dt.datetime]) -> Report:
-    _, db, now = history
-    return build_report(db, since=dt.timedelta(days=14), now=now, declared=False)
+KERNELS = f"{SUITES}/check_kernels.py"
 
 
 def key(name: str) -> str:
-    return f"{KERNEL}::{name}"
+    return f"{KERNELS}::{name}"
 
 
-def test_ingest_is_idempotent(history: tuple[Path, Path, dt.datetime]) -> None:
-    root, db, _ = history
-    again = ingest_paths(db, [root / "reports"], print)
-    assert again.added == [] and len(again.skipped) == 6
+@pytest.fixture(scope="module")
+def db(nightly_history: History, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("db") / "history.sqlite"
+    warnings: list[str] = []
+    result = ingest_paths(path, [nightly_history.reports], warnings.append)
+    assert warnings == []
+    assert len(result.added) == len(nightly_history.runs) == 10
+    return path
+
+
+@pytest.fixture(scope="module")
+def report(db: Path) -> Report:
+    return build_report(db, since=dt.timedelta(days=14), declared=False)
+
+
+def test_the_runs_exit_as_harness_run_says(nightly_history: History) -> None:
+    codes = nightly_history.exit_codes
+    assert codes[("cpu", 3)] == 1  # failing tests
+    assert codes[("rocm-mi300x", 3)] == 3  # the crash: an infrastructure error
+    assert codes[("cuda-h100", 3)] == 0
+
+
+def test_ingest_is_idempotent(nightly_history: History, db: Path) -> None:
+    again = ingest_paths(db, [nightly_history.reports], print)
+    assert again.added == [] and len(again.skipped) == 10
     with sqlite3.connect(db) as conn:
-        assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 6
-        runs = conn.execute("SELECT lane, infra_signature FROM runs ORDER BY started").fetchall()
-    assert ("rocm", "gpu-hang") in runs
+        lanes = {row[0] for row in conn.execute("SELECT lane FROM runs")}
+    assert lanes == set(LANES)
 
 
-def test_suite_grid_flags_gaps(report: Report) -> None:
+def test_suite_grid_shows_only_declared_suites(report: Report) -> None:
     cells = {(c.lane, c.suite): c for c in report.suite_grid}
-    assert report.suites == ["e2e", "fusion", "kernel"]
-    assert cells[("rocm", "fusion")].state == "all-skipped"
-    assert cells[("rocm", "fusion")].flagged
-    assert cells[("rocm", "e2e")].state == "absent"
-    assert cells[("cpu", "e2e")].state == "infra"
-    assert "missing-junit" in cells[("cpu", "e2e")].reason
-    assert cells[("cpu", "fusion")].state == "passed" and not cells[("cpu", "fusion")].flagged
-    kernel = cells[("cpu", "kernel")]
-    assert kernel.state == "failed"
-    assert kernel.counts == {"passed": 6, "failed": 2, "skipped": 1}
-    assert cells[("rocm", "kernel")].counts == {"passed": 8}
+    assert report.suites == ["features", "kernels"]
+    assert cells[("cpu", "features")].state == "mostly-skipped"
+    assert cells[("cpu", "features")].flagged
+    assert cells[("cpu", "features")].counts == {"passed": 1, "skipped": 9}
+    # Declared by rocm-mi355x but not run: the flag.
+    assert cells[("rocm-mi355x", "features")].state == "absent"
+    assert cells[("rocm-mi355x", "features")].flagged
+    # Not declared: blank, not flagged.
+    for lane in ("cuda-h100", "xpu-max1550", "zen-genoa", "s390x-z15", "rocm-mi300x"):
+        assert cells[(lane, "features")].state == "undeclared"
+        assert not cells[(lane, "features")].flagged
+    assert cells[("cpu", "kernels")].state == "failed"
+    assert cells[("rocm-mi300x", "kernels")].state == "infra"
+    assert cells[("cuda-h100", "kernels")].state == "passed"
 
 
-def test_test_grid_cells(report: Report) -> None:
-    rows = {row.key: row.cells for row in report.test_grid}
-    assert rows[key("test_rms_norm[float32]")] == {"cpu": "passed", "rocm": "passed"}
-    assert rows[key("test_needs_fp8")] == {"cpu": "skipped", "rocm": "passed"}
-    assert rows[key("test_cpu_only")] == {"cpu": "passed", "rocm": "never-ran"}
-    assert rows[key("test_regresses_tonight")] == {"cpu": "failed", "rocm": "passed"}
-    # Problems first.
-    assert report.test_grid[0].cells["cpu"] == "failed"
-
-
-def test_capability_coverage(report: Report) -> None:
-    caps = {c.name: c for c in report.capabilities}
-    assert caps["triton"].tests == {"cpu": 2, "rocm": 2}
-    assert caps["fp8_e4m3fnuz"].tests["rocm"] == 1
-    assert caps["fp8"].tests["rocm"] == 1  # through its child
-    assert caps["fp8"].provided == {"cpu": False, "rocm": True}
-    assert sorted(report.uncovered) == [("cpu", "inductor"), ("rocm", "cuda_graphs")]
-
-
-def test_regressions_fixes_streaks(report: Report) -> None:
-    assert [(c.lane, c.key, c.before, c.after) for c in report.regressions] == [
-        ("cpu", key("test_regresses_tonight"), "passed", "failed"),
-    ]
-    assert "drifted" in report.regressions[0].message
-    assert [(c.lane, c.key) for c in report.fixes] == [("cpu", key("test_flips"))]
-    assert [(s.lane, s.key, s.runs) for s in report.streaks] == [
-        ("cpu", key("test_keeps_failing"), 2),
-    ]
-
-
-def test_flaky_apart_from_infrastructure(report: Report) -> None:
-    assert [(f.lane, f.key, f.flips) for f in report.flaky] == [("cpu", key("test_flips"), 2)]
-    signatures = {(e.scope, e.signature) for e in report.infra}
-    assert ("run", "gpu-hang") in signatures
-    assert ("suite", "gpu-hang") in signatures
-    assert ("suite", "missing-junit") in signatures
-    hung = [e for e in report.infra if e.scope == "case"]
-    assert [(e.lane, e.name, e.signature) for e in hung] == [
-        ("rocm", key("test_hangs_once"), "gpu-hang"),
-    ]
-
-
-def test_headroom_trends_and_fusion_drift(report: Report) -> None:
-    assert {(h.lane, h.key, h.headroom) for h in report.headroom} == {
-        ("cpu", key("test_rms_norm[bfloat16]"), 0.93),
-        ("rocm", key("test_rms_norm[bfloat16]"), 0.93),
+def test_test_grid_cells_and_short_ids(report: Report) -> None:
+    rows = {row.key: row for row in report.test_grid}
+    regress = rows[key("test_regresses_tonight")]
+    assert regress.cells["cpu"] == "failed" and regress.cells["cuda-h100"] == "passed"
+    assert regress.short == "check_kernels.py::test_regresses_tonight"
+    assert rows[f"{SUITES}/check_features.py::test_feature[feature3]"].cells == {
+        "cpu": "skipped",
+        **{lane: "never-ran" for lane in LANES if lane not in ("cpu", "rocm-mi355x")},
+        "rocm-mi355x": "never-ran",
     }
-    trend = {(s.label, s.lane): s for s in report.error_trends}
-    assert [v for _, v in trend[("rms_norm", "cpu")].points] == [0.93, 0.93, 0.93]
-    drift = [s for s in report.fusion if s.drifted]
-    assert [(s.lane, s.label, [v for _, v in s.points], s.expected) for s in drift] == [
-        ("cpu", "fusion.add_rms_norm", [2.0, 2.0, 1.0], 2.0),
+    assert len({row.short for row in report.test_grid}) == len(report.test_grid)
+    assert report.test_grid[0].cells  # problems first
+    assert any(s in ("failed", "error") for s in report.test_grid[0].cells.values())
+
+
+def test_what_changed_since_the_last_night(report: Report) -> None:
+    tonight = report.tonight
+    assert [(c.lane, c.key) for c in tonight.regressions] == [
+        ("cpu", key("test_regresses_tonight"))
     ]
-
-
-def test_known_failures_passing_or_expiring(report: Report) -> None:
-    states = {(k.lane, k.pattern): k.state for k in report.known_failures}
-    assert states == {
-        ("cpu", "*::test_fixed_now"): "now-passing",
-        ("cpu", "*::test_not_here*"): "expiring",
+    assert sorted((c.lane, c.key) for c in tonight.fixes) == [
+        ("cpu", key("test_fixed_tonight")),
+        ("cpu", key("test_flips")),
+    ]
+    assert {(e.lane, e.scope) for e in tonight.new_infra if e.scope != "case"} == {
+        ("rocm-mi300x", "run"),
+        ("rocm-mi300x", "suite"),
     }
-
-
-def test_window_excludes_old_runs(history: tuple[Path, Path, dt.datetime]) -> None:
-    _, db, now = history
-    recent = build_report(db, since=dt.timedelta(hours=36), now=now, declared=False)
-    assert [lane.runs for lane in recent.lanes] == [1, 1]
-    assert recent.regressions == [] and recent.flaky == []
-
-
-def test_cli_writes_three_files(
-    history: tuple[Path, Path, dt.datetime], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    _, db, _ = history
-    out = tmp_path / "out"
-    code = cli.main(
-        ["report", "nightly", "--history", str(db), "--since", "14d", "--out", str(out)]
+    assert [(s.lane, s.suite, s.before, s.skipped, s.total) for s in tonight.started_skipping] == [
+        ("cpu", "features", "passed", 9, 10)
+    ]
+    assert [(k.lane, k.pattern, k.tests) for k in report.known_passing] == [
+        ("cpu", KNOWN_ID, [KNOWN_ID])
+    ]
+    assert report.headline.startswith(
+        "1 new failures, 2 fixed, 2 new infra failures, 1 suites started skipping"
     )
+
+
+def test_streaks_flakes_headroom(report: Report) -> None:
+    assert [(s.lane, s.key, s.runs) for s in report.streaks] == [
+        ("cpu", key("test_keeps_failing"), 3)
+    ]
+    assert [(f.lane, f.key, f.flips) for f in report.flaky] == [("cpu", key("test_flips"), 2)]
+    assert {h.headroom for h in report.headroom} == {0.9}
+    cpu = next(s for s in report.pass_rates if s.lane == "cpu")
+    assert len(cpu.points) == 3
+
+
+def test_window_before_the_last_night(nightly_history: History, db: Path) -> None:
+    assert nightly_history.before_last is not None
+    now = dt.datetime.now(dt.UTC)
+    last = build_report(db, since=now - nightly_history.before_last, now=now, declared=False)
+    assert {lane.name: lane.runs for lane in last.lanes} == dict.fromkeys(LANES, 1)
+    assert last.tonight.regressions == [] and last.flaky == []
+
+
+def test_report_md_names_every_change(db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    code = cli.main(["report", "nightly", "--history", str(db), "--out", str(out)])
     assert code == 0
-    printed = capsys.readouterr().out
-    assert "regressions" in printed.splitlines()[0]
-    html = (out / "report.html").read_text()
-    assert "http://" not in html and "https://" not in html and "src=" not in html
     md = (out / "report.md").read_text()
-    assert len(md) < 4000 and str(out / "report.html") in md
+    sections = re.findall(r"^### (.+)$", md, flags=re.M)
+    assert sections == [
+        "New failures (1)",
+        "Infrastructure failures (2)",
+        "Mostly skipped (1)",
+        "Known failures that now pass (1)",
+    ]
     assert "test_regresses_tonight" in md
+    assert "[rocm-mi300x](report.html#infra-" in md
+    assert "[cpu / features](report.html#suite-" in md
+    assert "test_fixed_upstream" in md
+    assert len(md) < 4000
+    # Every link points into the page, at an id the page has.
+    html = (out / "report.html").read_text()
+    for anchor in re.findall(r"\(report\.html#([\w-]+)\)", md):
+        assert f'id="{anchor}"' in html, anchor
+    # The hostile failure message is quoted inert: inside a code span, nothing raw.
+    outside_code = re.sub(r"`[^`]*`", "", md)
+    assert "<img" not in outside_code and "@org" not in outside_code
+    assert "](http://example.invalid" not in outside_code
+    html_text = html.split("<script>")[0]
+    assert "<img" not in html_text and "&lt;img src=x" in html_text
     data = json.loads((out / "report.json").read_text())
-    assert data["schema"] == 1 and data["regressions"][0]["key"].endswith("tonight")
+    assert data["schema"] == 2
+    assert data["tonight"]["regressions"][0]["key"] == key("test_regresses_tonight")
+    assert data["tonight"]["started_skipping"][0]["suite"] == "features"
+
+
+def test_report_md_caps_each_list(db: Path, tmp_path: Path) -> None:
+    from harness.reports.markdown import TOP, render_markdown
+
+    report = build_report(db, since=dt.timedelta(days=14), declared=False)
+    report.tonight.regressions = report.tonight.regressions * (TOP + 3)
+    md = render_markdown(report, html_url="https://ci.example/artifacts/report.html")
+    assert md.count("test_regresses_tonight") == TOP
+    assert "… and 3 more: [full list](https://ci.example/artifacts/report.html#regressions)" in md
 
 
 def test_cli_bad_since_is_one_line(
-    history: tuple[Path, Path, dt.datetime], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _, db, _ = history
     code = cli.main(
         ["report", "nightly", "--history", str(db), "--since", "fortnight", "--out", str(tmp_path)]
     )
