@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -34,7 +35,10 @@ def nightly_history(tmp_path_factory: pytest.TempPathFactory) -> History:
     """Seven lanes over three nights, every run folder written by ``harness run``
     (tests/report_history.py), for the report and browser tests; made once for all xdist
     workers like ``real_runs``. Read-only."""
-    shared = tmp_path_factory.getbasetemp().parent
+    base = tmp_path_factory.getbasetemp()
+    # Under xdist the session's folder is the parent of each worker's; without it the
+    # parent is shared by every session, so stay in this session's own folder.
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     with FileLock(str(shared / "nightly-history.lock")):
         folder = shared / "nightly-history"
         index = folder / "history.json"
