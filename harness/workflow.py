@@ -17,7 +17,15 @@ from harness.cache import cache_root
 from harness.errors import InfraError, Interrupted, TestsFailed
 from harness.plan import Invocation, PlanOptions, plan_run, select_suites
 from harness.results import layout
-from harness.results.manifest import GitRef, InfraFailure, ManifestWriter, MatrixRef, RunRecord, now
+from harness.results.manifest import (
+    GitRef,
+    InfraFailure,
+    ManifestWriter,
+    MatrixRef,
+    RunRecord,
+    build_id,
+    now,
+)
 from harness.runners.outcome import Status, SuiteOutcome, failing
 from harness.secret_names import masked as mask_env
 from harness.threads import ThreadPlan, cpu_budget, plan_threads
@@ -235,6 +243,7 @@ def start_manifest(ctx: RunContext) -> None:
         env=mask_env(dict(ctx.env)),
         command=list(ctx.request.command_line),
         repro_of=ctx.request.repro_of,
+        build=build_id(os.environ),
         started=now(),
     )
     ctx.manifest = ManifestWriter(ctx.run_dir, record)

@@ -113,7 +113,7 @@ def _run_values(run: _Run, suite_props: dict[str, str], started: str | None) -> 
         return (
             run.key, matrix, layout.lane_name(matrix, emulate), matrix, None, int(emulate),
             None, None, None, suite_props.get("torch_version"), started or when, None, None,
-            None, None, None, None, str(run.source), None,
+            None, None, None, None, str(run.source), None, None, None,
         )  # fmt: skip
     infra_error = rec.infra_error
     signature = (
@@ -128,7 +128,7 @@ def _run_values(run: _Run, suite_props: dict[str, str], started: str | None) -> 
         rec.torch or suite_props.get("torch_version"), _utc(rec.started) or started or when,
         _utc(rec.ended), rec.status, rec.exit_code, infra_error.kind if infra_error else None,
         infra_error.message if infra_error else None, signature, str(run.source),
-        run.matrix_json,
+        run.matrix_json, rec.shard, rec.build,
     )  # fmt: skip
 
 

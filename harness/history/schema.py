@@ -72,7 +72,21 @@ def _v2_indexes(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1_tables, _v2_indexes)
+def _v3_shards(db: sqlite3.Connection) -> None:
+    # The shards of one CI build are one night of a lane (the report joins them).
+    db.executescript(
+        """
+        ALTER TABLE runs ADD COLUMN shard TEXT;   -- "i/N", or NULL for a whole run
+        ALTER TABLE runs ADD COLUMN build TEXT;   -- the CI build id its shards share
+        """
+    )
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _v1_tables,
+    _v2_indexes,
+    _v3_shards,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -100,8 +100,8 @@ class Writer:
         cursor = self.db.execute(
             "INSERT INTO runs (run_key, matrix, lane, platform, family, emulate, fingerprint,"
             " image, git_sha, torch, started, ended, status, exit_code, infra_kind,"
-            " infra_message, infra_signature, source, matrix_json, ingested)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " infra_message, infra_signature, source, matrix_json, shard, build, ingested)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (*values, _now()),
         )
         return int(cursor.lastrowid or 0)

@@ -47,30 +47,57 @@ def _iso(when: dt.datetime) -> str:
 
 
 class _Runs:
-    """The runs in the window, grouped by lane, oldest first."""
+    """The runs in the window, grouped by lane into nights, oldest first.
+
+    A night is one run, or the shards of one CI build (same ``build``, shards ``i/N``
+    with distinct ``i``): ``by_lane`` names each night by its first run, ``members``
+    lists all of its runs.
+    """
 
     def __init__(self, db: sqlite3.Connection, since: str, until: str) -> None:
         self.by_lane: dict[str, list[tuple[int, str]]] = defaultdict(list)
         self.rows: dict[int, tuple[str, str, str, str | None, str | None, str | None]] = {}
-        for rid, key, lane, matrix, started, status, sig, mjson in db.execute(
-            "SELECT id, run_key, lane, matrix, started, status, infra_signature, matrix_json"
-            " FROM runs WHERE started >= ? AND started <= ? ORDER BY started, id",
+        self.members: dict[int, list[int]] = {}
+        shards: dict[int, tuple[str, str, set[str]]] = {}  # night -> (build, N, indexes)
+        for rid, key, lane, matrix, started, status, sig, mjson, shard, build in db.execute(
+            "SELECT id, run_key, lane, matrix, started, status, infra_signature, matrix_json,"
+            " shard, build FROM runs WHERE started >= ? AND started <= ? ORDER BY started, id",
             (since, until),
         ):
-            self.by_lane[lane].append((rid, started))
             self.rows[rid] = (key, lane, matrix, status, sig, mjson)
+            index, _, total = (shard or "").partition("/")
+            nights = self.by_lane[lane]
+            night = nights[-1][0] if nights else None
+            joined = night is not None and night in shards and build and shards[night][:2] == (
+                build, total) and index not in shards[night][2]
+            if joined and night is not None:
+                shards[night][2].add(index)
+                self.members[night].append(rid)
+                continue
+            nights.append((rid, started))
+            self.members[rid] = [rid]
+            if build and total:
+                shards[rid] = (build, total, {index})
 
     @property
     def ids(self) -> list[int]:
         return list(self.rows)
 
     def latest_map(self, lanes: list[str]) -> dict[int, str]:
-        """Latest run id -> lane, for the lanes that ran."""
-        return {runs[-1][0]: lane for lane in lanes if (runs := self.by_lane.get(lane))}
+        """Every run of each lane's latest night -> lane."""
+        return {
+            member: lane
+            for lane in lanes
+            if (nights := self.by_lane.get(lane))
+            for member in self.members[nights[-1][0]]
+        }
 
     def latest(self, lane: str) -> int | None:
-        runs = self.by_lane.get(lane)
-        return runs[-1][0] if runs else None
+        nights = self.by_lane.get(lane)
+        return nights[-1][0] if nights else None
+
+    def night(self, rid: int) -> list[int]:
+        return self.members.get(rid, [rid])
 
 
 def _lane_facts(
@@ -168,9 +195,10 @@ def _skipping(
     db: sqlite3.Connection, runs: _Runs, lanes: list[str], grid: list[SuiteCell]
 ) -> list[SkipChange]:
     previous = {
-        lane_runs[-2][0]: lane
+        member: lane
         for lane in lanes
         if len(lane_runs := runs.by_lane.get(lane, [])) >= 2
+        for member in runs.night(lane_runs[-2][0])
     }
     before = _suite_cells(db, previous)
     had_before = set(previous.values())
@@ -192,19 +220,29 @@ def _skipping(
 
 
 def _new_infra(runs: _Runs, lanes: list[str], events: list[InfraEvent]) -> list[InfraEvent]:
-    """Infrastructure failures of each lane's latest run that the run before did not have."""
-    keys = {
-        lane: [runs.rows[rid][0] for rid, _ in runs.by_lane.get(lane, [])[-2:]] for lane in lanes
-    }
-    latest = {lane: k[-1] for lane, k in keys.items() if k}
-    previous = {lane: k[0] for lane, k in keys.items() if len(k) == 2}
+    """Infrastructure failures of each lane's latest night that the night before lacked."""
+
+    def keys(rid: int) -> set[str]:
+        return {runs.rows[member][0] for member in runs.night(rid)}
+
+    latest: dict[str, set[str]] = {}
+    previous: dict[str, set[str]] = {}
+    for lane in lanes:
+        nights = runs.by_lane.get(lane, [])
+        if nights:
+            latest[lane] = keys(nights[-1][0])
+        if len(nights) >= 2:
+            previous[lane] = keys(nights[-2][0])
     seen_before = {
-        (e.lane, e.scope, e.name, e.signature) for e in events if previous.get(e.lane) == e.run
+        (e.lane, e.scope, e.name, e.signature)
+        for e in events
+        if e.run in previous.get(e.lane, set())
     }
     return [
         e
         for e in events
-        if latest.get(e.lane) == e.run and (e.lane, e.scope, e.name, e.signature) not in seen_before
+        if e.run in latest.get(e.lane, set())
+        and (e.lane, e.scope, e.name, e.signature) not in seen_before
     ]
 
 
@@ -296,8 +334,7 @@ def _known_failures(
             if latest is None
             else db.execute(
                 "SELECT t.nodeid, c.status FROM cases c JOIN tests t ON t.id = c.test"
-                " WHERE c.run = ?",
-                (latest,),
+                f" WHERE c.run IN ({queries.ids(runs.night(latest))})"
             ).fetchall()
         )
         for entry in item.known_failures:
@@ -361,7 +398,9 @@ def build_report(
         for lane in lanes:
             lane_runs = runs.by_lane.get(lane, [])
             if len(lane_runs) >= 2:
-                got = queries.changes(db, lane, lane_runs[-2][0], lane_runs[-1][0])
+                got = queries.changes(
+                    db, lane, runs.night(lane_runs[-2][0]), runs.night(lane_runs[-1][0])
+                )
                 regressions += got[0]
                 fixes += got[1]
             streaks += queries.streaks(db, lane, lane_runs)

@@ -19,17 +19,18 @@ def ids(values: Iterable[int]) -> str:
 
 
 def changes(
-    db: sqlite3.Connection, lane: str, before: int, after: int
+    db: sqlite3.Connection, lane: str, before: Sequence[int], after: Sequence[int]
 ) -> tuple[list[Change], list[Change]]:
-    """Latest run against the one before it; infrastructure failures on either side excluded."""
+    """Latest night against the one before it (each night's runs: one, or its shards);
+    infrastructure failures on either side excluded."""
 
-    def outcomes(run: int) -> dict[int, tuple[str, str, str]]:
+    def outcomes(night: Sequence[int]) -> dict[int, tuple[str, str, str]]:
         return {
             test: (key, status, message or "")
             for test, key, status, message in db.execute(
                 "SELECT c.test, t.key, c.status, c.message FROM cases c"
-                " JOIN tests t ON t.id = c.test WHERE c.run = ? AND c.infra_signature IS NULL",
-                (run,),
+                f" JOIN tests t ON t.id = c.test WHERE c.run IN ({ids(night)})"
+                " AND c.infra_signature IS NULL"
             )
         }
 

@@ -112,6 +112,7 @@ class RunRecord:
     container_env: dict[str, str] | None = None
     command: list[str] = field(default_factory=list)
     repro_of: str | None = None
+    build: str | None = None  # the CI build this run is a job of (its shards share it)
     started: str = ""
     ended: str | None = None
     exit_code: int | None = None
@@ -220,6 +221,7 @@ class _Reader:
                                           "container_env") if data.get("container_env") else None,
             command=self.strings(g(data, "command", list, []), "command"),
             repro_of=g(data, "repro_of", str, None),
+            build=g(data, "build", str, None),
             started=g(data, "started", str, ""),
             ended=g(data, "ended", str, None),
             exit_code=g(data, "exit_code", int, None),
@@ -272,6 +274,20 @@ class _Reader:
             counts=Counts.of(counts),
             log_tail=self.strings(g(data, "log_tail", list, [], path), f"{path}log_tail"),
         )
+
+
+# Where CI systems put the id of the build a job belongs to (all its jobs share it).
+_BUILD_VARIABLES = ("HARNESS_BUILD", "BUILDKITE_BUILD_ID", "GITHUB_RUN_ID", "CI_PIPELINE_ID",
+                    "BUILD_TAG")
+
+
+def build_id(env: Mapping[str, str]) -> str | None:
+    """The CI build of this job, so that the shards of one build are one night."""
+    for name in _BUILD_VARIABLES:
+        if env.get(name):
+            attempt = env.get("GITHUB_RUN_ATTEMPT") if name == "GITHUB_RUN_ID" else None
+            return env[name] + (f".{attempt}" if attempt else "")
+    return None
 
 
 def _relative(path: str) -> str:

@@ -2,7 +2,8 @@
 
 Named check_*.py so that ``pytest tests`` does not collect it. ``RECORD_MODE`` picks
 the night: ``pass`` (everything passes or is expected), ``fail`` (one regression),
-``crash`` (the interpreter dies half-way, after some results are written).
+``crash`` (the interpreter dies half-way, after some results are written), ``hang``
+(waits half-way, for a test that cancels the run).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -66,6 +68,8 @@ def test_skipped_for_a_reason() -> None:
 def test_crashes_half_way() -> None:
     if MODE == "crash":
         os.abort()
+    if MODE == "hang":  # stopped from outside while it waits
+        time.sleep(300)
 
 
 class TestLater:

@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""A nightly day from real runs only, end to end, as CI does it.
+
+Every run folder is written by ``harness run`` as the README writes it: cpu in two
+shards, zen (real zentorch on an AMD Zen CPU, else skipped with the reason), rocm,
+cuda and xpu emulated on the CPU, s390x in docker under qemu, a user suite (a matrix
+outside the checkout) that passes one night and has one regression the next, a run
+that crashes half-way and a run cancelled half-way. The folders are then laid out as
+the GitHub and the Buildkite nightly steps find them after their artifact download,
+and the nightly step's own command (taken from ``harness ci pipeline --nightly``)
+ingests them and writes the report, whose JSON is checked against the JUnit files.
+Finally ``harness repro`` on the downloaded copy of the failing run, from another
+directory, reruns exactly the failing test.
+
+    python ci/nightly_day.py --out DIR [--no-docker]
+
+Exit 0 when every check holds; each failed check is one line. ``DIR/summary.json``
+holds what was made and checked (the integration test reads it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITE = "tests/data/suites/record/check_record.py"
+REGRESSION = f"{SUITE}::test_regresses[shape1]"
+KNOWN_ID = f"{SUITE}::test_known_now_passes[shape0]"
+BUILD = "nightly-day-1"  # what CI's build id is for the shards of one build
+
+
+def say(line: str) -> None:
+    print(f"nightly-day: {line}", flush=True)
+
+
+def harness(*args: str, env: dict[str, str] | None = None,
+            cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(["harness", *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, check=False, timeout=1800)
+    say(f"harness {' '.join(args)} -> exit {done.returncode}")
+    return done
+
+
+def user_matrix(folder: Path, name: str) -> Path:
+    """A user's matrix outside the checkout, extending the shipped cpu matrix."""
+    path = folder / f"{name}.yaml"
+    path.write_text(
+        "extends: cpu.yaml\n"
+        "suites:\n"
+        f"  record: {{path: {SUITE}, workers: 1, timeout_s: 300, enabled: true}}\n"
+        "known_failures:\n"
+        f"  - id: '{KNOWN_ID}'\n"
+        "    reason: was wrong on this shape before the fix\n"
+        "    action: quarantine\n"
+    )
+    return path
+
+
+class Day:
+    def __init__(self, out: Path, docker: bool) -> None:
+        self.out = out
+        self.agent = out / "agent" / "reports"  # what each CI agent's job wrote
+        self.docker = docker
+        self.lanes: dict[str, list[Path]] = {}  # lane -> run folders, in order
+        self.skipped: dict[str, str] = {}
+        self.problems: list[str] = []
+
+    def check(self, ok: bool, line: str) -> None:
+        if not ok:
+            self.problems.append(line)
+            say(f"FAILED: {line}")
+
+    def new_run(self, matrix: str, before: set[Path]) -> Path:
+        (found,) = set((self.agent / matrix).glob("*")) - before
+        return found
+
+    def run(self, lane: str, matrix: str, *args: str, expect: int,
+            env: dict[str, str] | None = None) -> Path | None:
+        before = set((self.agent / matrix).glob("*"))
+        done = harness("run", "--matrix", *args, "--reports", str(self.agent), env=env)
+        self.check(done.returncode == expect,
+                   f"{lane}: exit {done.returncode}, expected {expect}: "
+                   + (done.stderr.strip().splitlines() or ["(no stderr)"])[-1])
+        found = set((self.agent / matrix).glob("*")) - before
+        if len(found) != 1:
+            self.check(False, f"{lane}: no run folder written")
+            return None
+        run = found.pop()
+        self.lanes.setdefault(lane, []).append(run)
+        return run
+
+    def cancelled(self, lane: str, matrix: Path) -> None:
+        """A run stopped half-way as a person or CI stops it (the signal to its group)."""
+        before = set((self.agent / matrix.stem).glob("*"))
+        proc = subprocess.Popen(
+            ["harness", "run", "--matrix", str(matrix), "--suite", "record",
+             "--reports", str(self.agent)],
+            cwd=ROOT, env={**os.environ, "RECORD_MODE": "hang"}, start_new_session=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 600
+        partial: list[Path] = []
+        while time.monotonic() < deadline and proc.poll() is None:
+            runs = set((self.agent / matrix.stem).glob("*")) - before
+            partial = [p for r in runs for p in (r / "junit").glob("*.partial.jsonl")]
+            if partial and len(partial[0].read_text().splitlines()) >= 3:
+                break
+            time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGINT)
+        code = proc.wait(timeout=120)
+        say(f"cancelled run -> exit {code}")
+        self.check(code == 130, f"{lane}: cancelled run exit {code}, expected 130")
+        (run,) = set((self.agent / matrix.stem).glob("*")) - before
+        self.lanes.setdefault(lane, []).append(run)
+
+    def make(self) -> None:
+        self.run("cpu", "cpu", "cpu", "--suite", "platform", "--shard", "1/2", expect=0,
+                 env={"HARNESS_BUILD": BUILD})
+        self.run("cpu", "cpu", "cpu", "--suite", "platform", "--shard", "2/2", expect=0,
+                 env={"HARNESS_BUILD": BUILD})
+        vendor = _cpu_vendor()
+        if vendor == "AuthenticAMD":
+            self.run("zen", "zen", "zen", "--suite", "platform", expect=0)
+        else:
+            self.skipped["zen"] = f"this CPU is {vendor or 'unknown'}; zentorch needs an AMD Zen"
+        for gpu in ("rocm", "cuda", "xpu"):
+            self.run(f"{gpu} (emulated)", gpu, gpu, "--emulate", "--suite", "platform", expect=0)
+        if self.docker:
+            self.run("s390x", "s390x", "s390x", "--docker", "--suite", "platform", expect=0)
+        else:
+            self.skipped["s390x"] = "no Docker engine here (--no-docker)"
+        users = self.out / "user-project"
+        users.mkdir(parents=True, exist_ok=True)
+        night = user_matrix(users, "nightly-user")
+        self.run("nightly-user", "nightly-user", str(night), "--suite", "record", expect=0,
+                 env={"RECORD_MODE": "pass"})
+        self.run("nightly-user", "nightly-user", str(night), "--suite", "record", expect=1,
+                 env={"RECORD_MODE": "fail"})
+        crash = user_matrix(users, "nightly-crash")
+        self.run("nightly-crash", "nightly-crash", str(crash), "--suite", "record", expect=3,
+                 env={"RECORD_MODE": "crash"})
+        self.cancelled("nightly-cancel", user_matrix(users, "nightly-cancel"))
+
+    def lay_out(self, provider: str) -> Path:
+        """The reports folder as the nightly step sees it after its artifact download."""
+        base = self.out / provider
+        shutil.rmtree(base, ignore_errors=True)
+        for runs in self.lanes.values():
+            for run in runs:
+                matrix = run.parent.name
+                if provider == "github":
+                    # upload-artifact of reports/<matrix>/ per job, download by pattern:
+                    # one folder per artifact, named as the pipeline names it.
+                    shard = json.loads((run / "manifest.json").read_text()).get("shard")
+                    index = shard.split("/")[0] if shard else "1"
+                    target = base / "reports" / f"reports-{matrix}-{index}" / run.name
+                else:  # buildkite: artifact paths reports/<matrix>/** kept as they are
+                    target = base / "reports" / matrix / run.name
+                shutil.copytree(run, target)
+        return base
+
+    def nightly(self, provider: str) -> dict[str, Any]:
+        base = self.lay_out(provider)
+        command = _nightly_command(provider)
+        say(f"{provider}: {command}")
+        done = subprocess.run(
+            ["bash", "-c", command], cwd=base, capture_output=True, text=True, check=False,
+            env={**os.environ, "HARNESS_HISTORY": str(base / "reports" / "history.sqlite")},
+        )
+        self.check(done.returncode == 0, f"{provider}: nightly step exit {done.returncode}: "
+                   + done.stderr[-500:])
+        report = base / "reports" / "nightly" / "report.json"
+        if not report.is_file():
+            self.check(False, f"{provider}: no report.json")
+            return {}
+        data: dict[str, Any] = json.loads(report.read_text())
+        self.check_report(provider, data)
+        return data
+
+    def check_report(self, provider: str, data: dict[str, Any]) -> None:
+        lanes = {lane["name"]: lane for lane in data["lanes"]}
+        for lane, runs in self.lanes.items():
+            self.check(lane in lanes, f"{provider}: lane {lane} missing from the report")
+            if lane not in lanes:
+                continue
+            cells = [c for c in data["suite_grid"] if c["lane"] == lane and c["counts"]]
+            got = _sum([c["counts"] for c in cells])
+            want = _sum([_junit_counts(p) for p in _latest_night(runs)])
+            self.check(got == want, f"{provider}: {lane}: report counts {got}, JUnit {want}")
+        regressions = {(c["lane"], c["key"]) for c in data["regressions"]}
+        self.check(("nightly-user", REGRESSION) in regressions,
+                   f"{provider}: {REGRESSION} is not a regression of nightly-user")
+        infra = {(e["lane"], e["signature"]) for e in data["infra"]}
+        self.check(("nightly-crash", "crashed") in infra,
+                   f"{provider}: the crash is not an infrastructure failure: {sorted(infra)}")
+        passing = {(k["lane"], k["pattern"]) for k in data["known_failures"]
+                   if k["state"] == "now-passing"}
+        self.check(("nightly-user", KNOWN_ID) in passing,
+                   f"{provider}: known failure {KNOWN_ID} now passing is not listed")
+
+    def repro(self) -> None:
+        """``harness repro`` on the downloaded copy of the failing run, elsewhere."""
+        failing = self.lanes["nightly-user"][-1]
+        copy = self.out / "github" / "reports" / "reports-nightly-user-1" / failing.name
+        elsewhere = self.out / "elsewhere"
+        elsewhere.mkdir(exist_ok=True)
+        before = set((elsewhere / "reports" / "nightly-user").glob("*"))
+        done = harness("repro", str(copy), "--failed", "--reports",
+                       str(elsewhere / "reports"), cwd=elsewhere, env={"RECORD_MODE": "fail"})
+        self.check(done.returncode == 1, f"repro: exit {done.returncode}, expected 1: "
+                   + done.stderr[-500:])
+        found = set((elsewhere / "reports" / "nightly-user").glob("*")) - before
+        if len(found) != 1:
+            self.check(False, "repro: no run folder written")
+            return
+        ids = [i for i, _ in _cases(found.pop() / "junit" / "record.xml")]
+        self.check(ids == [REGRESSION], f"repro ran {ids}, expected [{REGRESSION}]")
+
+
+def _cpu_vendor() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("vendor_id"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def _nightly_command(provider: str) -> str:
+    done = subprocess.run(["harness", "ci", "pipeline", "--provider", provider, "--nightly"],
+                          cwd=ROOT, capture_output=True, text=True, check=True)
+    found: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+        elif isinstance(node, str) and "history ingest" in node:
+            found.append(node)
+
+    walk(yaml.safe_load(done.stdout))
+    if len(found) != 1:
+        raise SystemExit(f"nightly-day: {provider}: {len(found)} nightly commands in the pipeline")
+    return found[0]
+
+
+def _cases(junit: Path) -> list[tuple[str, str]]:
+    """(pytest node id, outcome) of each case, read plainly (an independent reader)."""
+    out = []
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        tags = {child.tag for child in case}
+        outcome = ("error" if "error" in tags else "failed" if "failure" in tags
+                   else "skipped" if "skipped" in tags else "passed")
+        nodeid = props.get("nodeid") or f"{case.get('classname')}::{case.get('name')}"
+        out.append((str(nodeid), outcome))
+    return out
+
+
+def _junit_counts(run: Path) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for junit in (run / "junit").glob("*.xml"):
+        for _, outcome in _cases(junit):
+            counts[outcome] = counts.get(outcome, 0) + 1
+    return counts
+
+
+def _sum(items: list[dict[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for counts in items:
+        for key, value in counts.items():
+            key = {"xfail": "skipped", "xpass": "failed"}.get(key, key)
+            total[key] = total.get(key, 0) + value
+    return {k: v for k, v in total.items() if v}
+
+
+def _latest_night(runs: list[Path]) -> list[Path]:
+    """The lane's last run, with the other shards of its build."""
+    last = json.loads((runs[-1] / "manifest.json").read_text())
+    if not last.get("shard") or not last.get("build"):
+        return [runs[-1]]
+    return [r for r in runs if json.loads((r / "manifest.json").read_text()).get("build")
+            == last["build"]]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--no-docker", action="store_true", help="skip the s390x docker lane")
+    args = parser.parse_args()
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    day = Day(out, docker=not args.no_docker)
+    started = time.monotonic()
+    day.make()
+    reports = {provider: day.nightly(provider) for provider in ("github", "buildkite")}
+    if "nightly-user" in day.lanes:
+        day.repro()
+    summary = {
+        "lanes": {lane: [str(p) for p in runs] for lane, runs in day.lanes.items()},
+        "skipped": day.skipped,
+        "reports": {p: str(out / p / "reports" / "nightly") for p in reports},
+        "problems": day.problems,
+        "seconds": round(time.monotonic() - started, 1),
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    for lane, why in day.skipped.items():
+        say(f"lane {lane} skipped: {why}")
+    say(f"{len(day.problems)} problem(s) in {summary['seconds']} s")
+    return 1 if day.problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
