@@ -1,0 +1,86 @@
+"""A nightly day from real runs only (ci/nightly_day.py), read back as a person would.
+
+The script makes every lane with ``harness run`` as the README writes it, lays the run
+folders out as the GitHub and the Buildkite nightly steps find them, runs the nightly
+command each pipeline carries, checks the report's JSON against the JUnit files and
+reruns the failing test with ``harness repro`` from another directory. Here: it exits 0
+with no problem, and the page it wrote shows every lane in a real Chromium.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cdp import find_chromium, load_page
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = find_chromium()
+pytestmark = pytest.mark.slow
+
+LANES_SCRIPT = """JSON.stringify({
+  lanes: [...document.querySelectorAll('#test-grid thead th.lane-col')].map(th => th.title),
+  grid: [...new Set([...document.querySelectorAll('#suite-grid td[data-lane]')]
+    .map(td => td.dataset.lane))],
+})"""
+
+
+def _docker_ready() -> bool:
+    try:
+        import docker
+
+        client = docker.from_env(timeout=30)
+        return any("s390x" in tag for image in client.images.list() for tag in image.tags)
+    except Exception:
+        return False
+
+
+@pytest.fixture(scope="module")
+def day(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("nightly-day")
+    args = [sys.executable, str(ROOT / "ci" / "nightly_day.py"), "--out", str(out)]
+    if not _docker_ready():
+        if os.environ.get("HARNESS_REQUIRE_DOCKER") == "1":
+            pytest.fail("no Docker engine with the s390x image (ci/setup-host.sh)")
+        args.append("--no-docker")
+    done = subprocess.run(args, capture_output=True, text=True, timeout=3000, check=False)
+    print(done.stdout[-5000:])
+    summary: dict[str, Any] = json.loads((out / "summary.json").read_text())
+    assert done.returncode == 0, "\n".join(summary["problems"]) or done.stderr[-3000:]
+    return summary
+
+
+def test_every_check_of_the_day_holds(day: dict[str, Any]) -> None:
+    assert day["problems"] == []
+    lanes = set(day["lanes"])
+    assert {"cpu", "rocm (emulated)", "cuda (emulated)", "xpu (emulated)", "nightly-user",
+            "nightly-crash", "nightly-cancel"} <= lanes
+    assert len(day["lanes"]["cpu"]) == 2  # two shards, one night
+    assert "zen" in lanes or "zen" in day["skipped"]
+    assert "s390x" in lanes or "s390x" in day["skipped"]
+
+
+def test_the_cancelled_run_kept_what_finished(day: dict[str, Any]) -> None:
+    (run,) = day["lanes"]["nightly-cancel"]
+    manifest = json.loads((Path(run) / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted" and manifest["exit_code"] == 130
+    counts = manifest["suites"][0]["counts"]
+    assert counts["passed"] >= 3
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt install chromium)")
+@pytest.mark.parametrize("provider", ["github", "buildkite"])
+def test_the_page_shows_every_lane(day: dict[str, Any], provider: str) -> None:
+    assert CHROMIUM is not None
+    page = Path(day["reports"][provider]) / "report.html"
+    value, errors = load_page(CHROMIUM, page, LANES_SCRIPT)
+    assert errors == []
+    shown = json.loads(value)
+    for lane in day["lanes"]:
+        assert lane in shown["lanes"], (lane, shown["lanes"])
+        assert lane in shown["grid"], (lane, shown["grid"])
