@@ -53,11 +53,12 @@ def harness(*args: str, env: dict[str, str] | None = None,
     return done
 
 
-def user_matrix(folder: Path, name: str) -> Path:
-    """A user's matrix outside the checkout, extending the shipped cpu matrix."""
+def user_matrix(folder: Path, name: str, extends: str = "cpu.yaml") -> Path:
+    """A user's matrix outside the checkout, extending a shipped matrix, that runs the
+    record suite (tests/data/suites/record) with one quarantined known failure."""
     path = folder / f"{name}.yaml"
     path.write_text(
-        "extends: cpu.yaml\n"
+        f"extends: {extends}\n"
         "suites:\n"
         f"  record: {{path: {SUITE}, workers: 1, timeout_s: 300, enabled: true}}\n"
         "known_failures:\n"

@@ -6,6 +6,7 @@ never on hand-built manifests: a hand-built folder is only for bad-input cases.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -16,7 +17,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = "tests/data/suites/record/check_record.py"
-KNOWN_ID = f"{SUITE}::test_known_now_passes[shape0]"
 
 
 @dataclass(frozen=True)
@@ -44,17 +44,17 @@ class Runs:
         return [self.passing, self.failing, self.crashed, *self.shards, self.emulated]
 
 
+def _nightly_day() -> Any:
+    spec = importlib.util.spec_from_file_location("nightly_day", ROOT / "ci" / "nightly_day.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def write_matrix(folder: Path, name: str = "record", extends: str = "cpu.yaml") -> Path:
-    path = folder / f"{name}.yaml"
-    path.write_text(
-        f"extends: {extends}\n"
-        "suites:\n"
-        f"  record: {{path: {SUITE}, workers: 1, timeout_s: 300, enabled: true}}\n"
-        "known_failures:\n"
-        f"  - id: '{KNOWN_ID}'\n"
-        "    reason: was wrong on this shape before the fix\n"
-        "    action: quarantine\n"
-    )
+    """The user matrix of ci/nightly_day.py (one definition for both)."""
+    path: Path = _nightly_day().user_matrix(folder, name, extends)
     return path
 
 
