@@ -19,7 +19,7 @@ from harness.errors import InfraError
 
 # What the plugin and the suites' runner need besides the matrix's own pins; pinned to
 # the versions the harness runs with, so the venv runs the same pytest.
-RUNTIME_PACKAGES = ("pytest", "pytest-xdist", "pytest-timeout", "pyyaml", "junitparser")
+RUNTIME_PACKAGES = ("pytest", "pytest-xdist", "pytest-timeout", "pyyaml")
 
 
 def runtime_pins() -> list[str]:
