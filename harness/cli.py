@@ -41,7 +41,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    tail: list[str] | None = None
+    if "--" in words:  # `harness run ... -- ARGS`: ARGS go to pytest untouched
+        cut = words.index("--")
+        words, tail = words[:cut], words[cut + 1 :]
+    args = parser.parse_args(words)
+    if tail is not None:
+        if not hasattr(args, "pytest_args"):
+            parser.error("arguments after -- are for pytest and only 'harness run' takes them")
+        args.pytest_args = tail
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

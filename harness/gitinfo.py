@@ -33,3 +33,11 @@ def git_info(root: Path) -> GitInfo:
         return GitInfo(None, None)
     status = _git(root, "status", "--porcelain", "--untracked-files=no")
     return GitInfo(sha.strip(), None if status is None else bool(status.strip()))
+
+
+def untracked_files(root: Path) -> frozenset[str] | None:
+    """Files git does not track and does not ignore (repository-relative); None without git."""
+    out = _git(root, "status", "--porcelain", "--untracked-files=all", "-z")
+    if out is None:
+        return None
+    return frozenset(entry[3:] for entry in out.split("\0") if entry.startswith("?? "))

@@ -22,6 +22,9 @@ class Invocation:
     timeout_s: float
     workers: int
     shard: str | None = None
+    rootdir: Path = Path()  # node ids (and known_failures ids) are relative to it
+    cwd: Path | None = None  # None: the harness's own working folder
+    max_skip_ratio: float = 0.5
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,6 +35,7 @@ class PlanOptions:
     suites: Sequence[str] = ()
     keyword: str | None = None
     workers: int = 1
+    workers_asked: int | None = None  # --workers as given (None: the CPU budget chose)
     seed: int = 0
     shard: str | None = None
     durations: Path | None = None  # every shard of one job must read the same file
@@ -58,6 +62,62 @@ def select_suites(matrix: Any, wanted: Sequence[str]) -> list[Any]:
     return chosen
 
 
+@dataclass(frozen=True, kw_only=True)
+class SuitePlace:
+    target: Path
+    rootdir: Path
+    cwd: Path | None
+    inside: bool  # the suite lives in the harness checkout
+
+
+def _absolute(value: str, root: Path) -> Path:
+    path = Path(value)
+    return path if path.is_absolute() else root / path
+
+
+def suite_place(suite: Any, root: Path) -> SuitePlace:
+    """Where a suite's tests are, which rootdir its node ids are relative to, where it runs.
+
+    A suite in the checkout keeps the checkout as rootdir (the shipped known_failures ids
+    say ``suites/...``); one outside it defaults to its own folder, as plain ``pytest``
+    run there would choose without an ini file.
+    """
+    target = _absolute(suite.path, root)
+    try:
+        target.resolve().relative_to(root.resolve())
+        inside = True
+    except ValueError:
+        inside = False
+    if suite.rootdir:
+        rootdir = _absolute(suite.rootdir, root)
+    elif inside:
+        rootdir = root
+    else:
+        rootdir = target if target.is_dir() or not target.suffix else target.parent
+    cwd = _absolute(suite.cwd, root) if suite.cwd else (None if inside else rootdir)
+    return SuitePlace(target=target, rootdir=rootdir, cwd=cwd, inside=inside)
+
+
+def override_notes(matrix: Any, options: PlanOptions) -> list[str]:
+    """One line for each command-line value a suite's matrix entry caps or replaces."""
+    notes = []
+    asked = options.workers_asked
+    for suite in select_suites(matrix, options.suites):
+        if asked is not None and suite.workers != "auto" and int(suite.workers) < asked:
+            notes.append(
+                f"--workers {asked} capped to {suite.workers} for suite {suite.name} "
+                f"(its matrix entry says workers: {suite.workers})"
+            )
+        for flag in ("-n", "--rootdir", "--junitxml", "--platform", "--timeout"):
+            given = [a for a in options.extra_pytest_args if a == flag or a.startswith(flag + "=")]
+            if given:
+                notes.append(
+                    f"pytest argument {given[0]} for suite {suite.name} replaces the "
+                    "harness's own (passed after them)"
+                )
+    return notes
+
+
 def junit_name(suite: str, shard: str | None) -> str:
     if not shard:
         return f"{suite}.xml"
@@ -72,7 +132,8 @@ def plan_run(matrix: Any, run_dir: Path, root: Path, options: PlanOptions) -> li
         shard = None if node_ids else options.shard
         junit = run_dir / "junit" / junit_name(suite.name, shard)
         stem = junit.stem
-        targets = [str(root / n) for n in node_ids] or [str(root / suite.path)]
+        place = suite_place(suite, root)
+        targets = [str(place.rootdir / n) for n in node_ids] or [str(place.target)]
         argv: list[str] = [options.python, "-m", "pytest", *targets]
         # Loads the plugin whether or not this interpreter has the entry point.
         argv += ["-p", "harness.pytest_entry"]
@@ -86,7 +147,7 @@ def plan_run(matrix: Any, run_dir: Path, root: Path, options: PlanOptions) -> li
             f"junit_suite_name={suite.name}",
             "-p",
             "no:cacheprovider",
-            f"--rootdir={root}",
+            f"--rootdir={place.rootdir}",
             f"--harness-seed={options.seed}",
             f"--harness-partial={run_dir / 'junit' / (stem + '.partial.jsonl')}",
             f"--timeout={matrix.runtime.test_timeout_s}",
@@ -111,6 +172,7 @@ def plan_run(matrix: Any, run_dir: Path, root: Path, options: PlanOptions) -> li
                 argv += [f"--harness-durations={options.durations}"]
         if options.update_expectations:
             argv.append("--update-expectations")
+        argv += list(suite.pytest_args)
         argv += list(options.extra_pytest_args)
         env = {"HARNESS_TIER": suite.tier}
         invocations.append(
@@ -124,6 +186,9 @@ def plan_run(matrix: Any, run_dir: Path, root: Path, options: PlanOptions) -> li
                 timeout_s=float(suite.timeout_s or matrix.runtime.step_timeout_s),
                 workers=max(1, workers),
                 shard=shard,
+                rootdir=place.rootdir,
+                cwd=place.cwd,
+                max_skip_ratio=float(suite.max_skip_ratio),
             )
         )
     return invocations

@@ -186,10 +186,13 @@ class Choice:
 
 
 def choose(rec: Recorded, matrix: Any, root: Path, wanted: list[str]) -> Choice:
-    recorded = [read_suite(path, root) for path in rec.junit_files]
+    from harness.plan import suite_place
+
+    rootdirs = {name: suite_place(s, root).rootdir for name, s in matrix.suites.items()}
+    recorded = [read_suite(path, root, rootdirs) for path in rec.junit_files]
     if wanted:
         paths = {name: s.path for name, s in matrix.suites.items()}
-        return Choice(tests=pick_tests(wanted, recorded, paths, root), whole={})
+        return Choice(tests=pick_tests(wanted, recorded, paths, root, rootdirs), whole={})
     tests: dict[str, tuple[str, ...]] = {}
     whole: dict[str, str] = {}
     shards: set[str] = set()
@@ -210,9 +213,11 @@ def choose(rec: Recorded, matrix: Any, root: Path, wanted: list[str]) -> Choice:
         )
     for name in whole:
         tests.pop(name, None)
-    for nid in (n for ids in tests.values() for n in ids):
-        if not (root / nid.split("::", 1)[0]).is_file():
-            raise UsageError(f"{nid}: its file is not in this checkout")
+    for suite_name, ids in tests.items():
+        base = rootdirs.get(suite_name, root)
+        for nid in ids:
+            if not (base / nid.split("::", 1)[0]).is_file():
+                raise UsageError(f"{nid}: its file is not under {base}")
     # A whole suite reruns the shard that ran it; node ids are never sharded.
     shard = next(iter(shards), None) or (rec.shard if whole else None)
     return Choice(tests=tests, whole=whole, shard=shard)

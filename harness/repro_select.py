@@ -31,8 +31,10 @@ class SuiteTests:
     whole: str | None = None
 
 
-def read_suite(junit: Path, root: Path) -> SuiteTests:
-    """The tests of one JUnit file, read with the one JUnit reader."""
+def read_suite(junit: Path, root: Path, rootdirs: Mapping[str, Path] | None = None) -> SuiteTests:
+    """The tests of one JUnit file, read with the one JUnit reader. ``root`` is the folder
+    node ids are relative to; ``rootdirs`` overrides it per suite (a suite outside the
+    checkout has its own rootdir)."""
     problems: list[str] = []
     cases = list(JunitReader(junit, problems.append))
     if problems and not cases:
@@ -41,6 +43,7 @@ def read_suite(junit: Path, root: Path) -> SuiteTests:
     suite = next((c.suite for c in cases), stem_suite)
     if suite in ("pytest", "pytest tests"):  # pytest's default name: no junit_suite_name
         suite = stem_suite
+    root = (rootdirs or {}).get(suite, root)
     ids: list[str] = []
     failed: list[str] = []
     whole: str | None = None
@@ -75,10 +78,13 @@ def _in_checkout(nodeid: str, root: Path) -> bool:
     return test_file.endswith(".py") and (root / test_file).is_file()
 
 
-def _suite_of(test_file: str, suite_paths: Mapping[str, str]) -> str | None:
-    target = Path(test_file)
+def _suite_of(
+    test_file: str, suite_paths: Mapping[str, str], root: Path, rootdirs: Mapping[str, Path]
+) -> str | None:
     for suite, path in suite_paths.items():
-        if target == Path(path) or Path(path) in target.parents:
+        target = (rootdirs.get(suite, root) / test_file).resolve()
+        where = (root / path).resolve()
+        if target.is_file() and (target == where or where in target.parents):
             return suite
     return None
 
@@ -88,16 +94,20 @@ def pick_tests(
     recorded: Sequence[SuiteTests],
     suite_paths: Mapping[str, str],
     root: Path,
+    rootdirs: Mapping[str, Path] | None = None,
 ) -> dict[str, tuple[str, ...]]:
-    """``--test`` values: a value with ``::`` is a node id (its file must exist here);
-    any other value is a substring of the node ids the run recorded (all of them)."""
+    """``--test`` values: a value with ``::`` is a node id (its file must exist here,
+    relative to its suite's rootdir); any other value is a substring of the node ids the
+    run recorded (all of them)."""
     chosen: dict[str, list[str]] = {}
+    dirs = dict(rootdirs or {})
     for value in wanted:
         if "::" in value:
             test_file = value.split("::", 1)[0]
-            if not (root / test_file).is_file():
+            here = [dirs.get(s, root) / test_file for s in suite_paths] + [root / test_file]
+            if not any(path.is_file() for path in here):
                 raise UsageError(f"--test {value}: {test_file} is not in this checkout")
-            suite = _suite_of(test_file, suite_paths)
+            suite = _suite_of(test_file, suite_paths, root, dirs)
             if suite is None:
                 raise UsageError(
                     f"--test {value}: {test_file} is in none of the matrix's suites "

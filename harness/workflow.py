@@ -15,7 +15,7 @@ from typing import Any
 
 from harness.cache import cache_root
 from harness.errors import InfraError, Interrupted, TestsFailed
-from harness.plan import Invocation, PlanOptions, plan_run, select_suites
+from harness.plan import Invocation, PlanOptions, override_notes, plan_run, select_suites
 from harness.results import layout
 from harness.results.manifest import (
     GitRef,
@@ -29,6 +29,7 @@ from harness.results.manifest import (
 from harness.runners.outcome import Status, SuiteOutcome, failing
 from harness.secret_names import masked as mask_env
 from harness.threads import ThreadPlan, cpu_budget, plan_threads
+from harness.workflow_checks import record_new_files, report_unmatched, snapshot_checkout
 
 # Suites that read the persistent tokenizer caches (and must find them warm).
 CACHE_SUITES = frozenset({"e2e"})
@@ -50,6 +51,7 @@ class RunRequest:
     seed: int = 0
     update_expectations: bool = False
     command_line: tuple[str, ...] = ()
+    pytest_args: tuple[str, ...] = ()  # `harness run ... -- ARGS`: after the suite's own
     # harness repro: suite -> node ids to run instead of the suite path, the recorded
     # matrix.json, environment restored from the run, its durations file, its run id.
     tests: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -72,6 +74,7 @@ class RunContext:
     invocations: list[Invocation] = field(default_factory=list)
     manifest: ManifestWriter | None = None
     outcomes: list[SuiteOutcome] = field(default_factory=list)
+    untracked_before: frozenset[str] | None = None
 
     @property
     def use_docker(self) -> bool:
@@ -170,12 +173,16 @@ def plan_step(ctx: RunContext) -> None:
         suites=ctx.request.suites,
         keyword=ctx.request.keyword,
         workers=ctx.threads.workers,
+        workers_asked=ctx.request.workers,
         seed=ctx.request.seed,
         shard=ctx.request.shard,
         durations=write_durations(ctx),
         update_expectations=ctx.request.update_expectations,
         tests=ctx.request.tests,
+        extra_pytest_args=ctx.request.pytest_args,
     )
+    for note in override_notes(ctx.matrix, options):
+        print(f"harness: {note}")
     ctx.invocations = plan_run(ctx.matrix, ctx.run_dir, ctx.root, options)
 
 
@@ -213,7 +220,8 @@ def print_plan(ctx: RunContext) -> None:
         return
     for inv in ctx.invocations:
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(mask_env(dict(inv.env)).items()))
-        print(f"[{inv.suite}] {env} {shlex.join(inv.argv)}")
+        where = f"cd {shlex.quote(str(inv.cwd))} && " if inv.cwd else ""
+        print(f"[{inv.suite}] {where}{env} {shlex.join(inv.argv)}")
 
 
 def start_manifest(ctx: RunContext) -> None:
@@ -317,6 +325,10 @@ def print_table(ctx: RunContext) -> None:
             f"{c.get('skipped', 0):>8} {c.get('xfailed', 0):>8} "
             f"{o.duration_s:>7.1f}s  {o.reason}"
         )
+    for o in ctx.outcomes:
+        if o.mostly_skipped:
+            reasons = "; ".join(f"{r['count']}x {r['reason']}" for r in o.skip_reasons)
+            print(f"{o.suite}: mostly skipped; top skip reasons: {reasons}")
     print(f"run folder: {ctx.run_dir}")
 
 
@@ -359,6 +371,7 @@ def run_workflow(ctx: RunContext) -> int:
         print_plan(ctx)
         return 0
     start_manifest(ctx)
+    snapshot_checkout(ctx)
     try:
         check_caches(ctx)
         probe_step(ctx)
@@ -375,7 +388,9 @@ def run_workflow(ctx: RunContext) -> int:
         raise
     collect_torch_version(ctx)
     merge_step(ctx)
+    record_new_files(ctx)
     print_table(ctx)
+    report_unmatched(ctx)
     return finish(ctx)
 
 

@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "run",
         help="run the suites of a matrix and write a run folder",
         description="Run the suites of a platform matrix and write "
-        "reports/<matrix>/<run-id>/ (JUnit, merged.xml, manifest.json, logs).",
+        "reports/<matrix>/<run-id>/ (JUnit, merged.xml, manifest.json, logs). "
+        "Arguments after -- go to pytest, after the harness's and the suite's own.",
     )
     p.add_argument("--matrix", default="cpu", help="matrix name or YAML path (default: cpu)")
     p.add_argument(
@@ -72,7 +73,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="rewrite the platform's fusion / e2e expectation files",
     )
-    p.set_defaults(func=run)
+    # `harness run ... -- ARGS`: harness.cli splits ARGS off before parsing.
+    p.set_defaults(func=run, pytest_args=[])
 
 
 def _check_shard(text: str | None) -> str | None:
@@ -105,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         update_expectations=args.update_expectations,
         command_line=tuple(["harness", *sys.argv[1:]]),
+        pytest_args=tuple(args.pytest_args),
     )
     root = repo_root()
     ctx = RunContext(request=request, root=root, matrix=load_matrix(args.matrix, root=root))

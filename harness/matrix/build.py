@@ -97,7 +97,10 @@ def build(resolved: dict[str, Any], *, name: str, file: str, source: LDict | Non
     image["downloads"] = tuple(Download(**d) for d in image.get("downloads", ()))
     image.setdefault("dockerfile", None)
     image.setdefault("base", None)
-    suites = {key: Suite(name=key, **_kw(value)) for key, value in _map(r.get("suites")).items()}
+    suites = {
+        key: Suite(name=key, **_kw(value, ("pytest_args",)))
+        for key, value in _map(r.get("suites")).items()
+    }
     kf_source = source.get("known_failures") if source is not None else None
     return Matrix(
         name=name,

@@ -14,6 +14,7 @@ from harness.matrix.build import build, plain
 from harness.matrix.checks import check_semantics
 from harness.matrix.merge import Chain, load_chain
 from harness.matrix.model import Matrix
+from harness.matrix.suite_paths import resolve_suite_paths
 from harness.matrix.validate import check_types
 from harness.matrix.yamlsafe import LDict, LList
 
@@ -111,7 +112,14 @@ def load_matrix(name_or_path: str | Path, root: Path | None = None) -> Matrix:
     shown = display_path(path, root)
     if path.suffix == ".json":
         return _load_resolved(path, shown)
-    chain = load_chain(path, root / "matrices", lambda p: display_path(p, root))
+    located: dict[str, Path] = {}  # shown name -> the file, to read suite paths against
+
+    def show(file: Path) -> str:
+        shown_file = display_path(file, root)
+        located[shown_file] = file.resolve()
+        return shown_file
+
+    chain = load_chain(path, root / "matrices", show)
     merged = chain.merged
     errors, refs = check_types(merged)
     errors += check_semantics(merged, refs, shapes_ok=not errors)
@@ -120,6 +128,7 @@ def load_matrix(name_or_path: str | Path, root: Path | None = None) -> Matrix:
         raise errors[0] if len(errors) == 1 else ConfigErrors(errors)
     name = merged.get("name") or path.stem
     resolved = resolve_chain(chain, name, shown)
+    resolve_suite_paths(resolved, merged, located, root)
     return build(resolved, name=name, file=shown, source=merged)
 
 

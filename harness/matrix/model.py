@@ -180,6 +180,10 @@ class Suite:
     k: str = ""
     tier: str = "full"
     enabled: bool = True
+    rootdir: str | None = None  # resolved by harness.matrix.suite_paths
+    cwd: str | None = None
+    pytest_args: tuple[str, ...] = ()
+    max_skip_ratio: float = 0.5
 
 
 @dataclass(frozen=True, kw_only=True)

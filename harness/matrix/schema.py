@@ -122,6 +122,15 @@ def _path(doc: str, nullable: bool = False) -> Str:
     return Str(doc=doc, ref="path", hint="a repository-relative path", nullable=nullable)
 
 
+def _where(doc: str, nullable: bool = False) -> Str:
+    return Str(
+        doc=doc,
+        ref="suite_path",
+        hint="a path (absolute, relative, or with ${VAR})",
+        nullable=nullable,
+    )
+
+
 def _strs(doc: str = "", pattern: str | None = None) -> Seq:
     return Seq(doc=doc, item=Str(pattern=pattern))
 
@@ -147,7 +156,25 @@ CAPABILITY_DEF = Obj(
 
 SUITE = Obj(
     fields={
-        "path": _path("the pytest tree to run, relative to the repository"),
+        "path": _where(
+            "the pytest tree (or file) to run: repository-relative, absolute, or relative to "
+            "the matrix file that writes it; may use ~ and ${VAR}"
+        ),
+        "rootdir": _where(
+            "pytest's rootdir, which node ids and known_failures ids are relative to "
+            "(default: the repository for a suite in it, else the suite's folder)",
+            nullable=True,
+        ),
+        "cwd": _where(
+            "the folder pytest runs in (default: the rootdir of a suite outside the "
+            "repository, else the current folder)",
+            nullable=True,
+        ),
+        "pytest_args": _strs("extra pytest arguments, after the harness's own"),
+        "max_skip_ratio": Num(
+            minimum=0,
+            doc="above this share of skipped tests the suite is 'mostly skipped' (default 0.5)",
+        ),
         "workers": OneOf(
             hint="a positive integer or 'auto'", options=(Int(minimum=1), Str(enum=("auto",)))
         ),

@@ -96,6 +96,8 @@ class _Walker:
             return
         if node.ref == "capability":
             self.capability_refs.append(_Ref(path, value, where))
+        elif node.ref == "suite_path" and not value.strip():
+            self.error("expected a path, got an empty string", path, where)
         elif node.ref == "path":
             if value.startswith("/") or re.match(r"^[A-Za-z]:", value):
                 self.error(f"must be relative to the repository, got {value!r}", path, where)

@@ -75,6 +75,9 @@ def pytest_configure(config: pytest.Config) -> None:
         profile = load_profile(spec, emulate=config.getoption("--emulate"))
     except HarnessError as error:
         raise pytest.UsageError(f"--platform {spec}: {error}") from None
+    # A module that fails to import is an error of that module (a test case in JUnit
+    # with its traceback); the other modules still run and pytest exits 1, not 2.
+    config.option.continue_on_collection_errors = True
     session = HarnessSession(config, profile)
     config.stash[_stash_key()] = session
     config.pluginmanager.register(session, _SESSION_KEY)

@@ -35,6 +35,24 @@ class PartialResults:
             "message": _message(report),
             "properties": [[str(k), str(v)] for k, v in report.user_properties],
         }
+        self._write(record)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        # A module that failed to import: its node id stands for the tests it holds.
+        if not report.failed:
+            return
+        self._write(
+            {
+                "nodeid": report.nodeid,
+                "when": "collect",
+                "outcome": "failed",
+                "duration": 0.0,
+                "message": str(report.longreprtext or "")[-2000:],
+                "properties": [],
+            }
+        )
+
+    def _write(self, record: dict[str, Any]) -> None:
         self._file.write(json.dumps(record) + "\n")
         self._file.flush()
         os.fsync(self._file.fileno())

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import fnmatch
+import inspect
 import os
 import random
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,6 +51,7 @@ class HarnessSession:
             profile.matrix, device=profile.device, fp8=profile.matrix.fp8.e4m3, has=profile.has
         )
         self.collected_files: set[str] = set()
+        self.helpers: list[str] = []  # imported test_* helpers left uncollected
         self.expired = [e for e in self.entries if e.expired]
         threads = os.environ.get("HARNESS_TORCH_THREADS")
         if threads:
@@ -90,10 +95,41 @@ class HarnessSession:
 
     # -- collection ------------------------------------------------------------------
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pycollect_makeitem(
+        self, collector: pytest.Collector, name: str, obj: object
+    ) -> list[pytest.Item] | None:
+        """A ``test_*`` function a test module imports from a helper module (one pytest
+        would not collect itself) is that module's helper, not a test of this module:
+        engines' trees have ``test_helper(model)`` in shared utilities."""
+        if not isinstance(collector, pytest.Module) or not inspect.isfunction(obj):
+            return None
+        home = getattr(obj, "__module__", None)
+        if not home or home == collector.obj.__name__ or not collector.istestfunction(obj, name):
+            return None
+        file = getattr(sys.modules.get(home), "__file__", None)
+        if not file or _is_test_file(Path(file).name, self.config.getini("python_files")):
+            return None
+        self.helpers.append(f"{collector.nodeid}::{name} (from {home})")
+        return []
+
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         """A test that takes ``platform_dtype`` runs once per dtype the matrix declares."""
         if "platform_dtype" in metafunc.fixturenames:
             metafunc.parametrize("platform_dtype", list(self.profile.dtypes))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collectreport(self, report: pytest.CollectReport) -> Any:
+        """A module that failed to import is an error case in JUnit (pytest writes it):
+        give it the module's node id, as a test's case has its own."""
+        result = yield
+        if report.failed and not hasattr(self.config, "workerinput"):
+            from _pytest.junitxml import xml_key
+
+            xml = self.config.stash.get(xml_key, None)
+            if xml is not None:
+                xml.node_reporter(report).add_property(NODEID_PROPERTY, report.nodeid)
+        return result
 
     def pytest_collection_modifyitems(
         self, config: pytest.Config, items: list[pytest.Item]
@@ -190,14 +226,14 @@ class HarnessSession:
             )
         if hasattr(self.config, "workerinput"):
             return
-        # Only entries for the files this session collected: another suite's entries
-        # are that suite's business.
-        unmatched = [
-            e
-            for e in self.entries
-            if not e.matched
-            and any(glob_to_regex(e.file_part).match(f) for f in self.collected_files)
-        ]
+        if self.helpers:
+            tr.write_line(
+                f"harness: not collected: {len(self.helpers)} test_* function(s) imported from "
+                f"helper modules, e.g. {self.helpers[0]}"
+            )
+        # Only entries for the files this session collected (or, for ids written against
+        # another rootdir, the same file names): another suite's entries are its own.
+        unmatched = [e for e in self.entries if not e.matched and self._concerns_us(e)]
         collected_all = not self.config.getoption("keyword") and not self.config.getoption(
             "markexpr"
         )
@@ -205,7 +241,18 @@ class HarnessSession:
         distributed = bool(getattr(self.config.option, "numprocesses", None))
         if unmatched and collected_all and not distributed:
             for entry in unmatched:
-                tr.write_line(f"harness: known failure matched no test here: {entry.pattern}")
+                tr.write_line(
+                    f"harness: known failure matched no test here (rootdir "
+                    f"{self.config.rootpath}): {entry.pattern} [{entry.where}]"
+                )
+
+    def _concerns_us(self, entry: Entry) -> bool:
+        by_path = glob_to_regex(entry.file_part)
+        by_name = glob_to_regex(entry.file_part.rpartition("/")[2])
+        names = {f.rpartition("/")[2] for f in self.collected_files}
+        return any(by_path.match(f) for f in self.collected_files) or any(
+            by_name.match(n) for n in names
+        )
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -228,6 +275,10 @@ class HarnessSession:
 
 
 _EXPIRED = pytest.StashKey[Entry]()
+
+
+def _is_test_file(name: str, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
 
 
 def _set_torch_threads(count: int) -> None:

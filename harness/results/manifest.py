@@ -56,6 +56,22 @@ class Counts:
 
 
 @dataclass(kw_only=True)
+class SkipReason:
+    reason: str
+    count: int
+
+
+@dataclass(kw_only=True)
+class UnmatchedKnownFailure:
+    """A known_failures entry that named a suite's file and matched none of its tests."""
+
+    suite: str
+    rootdir: str
+    id: str
+    where: str = ""
+
+
+@dataclass(kw_only=True)
 class SuiteRecord:
     suite: str
     status: str
@@ -67,6 +83,11 @@ class SuiteRecord:
     shard: str | None = None
     counts: Counts = field(default_factory=Counts)
     log_tail: list[str] = field(default_factory=list)
+    # Skips (not xfails) over all cases; mostly_skipped above the suite's max_skip_ratio,
+    # whatever the status (status is "mostly-skipped" only where nothing failed).
+    skip_ratio: float | None = None
+    mostly_skipped: bool = False
+    skip_reasons: list[SkipReason] = field(default_factory=list)  # most common first
 
 
 @dataclass(kw_only=True)
@@ -118,6 +139,8 @@ class RunRecord:
     exit_code: int | None = None
     infra_error: InfraFailure | None = None
     suites: list[SuiteRecord] = field(default_factory=list)
+    new_files: list[str] | None = None  # left in the checkout by the run; None: no git
+    unmatched_known_failures: list[UnmatchedKnownFailure] = field(default_factory=list)
 
     @property
     def lane(self) -> str:
@@ -229,7 +252,35 @@ class _Reader:
                 kind=str(infra.get("kind") or "infra"), suite=str(infra.get("suite") or ""),
                 message=str(infra.get("message") or "")),
             suites=[self.suite(s, f"suites[{i}].") for i, s in enumerate(suites)],
+            new_files=self.strings(g(data, "new_files", list, []), "new_files")
+            if data.get("new_files") is not None
+            else None,
+            unmatched_known_failures=[
+                self.unmatched(u, f"unmatched_known_failures[{i}].")
+                for i, u in enumerate(g(data, "unmatched_known_failures", list, []))
+            ],
         )
+
+    def unmatched(self, raw: Any, path: str) -> UnmatchedKnownFailure:
+        data = self.obj(raw, path)
+        return UnmatchedKnownFailure(
+            suite=self.get(data, "suite", str, "", path),
+            rootdir=self.get(data, "rootdir", str, "", path),
+            id=self.get(data, "id", str, "", path),
+            where=self.get(data, "where", str, "", path),
+        )
+
+    def skip_reasons(self, values: list[Any], path: str) -> list[SkipReason]:
+        out = []
+        for index, raw in enumerate(values):
+            data = self.obj(raw, f"{path}[{index}].")
+            out.append(
+                SkipReason(
+                    reason=self.get(data, "reason", str, "", f"{path}[{index}]."),
+                    count=self.get(data, "count", int, 0, f"{path}[{index}]."),
+                )
+            )
+        return out
 
     def fingerprint(self, data: Mapping[str, Any]) -> dict[str, Any] | None:
         value = data.get("device_fingerprint")
@@ -273,6 +324,11 @@ class _Reader:
             shard=shard,
             counts=Counts.of(counts),
             log_tail=self.strings(g(data, "log_tail", list, [], path), f"{path}log_tail"),
+            skip_ratio=g(data, "skip_ratio", (int, float), None, path),
+            mostly_skipped=g(data, "mostly_skipped", bool, False, path),
+            skip_reasons=self.skip_reasons(
+                g(data, "skip_reasons", list, [], path), f"{path}skip_reasons"
+            ),
         )
 
 
@@ -354,4 +410,10 @@ def suite_record(outcome: Any, run_dir: Path) -> SuiteRecord:
         shard=outcome.shard,
         counts=Counts.of(outcome.counts),
         log_tail=list(outcome.log_tail),
+        skip_ratio=getattr(outcome, "skip_ratio", None),
+        mostly_skipped=bool(getattr(outcome, "mostly_skipped", False)),
+        skip_reasons=[
+            SkipReason(reason=str(r["reason"]), count=int(r["count"]))
+            for r in getattr(outcome, "skip_reasons", [])
+        ],
     )

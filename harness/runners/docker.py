@@ -12,6 +12,7 @@ kill or a container killed from outside keeps what was written and adds an error
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import os
 import shlex
@@ -27,6 +28,7 @@ from harness.runners.docker_spec import (
     cli_args,
     container_env,
     sdk_options,
+    suite_mounts,
 )
 from harness.runners.local import classify
 from harness.runners.outcome import Status, SuiteOutcome
@@ -65,9 +67,12 @@ def docker_command_line(matrix: Matrix, invocation: Invocation, *, run_dir: Path
         from harness import images
 
         image = images.recipe(matrix, root, None).tag
-    spec = build_spec(matrix, root, run_dir, cache_root=cache_root)
+    spec = build_spec(matrix, root, run_dir, cache_root=cache_root,
+                      extra_mounts=suite_mounts([invocation]))
     full_env = container_env(matrix, dict(env if env is not None else default_env(matrix, root))
                              | dict(invocation.env), os.environ if host_env is None else host_env)
+    if invocation.cwd:
+        spec = dataclasses.replace(spec, workdir=str(invocation.cwd))
     return ["docker", "run", "--rm", "--name", f"harness-{matrix.name}-{invocation.suite}",
             *cli_args(spec, full_env), image, *invocation.argv]
 
@@ -92,7 +97,8 @@ def run_invocations(matrix: Matrix, invocations: Sequence[Invocation], run_dir: 
         rcp, _ = images.build(matrix, root, log_path=run_dir / "logs" / "image.log",
                               out=out, client=client)
         image = rcp.tag
-    spec = build_spec(matrix, root, run_dir, cache_root=cache_root)
+    spec = build_spec(matrix, root, run_dir, cache_root=cache_root,
+                      extra_mounts=suite_mounts(invocations))
     for mount in spec.mounts:
         if not mount.read_only:
             Path(mount.source).mkdir(parents=True, exist_ok=True)  # else docker makes it root's
@@ -183,7 +189,8 @@ def run_one(box: Container, inv: Invocation, base_env: Mapping[str, str], user: 
             out.write(prefix + line + "\n")
             out.flush()
 
-        result = box.exec(argv, env=env, workdir=str(box.options.get("working_dir", "/")),
+        workdir = str(inv.cwd or box.options.get("working_dir", "/"))
+        result = box.exec(argv, env=env, workdir=workdir,
                           user=user, on_line=on_line, timeout_s=inv.timeout_s)
         code = result.exit_code
         notes = []

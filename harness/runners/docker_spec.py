@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import grp
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +18,7 @@ from harness.secret_names import is_secret
 
 if TYPE_CHECKING:
     from harness.matrix.model import Matrix
+    from harness.plan import Invocation
 
 # Host variables always passed through besides the matrix's runtime.env_allowlist.
 HARNESS_ALLOWLIST = ("CI", "TZ", "HARNESS_SEED", "HARNESS_KEEP_CONTAINER")
@@ -66,11 +67,26 @@ def cache_mount_root(matrix: Matrix) -> Path:
     return cache_root(matrix)
 
 
+def suite_mounts(invocations: Sequence[Invocation]) -> tuple[Mount, ...]:
+    """A suite outside the checkout (it has a cwd of its own): its rootdir, writable at its
+    own path like a local run's, and its target when that lies elsewhere."""
+    folders: dict[str, None] = {}
+    for inv in invocations:
+        if inv.cwd is None:
+            continue
+        for folder in (inv.rootdir, inv.cwd):
+            folders[str(Path(folder).resolve())] = None
+    kept = [f for f in folders if not any(Path(o) in Path(f).parents for o in folders)]
+    return tuple(Mount(source=f, target=f, read_only=False) for f in kept)
+
+
 def build_spec(matrix: Matrix, root: Path, run_dir: Path, *,
-               cache_root: Path | None = None) -> Spec:
+               cache_root: Path | None = None,
+               extra_mounts: Sequence[Mount] = ()) -> Spec:
     rt = matrix.runtime
     mounts = [Mount(source=str(root), target=str(root), read_only=True),
-              Mount(source=str(run_dir), target=str(run_dir), read_only=False)]
+              Mount(source=str(run_dir), target=str(run_dir), read_only=False),
+              *extra_mounts]
     caches = cache_root if cache_root is not None else cache_mount_root(matrix)
     mounts.append(Mount(source=str(caches), target=str(caches), read_only=False))
     devices = tuple(rt.devices)

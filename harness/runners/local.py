@@ -14,6 +14,7 @@ from harness.results.junit_write import (
     count_junit,
     write_salvaged_junit,
 )
+from harness.results.skips import summarise_skips
 from harness.runners.outcome import Status, SuiteOutcome, failing
 from harness.runners.proc import ProcResult, run_streaming
 
@@ -66,6 +67,16 @@ def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
     reason = cause
     if status is Status.PASSED and code == 5:
         reason = "no tests ran"
+    skips = summarise_skips(inv.junit, inv.suite) if inv.junit.is_file() else None
+    mostly = skips is not None and skips.mostly_skipped(inv.max_skip_ratio)
+    if mostly and skips is not None:
+        note = (
+            f"mostly skipped: {skips.skipped} of {skips.total} "
+            f"({skips.ratio:.0%} > max_skip_ratio {inv.max_skip_ratio:g})"
+        )
+        reason = f"{reason}; {note}" if reason else note
+        if status is Status.PASSED:
+            status = Status.MOSTLY_SKIPPED
     return SuiteOutcome(
         suite=inv.suite,
         status=status,
@@ -76,6 +87,9 @@ def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
         shard=inv.shard,
         counts=counts,
         log_tail=result.tail[-10:] if cause else [],
+        skip_ratio=round(skips.ratio, 4) if skips is not None else None,
+        mostly_skipped=mostly,
+        skip_reasons=skips.reasons_as_data() if skips is not None else [],
     )
 
 
@@ -97,6 +111,7 @@ def run_invocations(
             log_path=inv.log,
             prefix=f"[{inv.suite}] ",
             timeout_s=inv.timeout_s,
+            cwd=inv.cwd,
             echo=echo,
         )
         outcome = classify(inv, result)

@@ -15,6 +15,7 @@ class Status(StrEnum):
     CRASHED = "crashed"  # the interpreter died (signal, exit 134 / 137)
     INTERRUPTED = "interrupted"  # Ctrl-C
     NO_JUNIT = "no-junit"  # exited without writing its JUnit file
+    MOSTLY_SKIPPED = "mostly-skipped"  # nothing failed, but over max_skip_ratio skipped
 
     @property
     def is_infra(self) -> bool:
@@ -32,6 +33,11 @@ class SuiteOutcome:
     shard: str | None = None
     counts: dict[str, int] = field(default_factory=dict)
     log_tail: list[str] = field(default_factory=list)
+    # Skips (not xfails) over all test cases; mostly_skipped above the suite's limit,
+    # also when the status is failed. skip_reasons: [{"reason": str, "count": int}].
+    skip_ratio: float | None = None
+    mostly_skipped: bool = False
+    skip_reasons: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -121,3 +121,41 @@ def test_exit_zero_without_junit_is_infra(tmp_path: Path) -> None:
     outcome = run_one(inv)
     assert outcome.status is Status.NO_JUNIT and outcome.status.is_infra
     assert "without writing JUnit" in outcome.reason
+
+
+MOSTLY_SKIPPED = """
+import pytest
+
+@pytest.mark.parametrize("i", range(8))
+def test_needs_new_wheel(i):
+    pytest.skip("engine wheel lacks fused_op")
+
+def test_old_api():
+    pytest.skip("old api gone")
+
+def test_runs():
+    assert True
+
+@pytest.mark.xfail(reason="known", strict=True)
+def test_known():
+    assert False
+"""
+
+
+@pytest.mark.slow
+def test_a_suite_that_mostly_skips_is_not_green(tmp_path: Path) -> None:
+    inv = invocation(tmp_path, "pass")
+    (tmp_path / "suite" / "test_faulty.py").write_text(MOSTLY_SKIPPED)
+    outcome = run_one(inv)
+    # 9 of 11 cases skip (the xfail is not a skip): over the default 0.5.
+    assert outcome.status is Status.MOSTLY_SKIPPED and outcome.mostly_skipped
+    assert outcome.skip_ratio == pytest.approx(9 / 11, abs=1e-4)
+    assert outcome.skip_reasons == [
+        {"reason": "engine wheel lacks fused_op", "count": 8},
+        {"reason": "old api gone", "count": 1},
+    ]
+    assert outcome.reason == "mostly skipped: 9 of 11 (82% > max_skip_ratio 0.5)"
+    lenient = Invocation(**{**inv.__dict__, "max_skip_ratio": 0.9})
+    lenient.junit.unlink()
+    again = run_one(lenient)
+    assert again.status is Status.PASSED and not again.mostly_skipped

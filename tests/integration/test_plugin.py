@@ -208,5 +208,47 @@ def test_known_failure_requires_and_unmatched_warning(pytester: pytest.Pytester)
     result = pytester.runpytest("--platform", spec, "--emulate")
     # hipblaslt needs hardware: the entry does not apply emulated, so test_a just passes.
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*known failure matched no test here: test_req.py::test_gone"])
+    result.stdout.fnmatch_lines(
+        ["*known failure matched no test here (rootdir *): test_req.py::test_gone*"]
+    )
     assert "suites/other/test_x.py" not in result.stdout.str()
+
+
+def test_a_module_that_fails_to_import_is_an_error_case_and_the_rest_run(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_ok="def test_ok():\n    pass\n",
+        test_broken="import no_such_module_here\n\ndef test_never():\n    pass\n",
+    )
+    junit = pytester.path / "out.xml"
+    result = pytester.runpytest("--platform", "cpu", f"--junitxml={junit}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # not 2: the other module ran
+    result.assert_outcomes(passed=1, errors=1)
+    (case,) = [c for c in ET.parse(junit).getroot().iter("testcase") if c.find("error") is not None]
+    error = case.find("error")
+    assert error is not None and error.get("message") == "collection failure"
+    assert "no_such_module_here" in (error.text or "")
+    # Without --platform the plugin changes nothing: pytest stops at the error.
+    assert pytester.runpytest().ret == pytest.ExitCode.INTERRUPTED
+
+
+def test_an_imported_test_helper_is_not_collected(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        engine_utils="def test_helper(model):\n    return model\n",
+        test_uses="from engine_utils import test_helper\n\ndef test_x():\n"
+        "    assert test_helper(1) == 1\n",
+        test_shared="def test_shared():\n    pass\n",
+        test_reuses="from test_shared import test_shared\n",
+    )
+    result = pytester.runpytest("--platform", "cpu", "-v", "-p", "no:cacheprovider")
+    # The helper is not a test; a test imported from another test module still is.
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_reuses.py::test_shared PASSED*",
+            "harness: not collected: 1 test_* function(s) imported from helper modules, "
+            "e.g. test_uses.py::test_helper (from engine_utils)",
+        ]
+    )
+    assert pytester.runpytest("-p", "no:cacheprovider").ret == pytest.ExitCode.TESTS_FAILED

@@ -1,0 +1,85 @@
+"""Where a suite's ``path``, ``rootdir`` and ``cwd`` point, decided once when a matrix loads.
+
+A value may start with ``~`` or use ``${VAR}``. An absolute value stays as it is. A
+relative one is read against the folder of the matrix file that wrote it when that file
+lives outside the repository and the path exists there (a user's own matrix next to their
+own tests); otherwise against the repository, as the shipped matrices write them. The
+resolved matrix keeps repository-relative values relative (so a shipped matrix hashes the
+same on every machine) and writes every other value absolute.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ConfigError
+from harness.matrix.yamlsafe import LDict
+
+PATH_KEYS = ("path", "rootdir", "cwd")
+
+
+def _expand(raw: str, *, file: str | None, line: int | None, key: str) -> str:
+    expanded = os.path.expandvars(os.path.expanduser(raw))
+    if "$" in expanded:
+        raise ConfigError(
+            f"{raw!r} names an environment variable that is not set", file=file, line=line, key=key
+        )
+    return expanded
+
+
+def resolve_one(
+    raw: str, *, writer: Path | None, root: Path, file: str | None, line: int | None, key: str
+) -> str:
+    """One suite path as the resolved matrix records it (see the module docstring)."""
+    text = _expand(raw, file=file, line=line, key=key)
+    value = Path(text)
+    if not value.is_absolute():
+        outside = writer is not None and not _inside(writer, root)
+        if outside and writer is not None and (writer.parent / value).exists():
+            value = writer.parent / value
+        else:
+            value = root / value
+    value = Path(os.path.normpath(value))
+    inside = _relative(value, root)
+    return inside if inside is not None else str(value)
+
+
+def _relative(path: Path, root: Path) -> str | None:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return _relative(path, root) is not None
+
+
+def resolve_suite_paths(
+    resolved: dict[str, Any], merged: LDict, located: Mapping[str, Path], root: Path
+) -> None:
+    """Rewrite ``resolved['suites'][*][path|rootdir|cwd]`` in place; ConfigError on a bad one."""
+    suites = resolved.get("suites")
+    source = merged.get("suites")
+    if not isinstance(suites, dict) or not isinstance(source, LDict):
+        return
+    for name, entry in suites.items():
+        where_entry = source.get(name)
+        if not isinstance(entry, dict) or not isinstance(where_entry, LDict):
+            continue
+        for key in PATH_KEYS:
+            raw = entry.get(key)
+            if not isinstance(raw, str):
+                continue
+            file, line = where_entry.where(key)
+            entry[key] = resolve_one(
+                raw,
+                writer=located.get(file or ""),
+                root=root,
+                file=file,
+                line=line,
+                key=f"suites.{name}.{key}",
+            )

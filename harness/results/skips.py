@@ -1,0 +1,56 @@
+"""How much of a suite skipped, and why: a suite that runs but tests nothing is a state.
+
+Counted over the suite's JUnit test cases: skips (not xfails) against every case,
+the harness's own error cases left out. The top reasons travel into the manifest's
+suite row (``skip_ratio``, ``mostly_skipped``, ``skip_reasons``) so the console
+table and the reports can show why.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+TOP_REASONS = 5
+
+
+@dataclass(frozen=True, kw_only=True)
+class SkipSummary:
+    total: int
+    skipped: int
+    reasons: tuple[tuple[str, int], ...]  # the most common first, at most TOP_REASONS
+
+    @property
+    def ratio(self) -> float:
+        return self.skipped / self.total if self.total else 0.0
+
+    def mostly_skipped(self, limit: float) -> bool:
+        return self.total > 0 and self.ratio > limit
+
+    def reasons_as_data(self) -> list[dict[str, object]]:
+        return [{"reason": reason, "count": count} for reason, count in self.reasons]
+
+
+def summarise_skips(junit: Path, suite: str) -> SkipSummary:
+    reasons: Counter[str] = Counter()
+    total = 0
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        if case.get("classname") == f"harness.{suite}":
+            continue  # "<suite>: crashed: ..." written by the runner, not a test
+        total += 1
+        skipped = case.find("skipped")
+        if skipped is None or skipped.get("type") == "pytest.xfail":
+            continue
+        reasons[_reason(skipped)] += 1
+    return SkipSummary(
+        total=total,
+        skipped=sum(reasons.values()),
+        reasons=tuple(reasons.most_common(TOP_REASONS)),
+    )
+
+
+def _reason(element: ET.Element) -> str:
+    text = (element.get("message") or element.text or "").strip()
+    return text.splitlines()[0][:200] if text else "(no reason given)"

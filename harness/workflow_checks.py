@@ -1,0 +1,75 @@
+"""Steps of ``harness run`` that keep nothing silent: files a run left in the checkout,
+and known_failures entries that matched no test of a suite collected in full."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.plan import select_suites
+
+if TYPE_CHECKING:
+    from harness.workflow import RunContext
+
+
+def snapshot_checkout(ctx: RunContext) -> None:
+    from harness.gitinfo import untracked_files
+
+    ctx.untracked_before = untracked_files(ctx.root)
+
+
+def record_new_files(ctx: RunContext) -> None:
+    """Files the suites left in the checkout (untracked, not ignored): one line and the
+    manifest's ``new_files``, since the manifest's ``git.dirty`` was taken before the run."""
+    from harness.gitinfo import untracked_files
+
+    assert ctx.manifest is not None
+    after = untracked_files(ctx.root)
+    if ctx.untracked_before is None or after is None:
+        return
+    new = sorted(after - ctx.untracked_before)
+    ctx.manifest.update(new_files=new)
+    if new:
+        shown = ", ".join(new[:5]) + (f" and {len(new) - 5} more" if len(new) > 5 else "")
+        print(f"harness: the run left {len(new)} new file(s) in the checkout: {shown}")
+
+
+# pytest arguments that run only some of the collected tests.
+_SELECTING = ("-k", "-m", "-x", "--exitfirst", "--maxfail", "--deselect", "--lf", "--last-failed")
+
+
+def _selects(args: tuple[str, ...]) -> bool:
+    return any(a == flag or a.startswith(flag + "=") for a in args for flag in _SELECTING)
+
+
+def fully_collected(ctx: RunContext) -> set[str]:
+    """Suites whose every test was selected: no -k, -m, shard, smoke tier or node ids."""
+    if ctx.request.keyword or ctx.request.shard or _selects(ctx.request.pytest_args):
+        return set()
+    done = {o.suite for o in ctx.outcomes if not o.status.is_infra}
+    return {
+        s.name
+        for s in select_suites(ctx.matrix, ctx.request.suites)
+        if s.name in done
+        and not (s.k or s.markers or _selects(s.pytest_args) or s.tier != "full")
+        and not ctx.request.tests.get(s.name)
+    }
+
+
+def report_unmatched(ctx: RunContext) -> None:
+    from harness.results.manifest import UnmatchedKnownFailure
+    from harness.results.unmatched import unmatched_known_failures
+
+    assert ctx.manifest is not None
+    found = unmatched_known_failures(
+        ctx.matrix, ctx.invocations, emulate=ctx.request.emulate, full=fully_collected(ctx)
+    )
+    ctx.manifest.update(
+        unmatched_known_failures=[
+            UnmatchedKnownFailure(suite=u.suite, rootdir=u.rootdir, id=u.id, where=u.where)
+            for u in found
+        ]
+    )
+    if found:
+        print("harness: known_failures entries that matched no test (ids are relative to rootdir):")
+    for u in found:
+        print(f"harness:   {u.suite} (rootdir {u.rootdir}): {u.id} [{u.where}]")
