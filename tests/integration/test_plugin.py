@@ -229,6 +229,8 @@ def test_a_module_that_fails_to_import_is_an_error_case_and_the_rest_run(
     error = case.find("error")
     assert error is not None and error.get("message") == "collection failure"
     assert "no_such_module_here" in (error.text or "")
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props["nodeid"] == "test_broken.py"  # the module's node id, as pytest reports it
     # Without --platform the plugin changes nothing: pytest stops at the error.
     assert pytester.runpytest().ret == pytest.ExitCode.INTERRUPTED
 
