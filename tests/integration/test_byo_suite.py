@@ -299,3 +299,13 @@ def test_plain_pytest_gives_the_same_ids_and_known_failure_matches(
     )
     assert "XFAIL enginetests/test_decorated.py::test_known_bad" in done.stdout
     assert "known failure matched no test here (rootdir" in done.stdout
+    # Under the shipped cpu matrix itself: the same ids; only the user's known failure
+    # is not known there.
+    shipped = tmp_path / "shipped.partial.jsonl"
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "--platform", "cpu", "-p", "no:cacheprovider",
+         f"--harness-partial={shipped}"],
+        cwd=byo.vendor, capture_output=True, text=True, timeout=600, check=False,
+    )
+    expected = ids_by_outcome(partial) | {"enginetests/test_decorated.py::test_known_bad": "failed"}
+    assert ids_by_outcome(shipped) == expected
