@@ -22,6 +22,7 @@ COMMANDS: tuple[str, ...] = (
     "image",
     "repro",
     "kernels",
+    "select",
 )
 
 

@@ -59,6 +59,10 @@ class RunRequest:
     env: Mapping[str, str] = field(default_factory=dict)
     durations_file: Path | None = None
     repro_of: str | None = None
+    # harness run --changed-since: the commit diffed against, and this lane's selection
+    # (a harness.select.LaneSelection) when only part of the lane is affected.
+    changed_since: str | None = None
+    selection: Any = None
 
 
 @dataclass(kw_only=True)
@@ -179,7 +183,7 @@ def plan_step(ctx: RunContext) -> None:
         durations=write_durations(ctx),
         update_expectations=ctx.request.update_expectations,
         tests=ctx.request.tests,
-        extra_pytest_args=ctx.request.pytest_args,
+        extra_pytest_args=(*ctx.request.pytest_args, *write_selection(ctx)),
     )
     for note in override_notes(ctx.matrix, options):
         print(f"harness: {note}")
@@ -207,6 +211,18 @@ def write_durations(ctx: RunContext) -> Path | None:
         f"tests from {db if db.is_file() else 'no history (every test counts the same)'}"
     )
     return path
+
+
+def write_selection(ctx: RunContext) -> tuple[str, ...]:
+    """For --changed-since: this lane's selection as a file every pytest process reads."""
+    if ctx.request.selection is None:
+        return ()
+    from harness.select import dump_lane
+
+    path = ctx.run_dir / "select.json"
+    if not ctx.request.dry_run:
+        dump_lane(ctx.request.selection, path)
+    return (f"--harness-select={path}",)
 
 
 def print_plan(ctx: RunContext) -> None:
@@ -252,6 +268,7 @@ def start_manifest(ctx: RunContext) -> None:
         command=list(ctx.request.command_line),
         repro_of=ctx.request.repro_of,
         build=build_id(os.environ),
+        changed_since=ctx.request.changed_since,
         started=now(),
     )
     ctx.manifest = ManifestWriter(ctx.run_dir, record)

@@ -69,6 +69,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="seed for every test (default 0)")
     p.add_argument(
+        "--changed-since",
+        metavar="REF",
+        help="run only what `git diff REF` can affect on this lane (see `harness select`)",
+    )
+    p.add_argument(
         "--update-expectations",
         action="store_true",
         help="rewrite the platform's fusion / e2e expectation files",
@@ -110,7 +115,17 @@ def run(args: argparse.Namespace) -> int:
         pytest_args=tuple(args.pytest_args),
     )
     root = repo_root()
-    ctx = RunContext(request=request, root=root, matrix=load_matrix(args.matrix, root=root))
+    matrix = load_matrix(args.matrix, root=root)
+    if args.changed_since:
+        from dataclasses import replace
+
+        from harness.select.run_select import narrow_request
+
+        narrowed = narrow_request(request, root, matrix, args.changed_since)
+        if narrowed is None:
+            return 0
+        request = replace(narrowed, command_line=request.command_line)
+    ctx = RunContext(request=request, root=root, matrix=matrix)
     try:
         return run_workflow(ctx)
     finally:

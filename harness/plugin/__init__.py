@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-# Shard selection and the same_process marker come with the plugin in every run.
-pytest_plugins = ("harness.plugin_shard",)
+# Change-based selection, shard selection and the same_process marker come with the
+# plugin in every run.
+pytest_plugins = ("harness.select.plugin", "harness.plugin_shard")
 
 _SESSION_KEY = "harness_session"
 _SESSION_STASH = pytest.StashKey[Any]()

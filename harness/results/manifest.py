@@ -134,6 +134,7 @@ class RunRecord:
     command: list[str] = field(default_factory=list)
     repro_of: str | None = None
     build: str | None = None  # the CI build this run is a job of (its shards share it)
+    changed_since: str | None = None  # the commit a --changed-since run diffed against
     started: str = ""
     ended: str | None = None
     exit_code: int | None = None
@@ -245,6 +246,7 @@ class _Reader:
             command=self.strings(g(data, "command", list, []), "command"),
             repro_of=g(data, "repro_of", str, None),
             build=g(data, "build", str, None),
+            changed_since=g(data, "changed_since", str, None),
             started=g(data, "started", str, ""),
             ended=g(data, "ended", str, None),
             exit_code=g(data, "exit_code", int, None),

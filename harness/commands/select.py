@@ -1,0 +1,118 @@
+"""``harness select --changed-since REF [--explain] [--collect] [--json]``.
+
+Prints, per lane, whether a change leaves it alone, runs part of it or all of it, and
+the changed file behind each part; with ``--collect`` (and ``--explain``), each selected
+test of each lane with the file that selected it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "select", help="the lanes and tests a change can affect",
+        description="From `git diff REF` (plus untracked files): per lane, the tests a "
+                    "change can affect, derived from the registry, the matrices and the "
+                    "suites' import graph.")
+    parser.add_argument("--changed-since", required=True, metavar="REF",
+                        help="git revision to diff the working tree against")
+    parser.add_argument("--matrices", metavar="A,B", default="",
+                        help="only these lanes (default: every matrix)")
+    parser.add_argument("--explain", action="store_true",
+                        help="the changed file behind every selected lane, rule and test")
+    parser.add_argument("--collect", action="store_true",
+                        help="list the selected tests (collects each lane with pytest)")
+    parser.add_argument("--python", default=sys.executable, metavar="PATH",
+                        help="interpreter to collect in (default: this one)")
+    parser.add_argument("--json", action="store_true", help="print the selection as JSON")
+    parser.set_defaults(func=cmd_select)
+
+
+def cmd_select(args: argparse.Namespace) -> int:
+    from harness.matrix import repo_root
+    from harness.select import select_changes
+
+    root = repo_root()
+    wanted = [m.strip() for m in args.matrices.split(",") if m.strip()]
+    selection = select_changes(root, args.changed_since, matrices=wanted)
+    if args.json:
+        print(json.dumps(selection.to_json(), indent=1))
+        return 0
+    for line in render(selection, explain=args.explain):
+        print(line)
+    if args.collect:
+        for line in render_tests(selection, root, args.python, explain=args.explain):
+            print(line)
+    return 0
+
+
+def _rule_text(rule: Any) -> str:
+    if rule.kind == "module":
+        return f"tests in {rule.path}"
+    ops = ", ".join(rule.ops) if rule.ops else "every op"
+    return f"tests running provider {rule.provider} ({ops})"
+
+
+def render(selection: Any, *, explain: bool) -> list[str]:
+    lines = [f"harness select: {len(selection.changed)} changed file(s) since "
+             f"{selection.ref[:12]}"]
+    lines += [f"  {path}" for path in selection.changed]
+    for path, why in selection.everything:
+        lines.append(f"everything runs: {path}: {why}")
+    for path, why in selection.notes:
+        lines.append(f"selects nothing: {path}: {why}")
+    for name, lane in selection.lanes.items():
+        if lane.full:
+            how = " in its container" if lane.docker else ""
+            lines.append(f"lane {name}: all{how}")
+            if explain:
+                lines += [f"    <- {path}: {why}" for path, why in lane.reasons]
+        elif lane.rules:
+            lines.append(f"lane {name}: part")
+            lines += _grouped(lane.rules, explain)
+        else:
+            lines.append(f"lane {name}: nothing")
+    if selection.self_tests:
+        lines.append("harness's own tests:")
+        lines += _grouped(selection.self_tests, explain)
+    return lines
+
+
+def _grouped(rules: Any, explain: bool) -> list[str]:
+    seen: dict[str, list[Any]] = {}
+    for rule in rules:
+        seen.setdefault(_rule_text(rule), []).append(rule)
+    lines = []
+    for text, same in seen.items():
+        lines.append(f"    {text}")
+        if explain:
+            lines += [f"      <- {r.source}: {r.why}" for r in same]
+    return lines
+
+
+def render_tests(selection: Any, root: Path, python: str, *, explain: bool) -> list[str]:
+    from harness.matrix import load_matrix
+    from harness.select.collect import collect
+
+    lines: list[str] = []
+    for name, lane in selection.lanes.items():
+        if not lane.affected:
+            continue
+        matrix = load_matrix(name, root)
+        paths = [s.path for s in matrix.suites.values() if s.enabled]
+        ids = collect(python, root, name, paths)
+        chosen = [t for t in ids if lane.selects(t)]
+        lines.append(f"lane {name}: {len(chosen)} of {len(ids)} tests")
+        for test in chosen:
+            if explain:
+                why = "; ".join(dict.fromkeys(f"{r.source}" for r in lane.why(test)))
+                lines.append(f"  {test}  <- {why}")
+            else:
+                lines.append(f"  {test}")
+    return lines

@@ -1,0 +1,37 @@
+"""The test ids of a lane, by pytest's own collection (``harness select --collect``).
+
+Collected in the given interpreter with the lane's matrix (``--platform``), so
+parametrized ids are exactly the ones a run of that lane has. A GPU lane is collected
+here as written (its ids name its device); collection needs no device.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.errors import InfraError
+
+
+def collect(python: str, root: Path, lane: str, paths: Sequence[str],
+            *, timeout_s: float = 600) -> list[str]:
+    if not paths:
+        return []
+    argv = [python, "-m", "pytest", "--collect-only", "-q", "-p", "harness.pytest_entry",
+            "-p", "no:cacheprovider", f"--rootdir={root}", "--platform", lane,
+            *[str(root / p) for p in paths]]
+    env = os.environ | {"PYTHONPATH": os.pathsep.join(
+        filter(None, [str(root), os.environ.get("PYTHONPATH")])), "TRITON_INTERPRET": "1"}
+    try:
+        proc = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True,
+                              timeout=timeout_s, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise InfraError(f"collecting {lane}: {error}") from None
+    ids = [line.strip() for line in proc.stdout.splitlines() if "::" in line]
+    if proc.returncode not in (0, 5) or (not ids and proc.returncode != 5):
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+        raise InfraError(f"collecting {lane} failed (exit {proc.returncode}): "
+                         + " | ".join(tail))
+    return ids
