@@ -1,0 +1,144 @@
+"""`harness select --changed-since` on a temporary clone with real one-line changes.
+
+The clone is this checkout's HEAD; each test commits one change there and asks what it
+selects. The cpu lane's test ids are the ones pytest really collects in the clone.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.select import select_changes
+from harness.select.collect import collect
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True).stdout
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    repo = tmp_path_factory.mktemp("select") / "repo"
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(repo)], check=True)
+    _git(repo, "config", "user.email", "select@test")
+    _git(repo, "config", "user.name", "select test")
+    return repo
+
+
+@pytest.fixture(scope="module")
+def cpu_ids(clone: Path) -> list[str]:
+    ids = collect(sys.executable, clone, "cpu",
+                  ["suites/platform", "suites/kernel_parity", "suites/fusion", "suites/e2e"])
+    assert len(ids) > 100
+    return ids
+
+
+def _change(repo: Path, path: str, old: str, new: str) -> None:
+    file = repo / path
+    text = file.read_text()
+    assert text.count(old) == 1, f"{path}: {old!r} must occur once"
+    file.write_text(text.replace(old, new))
+    _git(repo, "commit", "-qam", f"change {path}")
+
+
+@pytest.fixture
+def reset(clone: Path) -> Path:
+    head = _git(clone, "rev-parse", "HEAD").strip()
+    yield clone
+    _git(clone, "reset", "-q", "--hard", head)
+
+
+def test_a_provider_change_selects_its_parity_cases_and_the_e2e_runs_using_it(
+        reset: Path, cpu_ids: list[str]) -> None:
+    _change(reset, "refengine/providers/torch_fast.py",
+            "    return F.silu(x[..., :d]) * x[..., d:]\n",
+            "    return F.silu(x[..., :d]) * x[..., d:]  # one-line change\n")
+    selection = select_changes(reset, "HEAD~1")
+    assert selection.changed == ("refengine/providers/torch_fast.py",)
+    cpu = selection.lanes["cpu"]
+    assert not cpu.full
+    chosen = [t for t in cpu_ids if cpu.selects(t)]
+    parity = [t for t in cpu_ids if "::test_parity[" in t]
+    torch_parity = [t for t in parity if t.endswith("-torch-cpu]")]
+    assert torch_parity and set(torch_parity) <= set(chosen)
+    assert not [t for t in parity if t in chosen and not t.endswith("-torch-cpu]")]
+    e2e = {t.split("[", 1)[1] for t in chosen if "/e2e/" in t}
+    # torch's own provider set, and cpu's platform set, which lists torch first
+    assert e2e == {"torch-llama]", "torch-moe]", "platform-llama]", "platform-moe]"}
+    assert "suites/kernel_parity/test_selection.py::test_selection_table" in chosen
+    assert not [t for t in chosen if "/fusion/" in t or "/platform/" in t]
+    # the lane that never lists torch still runs torch's parity cases (always tried)
+    assert selection.lanes["cuda"].rules and not selection.lanes["cuda"].full
+    assert not selection.everything and not selection.self_tests
+
+
+def test_a_triton_kernel_file_selects_that_ops_cases_only(reset: Path,
+                                                          cpu_ids: list[str]) -> None:
+    _change(reset, "refengine/triton_kernels/activation.py", "import torch\n",
+            "import torch  # one-line change\n")
+    selection = select_changes(reset, "HEAD~1")
+    cpu = selection.lanes["cpu"]
+    chosen = [t for t in cpu_ids if cpu.selects(t)]
+    assert chosen == ["suites/e2e/test_e2e.py::test_generate[triton-llama]",
+                      "suites/e2e/test_e2e.py::test_generate[triton-moe]"]
+    cuda = selection.lanes["cuda"]
+    assert cuda.selects("suites/kernel_parity/test_parity.py::"
+                        "test_parity[silu_and_mul-2d-odd-bfloat16-triton-cuda]")
+    assert not cuda.selects("suites/kernel_parity/test_parity.py::"
+                            "test_parity[rms_norm-2d-odd-bfloat16-triton-cuda]")
+    assert not cuda.selects("suites/kernel_parity/test_parity.py::"
+                            "test_parity[silu_and_mul-2d-odd-bfloat16-torch-cuda]")
+
+
+def test_a_matrix_change_selects_that_lane_and_the_lanes_extending_it(reset: Path) -> None:
+    _change(reset, "matrices/cpu.yaml", "  shards: 2\n", "  shards: 3\n")
+    selection = select_changes(reset, "HEAD~1")
+    full = sorted(name for name, lane in selection.lanes.items() if lane.full)
+    assert full == ["cpu", "zen"]  # zen extends cpu
+    assert not any(lane.affected for name, lane in selection.lanes.items()
+                   if name not in full)
+    assert selection.lanes["zen"].reasons == (
+        ("matrices/cpu.yaml", "its matrix extends matrices/cpu.yaml"),)
+
+
+def test_an_unknown_file_selects_everything_and_says_why(
+        reset: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    _change(reset, "pyproject.toml", 'version = "0.1.0"\n', 'version = "0.1.1"\n')
+    monkeypatch.setenv("HARNESS_ROOT", str(reset))
+    assert main(["select", "--changed-since", "HEAD~1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "everything runs: pyproject.toml: no rule knows what this file affects" in out
+    lanes = [line for line in out if line.startswith("lane ")]
+    assert lanes and all(line.endswith(": all") for line in lanes)
+    assert "    tests in tests" in out  # and the harness's own tests
+
+
+def test_explain_names_the_changed_file_behind_each_rule(
+        reset: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    _change(reset, "refengine/providers/torch_fast.py",
+            "    return F.silu(x[..., :d]) * x[..., d:]\n",
+            "    return F.silu(x[..., :d]) * x[..., d:]  # one-line change\n")
+    monkeypatch.setenv("HARNESS_ROOT", str(reset))
+    assert main(["select", "--changed-since", "HEAD~1", "--matrices", "cpu", "--explain"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-3:] == ["lane cpu: part", "    tests running provider torch (every op)",
+                        "      <- refengine/providers/torch_fast.py: provider torch's module"]
+
+
+def test_a_bad_ref_is_one_line_exit_2(reset: Path, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HARNESS_ROOT", str(reset))
+    assert main(["select", "--changed-since", "no-such-ref"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no-such-ref" in err[0]
