@@ -6,7 +6,9 @@ no coordination. Inputs are sorted first: the plan never depends on collection o
 
 Durations come from the history of this matrix. A test never timed here is estimated,
 best source first: the same test on a sibling matrix scaled by the two matrices'
-speed ratio, the median of its module, the median of the suite, 1 second.
+speed ratio, a model of duration from the test's parameters fitted on this matrix's
+timed tests (``harness.shard_model``, fitted here, at plan time), the median of its
+module, the median of the suite, 1 second.
 
 Tests that must share a process travel as one unit (a group); see ``module_groups``.
 """
@@ -21,6 +23,7 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from harness.errors import UsageError
 
@@ -58,7 +61,7 @@ def _median(values: Iterable[float]) -> float | None:
 @dataclass(frozen=True, kw_only=True)
 class Estimate:
     seconds: float
-    source: str  # "history" | "sibling:<matrix>" | "module" | "global" | "default"
+    source: str  # "history" | "sibling:<matrix>" | "model" | "module" | "global" | "default"
 
 
 def sibling_scales(
@@ -99,12 +102,20 @@ def estimate_durations(
     module_medians = {m: statistics.median(v) for m, v in by_module.items()}
 
     out: dict[str, Estimate] = {}
+    model: Any = False  # fitted on first need: most plans time every test
     for test in test_ids:
         known = durations.get(test)
         if known is not None and _usable(known):
             out[test] = Estimate(seconds=known, source="history")
             continue
         estimate = _from_sibling(test, scales, sibling_durations or {})
+        if estimate is None:
+            if model is False:
+                from harness.shard_model import fit
+
+                model = fit(durations)
+            if model is not None and model.knows(test):
+                estimate = Estimate(seconds=model.predict(test), source="model")
         if estimate is None and module_of(test) in module_medians:
             estimate = Estimate(seconds=module_medians[module_of(test)], source="module")
         if estimate is None and global_median is not None:
