@@ -25,6 +25,12 @@ def register(subparsers: Any) -> None:
     pipeline.add_argument("--report-queue", metavar="QUEUE",
                           help="agent queue / runner label of the nightly report job")
     pipeline.add_argument("--out", metavar="FILE", type=Path, help="write here, not stdout")
+    pipeline.add_argument("--changed-since", metavar="REF",
+                          help="a pull-request pipeline: only the lanes the change since REF "
+                               "affects, each step running only the affected tests")
+    pipeline.add_argument("--db", type=Path,
+                          help="history database that sizes the shards of a --changed-since "
+                               "pipeline (default: the history database)")
     pipeline.set_defaults(func=cmd_pipeline)
 
     clean = sub.add_parser("check-clean",
@@ -55,8 +61,21 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     template = args.template or root / "ci" / "templates" / f"{args.provider}.yml"
     shown = (f"ci/templates/{args.provider}.yml" if args.template is None
              else str(args.template))
+    notes: list[str] = []
+    if args.changed_since:
+        from harness.ci.changed import history_durations, pr_targets
+        from harness.history import default_db_path
+        from harness.select import select_changes
+
+        selection = select_changes(root, args.changed_since,
+                                   matrices=[t.matrix for t in targets])
+        targets, notes = pr_targets(targets, selection,
+                                    history_durations(args.db or default_db_path()))
+        for line in notes:
+            print(f"harness: {line}", file=sys.stderr)
     text = generate(targets, args.provider, template, nightly=args.nightly,
-                    report_queue=args.report_queue, shown_template=shown)
+                    report_queue=args.report_queue, shown_template=shown,
+                    changed=bool(args.changed_since), notes=notes)
     if args.out is None:
         sys.stdout.write(text)
     else:

@@ -6,6 +6,7 @@ selects. The cpu lane's test ids are the ones pytest really collects in the clon
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,16 @@ def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(repo)], check=True)
     _git(repo, "config", "user.email", "select@test")
     _git(repo, "config", "user.name", "select test")
+    # the working tree as it is (uncommitted edits included), as the clone's HEAD
+    for rel in _git(ROOT, "ls-files", "-m", "-o", "--exclude-standard").splitlines():
+        if (ROOT / rel).is_file():
+            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, repo / rel)
+        else:
+            (repo / rel).unlink(missing_ok=True)
+    _git(repo, "add", "-A")
+    if _git(repo, "status", "--porcelain"):
+        _git(repo, "commit", "-qm", "the working tree")
     return repo
 
 
@@ -142,3 +153,40 @@ def test_a_bad_ref_is_one_line_exit_2(reset: Path, capsys: pytest.CaptureFixture
     assert main(["select", "--changed-since", "no-such-ref"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no-such-ref" in err[0]
+
+
+def _pipeline(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, object]:
+    import yaml
+
+    assert main(["ci", "pipeline", *args]) == 0
+    return dict(yaml.safe_load(capsys.readouterr().out))
+
+
+def test_a_pr_pipeline_keeps_only_the_affected_lane(
+        reset: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _change(reset, "matrices/cuda.yaml", "\ndescription: ", "\ndescription: (changed) ")
+    sha = _git(reset, "rev-parse", "HEAD~1").strip()
+    monkeypatch.setenv("HARNESS_ROOT", str(reset))
+    doc = _pipeline(capsys, "--provider", "github", "--changed-since", "HEAD~1",
+                    "--db", str(tmp_path / "none.sqlite"))
+    jobs = doc["jobs"]
+    assert isinstance(jobs, dict) and list(jobs) == ["test-cuda"]
+    steps = jobs["test-cuda"]["steps"]
+    assert steps[0]["with"] == {"fetch-depth": 0}
+    run = next(s["run"] for s in steps if s.get("name") == "harness run")
+    assert run == f"harness run --matrix cuda --changed-since {sha} --shard ${{{{ matrix.shard }}}}/4"
+
+
+def test_a_pr_pipeline_for_a_docs_change_has_no_test_job(
+        reset: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (reset / "docs" / "matrix.md").write_text((reset / "docs" / "matrix.md").read_text() + "\n")
+    _git(reset, "commit", "-qam", "docs")
+    monkeypatch.setenv("HARNESS_ROOT", str(reset))
+    doc = _pipeline(capsys, "--provider", "buildkite", "--changed-since", "HEAD~1",
+                    "--db", str(tmp_path / "none.sqlite"))
+    assert doc["steps"] == []
+    doc = _pipeline(capsys, "--provider", "github", "--changed-since", "HEAD~1",
+                    "--db", str(tmp_path / "none.sqlite"))
+    assert list(doc["jobs"]) == ["no-tests"]  # type: ignore[call-overload]
