@@ -6,6 +6,7 @@ selects. The cpu lane's test ids are the ones pytest really collects in the clon
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -191,3 +192,42 @@ def test_a_pr_pipeline_for_a_docs_change_has_no_test_job(
     doc = _pipeline(capsys, "--provider", "github", "--changed-since", "HEAD~1",
                     "--db", str(tmp_path / "none.sqlite"))
     assert list(doc["jobs"]) == ["no-tests"]  # type: ignore[call-overload]
+
+
+def test_run_changed_since_runs_only_the_selected_tests(reset: Path, tmp_path: Path) -> None:
+    import json
+
+    from harness.results.junit_read import read_junit
+
+    _change(reset, "suites/platform/test_dtypes.py", "from __future__ import annotations\n",
+            "from __future__ import annotations  # one-line change\n")
+    env = dict(os.environ, HARNESS_ROOT=str(reset))
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "run", "--matrix", "cpu", "--python", "current",
+         "--changed-since", "HEAD~1", "--reports", str(tmp_path)],
+        cwd=reset, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "cpu runs the affected tests of platform (selected by suites/platform/" \
+           "test_dtypes.py)" in proc.stdout
+    (run,) = (tmp_path / "cpu").iterdir()
+    assert sorted(p.name for p in (run / "junit").glob("*.xml")) == ["platform.xml"]
+    cases, _ = read_junit(run / "junit" / "platform.xml", lambda m: None)
+    assert cases and {c.nodeid.split("::")[0] for c in cases} == {
+        "suites/platform/test_dtypes.py"}
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["changed_since"] == _git(reset, "rev-parse", "HEAD~1").strip()
+    assert json.loads((run / "select.json").read_text())["lane"] == "cpu"
+
+
+def test_run_changed_since_with_nothing_affected_runs_nothing(reset: Path,
+                                                              tmp_path: Path) -> None:
+    (reset / "docs" / "matrix.md").write_text((reset / "docs" / "matrix.md").read_text() + "\n")
+    _git(reset, "commit", "-qam", "docs")
+    env = dict(os.environ, HARNESS_ROOT=str(reset))
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "run", "--matrix", "cpu", "--python", "current",
+         "--changed-since", "HEAD~1", "--reports", str(tmp_path)],
+        cwd=reset, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "nothing on cpu is affected, nothing to run" in proc.stdout
+    assert not (tmp_path / "cpu").exists()
