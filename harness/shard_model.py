@@ -26,7 +26,10 @@ from harness.shard import module_of
 
 RIDGE = 0.05  # pulls rare tokens' effects toward zero (in units of tests)
 ITERATIONS = 30
-MIN_TIMED = 8  # fewer timed tests than this: no model
+MIN_TIMED = 8
+# A token seen on fewer timed tests than this cannot be told from their noise (a unique
+# case name would soak up its test's whole residual): it gets no effect.
+MIN_SUPPORT = 3  # fewer timed tests than this: no model
 _NUMBER = re.compile(r"\d+")
 # A size-like token: a short prefix and a number (k200, n130, top3, 4d), not a dtype name.
 _SIZE = re.compile(r"[A-Za-z]{0,4}\d+[A-Za-z]?")
@@ -101,6 +104,9 @@ def fit(durations: Mapping[str, float]) -> DurationModel | None:
             members.setdefault(c, []).append(i)
         for p, x in f.nums:
             slope_rows.setdefault(p, []).append((i, x - num_means[p]))
+    members = {c: idx for c, idx in members.items() if len(idx) >= MIN_SUPPORT}
+    slope_rows = {p: pairs for p, pairs in slope_rows.items()
+                  if len({x for _, x in pairs}) >= MIN_SUPPORT}
     effects = dict.fromkeys(members, 0.0)
     slopes = dict.fromkeys(slope_rows, 0.0)
     resid = [y - mean for _, y in rows]
