@@ -135,3 +135,32 @@ def test_the_plugin_deselects_before_the_shards_split(pytester: pytest.Pytester)
     sharded = pytester.runpytest("-p", "harness.plugin_shard", "-p", "harness.select.plugin",
                                  "--harness-select=sel.json", "--harness-shard=2/2")
     sharded.assert_outcomes(deselected=5)  # one selected test: shard 2 of 2 is empty
+
+
+def test_pr_targets_drop_unaffected_lanes_and_size_shards_by_history() -> None:
+    from harness.ci.changed import pr_targets
+    from harness.ci.pipeline import CiTarget
+    from harness.select.rules import Selection
+    from harness.shard_durations import DurationSet
+
+    rule = Rule(kind="kernel", source="p.py", why="w", provider="torch")
+    part = _lane(rule)
+    selection = Selection(ref="a" * 40, changed=("p.py",), lanes={
+        "cpu": part, "zen": LaneSelection(lane="zen"),
+        "cuda": LaneSelection(lane="cuda", full=True, docker=True,
+                              reasons=(("images/cuda/Dockerfile", "its image recipe changed"),)),
+        "xpu": part})
+    targets = [CiTarget(matrix=m, queue=None, shards=4, timeout_minutes=60, nightly=True)
+               for m in ("cpu", "zen", "cuda", "xpu")]
+    history = DurationSet(matrix="cpu", durations={
+        f"{PARITY}::test_parity[rms_norm-2d-float32-torch-cpu]": 10.0,
+        f"{PARITY}::test_parity[rms_norm-2d-float32-triton-cpu]": 60.0,
+        "suites/fusion/test_fusion.py::test_x": 30.0})
+    kept, notes = pr_targets(targets, selection,
+                             lambda lane: history if lane == "cpu" else None)
+    assert [(t.matrix, t.shards, t.select_args) for t in kept] == [
+        ("cpu", 1, " --changed-since " + "a" * 40),  # 10% of its time: one shard
+        ("cuda", 4, " --changed-since " + "a" * 40 + " --docker"),
+        ("xpu", 4, " --changed-since " + "a" * 40)]  # no history: its configured count
+    assert "zen: not affected" in notes
+    assert any(n.startswith("cpu: part, 1 of 4 shard(s) (10.0% of its time") for n in notes)
