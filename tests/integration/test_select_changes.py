@@ -231,3 +231,21 @@ def test_run_changed_since_with_nothing_affected_runs_nothing(reset: Path,
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "nothing on cpu is affected, nothing to run" in proc.stdout
     assert not (tmp_path / "cpu").exists()
+
+
+def test_an_image_recipe_selects_its_lanes_docker_runs(reset: Path) -> None:
+    recipe = reset / "images" / "rocm" / "Dockerfile"
+    recipe.write_text(recipe.read_text() + "# one-line change\n")
+    _git(reset, "commit", "-qam", "rocm image")
+    selection = select_changes(reset, "HEAD~1")
+    full = {name: lane.docker for name, lane in selection.lanes.items() if lane.full}
+    assert full == {"rocm": True, "rocm-mi355": True}  # mi355 inherits rocm's recipe
+    assert not any(lane.affected for name, lane in selection.lanes.items() if name not in full)
+
+
+def test_a_harness_change_runs_the_platform_suite_and_the_harness_tests(reset: Path) -> None:
+    _change(reset, "harness/workflow.py", '"""``harness run`` as', '"""``harness run``, as')
+    selection = select_changes(reset, "HEAD~1")
+    for lane in selection.lanes.values():
+        assert not lane.full and {r.path for r in lane.rules} == {"suites/platform"}
+    assert {r.path for r in selection.self_tests} == {"tests"}
