@@ -14,7 +14,9 @@ Cases:
                    2.5x faster with per-test noise (sigma 0.15 in log space)
   30%-no-sibling   30% never timed anywhere; ids carry no information (``[p3]``), so
                    ours estimates from the module (its median, or the model's module
-                   effect)
+                   effect); "id oracle" is ours told each untimed test's expected
+                   seconds given its module's true scale, all such an id can tell: no
+                   estimator from the id does much better
   30%-no-sibling-params
                    30% never timed anywhere; ids name what the test does, like the
                    suites' (``[op-k<size>-dtype-provider]``); the same spread as
@@ -35,6 +37,7 @@ Needs pytest-split (pip install pytest-split).
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import statistics
 import sys
@@ -169,6 +172,21 @@ def median_only(case: Case, n: int) -> list[list[str]]:
         harness.shard.estimate_durations = saved
 
 
+def module_oracle(case: Case, seed: int, n_tests: int, n: int) -> list[list[str]]:
+    """Ours, told each untimed test's expected seconds given all its id can tell: its
+    module's true scale (``synth`` draws the scales first, so they are re-drawn here)."""
+    rng = random.Random(seed)
+    scales = [rng.lognormvariate(0.0, 1.0) for _ in range(max(1, n_tests // 20))]
+    mean_spread = math.exp(0.8 ** 2 / 2) * (0.99 + 0.01 * 30)
+    estimates = dict(case.known)
+    for test in case.ids:
+        if test not in case.known:
+            module = int(test.split("test_m", 1)[1][:3])
+            estimates[test] = scales[module] * mean_spread
+    plan = make_plan(case.ids, estimates, None, n)
+    return [list(s) for s in plan.shards]
+
+
 def lower_bound(case: Case, n: int) -> float:
     units: dict[str, float] = {}
     for t in case.ids:
@@ -212,8 +230,8 @@ def main() -> None:
     counts = [int(x) for x in args.shards.split(",")]
     print(f"{args.tests} tests, {args.seeds} seeds; ratio = longest shard / lower bound "
           "(true durations); median and worst over seeds")
-    print(f"{'case':<24}{'N':>4}  {'ours med':>9}{'ours max':>9}  {'median med':>10}  "
-          f"{'split med':>9}{'split max':>10}  {'ours ms':>8}")
+    print(f"{'case':<24}{'N':>4}  {'ours med':>9}{'ours max':>9}  {'median med':>10}"
+          f"{'id oracle':>10}  {'split med':>9}{'split max':>10}  {'ours ms':>8}")
     cases: dict[str, Any] = dict(CASES)
     real: dict[str, float] = {}
     if args.junit:
@@ -223,6 +241,7 @@ def main() -> None:
         for n in counts:
             r_ours: list[float] = []
             r_median: list[float] = []
+            r_oracle: list[float] = []
             r_split: list[float] = []
             elapsed = 0.0
             for seed in range(args.seeds):
@@ -235,6 +254,9 @@ def main() -> None:
                 bound = lower_bound(case, n)
                 if params is None or params == "real" or name == "30%-no-sibling":
                     r_median.append(judge(median_only(case, n), case.true) / bound)
+                if name == "30%-no-sibling":
+                    r_oracle.append(judge(module_oracle(case, seed, args.tests, n),
+                                          case.true) / bound)
                 start = time.perf_counter()
                 mine = ours(case, n)
                 elapsed += time.perf_counter() - start
@@ -245,8 +267,9 @@ def main() -> None:
             split_med = f"{statistics.median(r_split):9.3f}" if r_split else f"{'n/a':>9}"
             split_max = f"{max(r_split):10.3f}" if r_split else f"{'n/a':>10}"
             med = f"{statistics.median(r_median):10.3f}" if r_median else f"{'-':>10}"
+            oracle = f"{statistics.median(r_oracle):10.3f}" if r_oracle else f"{'-':>10}"
             print(f"{name:<24}{n:>4}  {statistics.median(r_ours):9.3f}{max(r_ours):9.3f}  "
-                  f"{med}  {split_med}{split_max}  {1000 * elapsed / args.seeds:8.1f}")
+                  f"{med}{oracle}  {split_med}{split_max}  {1000 * elapsed / args.seeds:8.1f}")
 
 
 if __name__ == "__main__":
