@@ -4,7 +4,8 @@ Each kept lane's steps run ``harness run --changed-since <sha>``, which selects 
 tests on every shard and balances the shards over those tests only
 (``harness.select.plugin`` deselects before ``harness.plugin_shard`` splits). The
 number of shards follows the selected share of the lane's time, by the history's
-durations of that lane (a lane with no history keeps its configured count).
+durations of that lane, else of its most-timed sibling lane (a lane with no history at
+all keeps its configured count).
 """
 
 from __future__ import annotations
@@ -21,18 +22,20 @@ from harness.ci.pipeline import CiTarget
 Durations = Callable[[str], Any]
 
 
-def selected_share(lane: Any, durations: Any) -> float | None:
-    """The selected tests' part of the lane's time, by its history; None if unknown."""
-    if durations is None or not durations.durations:
+def selected_share(lane: Any, durations: Any) -> tuple[float, str] | None:
+    """The selected tests' part of the lane's time and whose history said so (the lane's,
+    else the sibling lane with the most timed tests); None without any history."""
+    if durations is None:
         return None
-    from harness.shard import estimate_durations
-
-    ids = sorted(durations.durations)
-    estimates = estimate_durations(ids, durations.durations, durations.siblings)
-    total = sum(e.seconds for e in estimates.values())
+    source, timed = "its", dict(durations.durations)
+    if not timed and durations.siblings:
+        # a sibling's ids are device-free keys; the kernel and module tokens are all there
+        name, timed = max(durations.siblings.items(), key=lambda kv: (len(kv[1]), kv[0]))
+        source = f"{name}'s"
+    total = sum(s for s in timed.values() if s > 0)
     if total <= 0:
         return None
-    return sum(estimates[t].seconds for t in ids if lane.selects(t)) / total
+    return sum(s for t, s in timed.items() if s > 0 and lane.selects(t)) / total, source
 
 
 def pr_targets(targets: Sequence[CiTarget], selection: Any,
@@ -52,12 +55,12 @@ def pr_targets(targets: Sequence[CiTarget], selection: Any,
             notes.append(f"{target.matrix}: all, {target.shards} shard(s) ({why})")
             kept.append(replace(target, select_args=args, why=why))
             continue
-        share = selected_share(lane, durations(target.matrix))
-        shards = target.shards if share is None else max(
-            1, min(target.shards, math.ceil(target.shards * share - 1e-9)))
+        found = selected_share(lane, durations(target.matrix))
+        shards = target.shards if found is None else max(
+            1, min(target.shards, math.ceil(target.shards * found[0] - 1e-9)))
         sources = ", ".join(sorted({r.source for r in lane.rules}))
-        size = ("no history to size it" if share is None
-                else f"{100 * share:.1f}% of its time by history")
+        size = ("no history to size it" if found is None
+                else f"{100 * found[0]:.1f}% of the time by {found[1]} history")
         notes.append(f"{target.matrix}: part, {shards} of {target.shards} shard(s) "
                      f"({size}; selected by {sources})")
         kept.append(replace(target, shards=shards, select_args=args, why=sources))

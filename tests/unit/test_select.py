@@ -163,4 +163,8 @@ def test_pr_targets_drop_unaffected_lanes_and_size_shards_by_history() -> None:
         ("cuda", 4, " --changed-since " + "a" * 40 + " --docker"),
         ("xpu", 4, " --changed-since " + "a" * 40)]  # no history: its configured count
     assert "zen: not affected" in notes
-    assert any(n.startswith("cpu: part, 1 of 4 shard(s) (10.0% of its time") for n in notes)
+    assert any(n.startswith("cpu: part, 1 of 4 shard(s) (10.0% of the time by its history")
+               for n in notes)
+    sibling = DurationSet(matrix="xpu", siblings={"cpu": dict(history.durations)})
+    kept, notes = pr_targets(targets[3:], selection, lambda lane: sibling)
+    assert kept[0].shards == 1 and "by cpu's history" in notes[-1]
