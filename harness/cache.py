@@ -71,6 +71,13 @@ def cache_root(matrix: Matrix) -> Path:
             file=matrix.file,
             key="caches.root",
         )
+    if not expanded.strip() or not Path(expanded).is_absolute():
+        # A relative root would resolve against whatever folder the run starts in.
+        raise ConfigError(
+            f"{raw!r}: expected an absolute path (it may start with ~ or ${{VAR}})",
+            file=matrix.file,
+            key="caches.root",
+        )
     return Path(expanded).absolute()
 
 

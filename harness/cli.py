@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 import traceback
@@ -61,11 +62,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         for line in str(error).splitlines() or [type(error).__name__]:
-            print(f"harness: error: {line}", file=sys.stderr)
+            _say(f"harness: error: {line}")
         return error.exit_code
-    except KeyboardInterrupt:
-        print("harness: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as stop:  # also harness.cancel.Cancelled (SIGTERM, SIGHUP)
+        code = int(getattr(stop, "exit_code", 130))
+        _say("harness: interrupted" if code == 130 else f"harness: cancelled ({stop})")
+        return code
+    except Exception as error:
+        from harness.writefail import describe, is_write_failure
+
+        if args.debug or not is_write_failure(error):
+            raise
+        _say(f"harness: error: {describe(error)}")
+        return 3
+
+
+def _say(line: str) -> None:
+    """Print to stderr; a terminal that went away (SIGHUP) is not an error of its own."""
+    with contextlib.suppress(OSError):
+        print(line, file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

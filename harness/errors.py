@@ -63,6 +63,10 @@ class InfraError(HarnessError):
 
 
 class Interrupted(HarnessError):
-    """The user pressed Ctrl-C (exit 130)."""
+    """Ctrl-C (exit 130), or a cancel by SIGTERM (143) or SIGHUP (129)."""
 
     exit_code = 130
+
+    def __init__(self, message: str, *, exit_code: int = 130) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code

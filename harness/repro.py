@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError, HarnessError, UsageError
+from harness.errors import ConfigError, ConfigErrors, HarnessError, UsageError
 from harness.repro_select import pick_tests, read_suite
+from harness.repro_trust import matrix_diff, matrix_problems, node_id_problems, split_env
 from harness.results import layout
 from harness.results.junit_read import JunitReader
 from harness.results.manifest import RunRecord
@@ -119,16 +120,29 @@ def _from_loose_junit(junit: Path) -> Recorded:
     )
 
 
-def load_recorded_matrix(rec: Recorded, root: Path) -> Any:
-    """The matrix that ran (its matrix.json), and a clear line when today's differs."""
+def _matrix_file(rec: Recorded, root: Path) -> str | None:
+    """The run's matrix file (a custom matrix) when this machine has it as a YAML file
+    that is not part of the run folder or artifact itself (which could have shipped it)."""
+    file = rec.matrix_file
+    if not file:
+        return None
+    target = (root.resolve() / file).resolve()
+    if target.suffix not in (".yaml", ".yml") or not target.is_file():
+        return None
+    shipped = [rec.run_dir.resolve()] if rec.run_dir else [p.parent.resolve()
+                                                            for p in rec.junit_files]
+    return None if any(target.is_relative_to(d) for d in shipped) else str(target)
+
+
+def load_recorded_matrix(rec: Recorded, root: Path, *, trust: bool = False) -> Any:
+    """The matrix that ran (its matrix.json), checked against this checkout's matrix of
+    that name (harness.repro_trust), and shown as a diff when it differs."""
     from harness.matrix import load_matrix
 
     current: Any = None
-    file = rec.matrix_file
-    # The run's matrix file when this checkout has it (a custom matrix), else its name.
-    here = bool(file) and (Path(str(file)).is_file() or (root / str(file)).is_file())
+    file = _matrix_file(rec, root)
     try:
-        current = load_matrix(file if here and file else rec.matrix_name, root=root)
+        current = load_matrix(file or rec.matrix_name, root=root)
     except HarnessError as error:
         if rec.resolved is None:
             raise
@@ -138,11 +152,14 @@ def load_recorded_matrix(rec: Recorded, root: Path) -> Any:
         )
     if rec.resolved is not None:
         matrix = load_matrix(rec.resolved, root=root)
-        if current is not None and current.hash != rec.matrix_hash:
+        if current is not None and current.hash != matrix.hash:
             say(
                 f"matrix {rec.matrix_name} changed since run {rec.run_id} "
                 f"(hash {rec.matrix_hash[:12]} -> {current.hash[:12]}); using the recorded matrix"
             )
+            for line in matrix_diff(current, matrix):
+                print(f"  {line}")
+        _refuse_or_accept(matrix_problems(matrix, rec.matrix_hash, current), rec, trust)
         return matrix
     if rec.matrix_hash and current.hash != rec.matrix_hash:
         say(
@@ -151,6 +168,17 @@ def load_recorded_matrix(rec: Recorded, root: Path) -> Any:
             "run folder with the recorded matrix, so using the current one"
         )
     return current
+
+
+def _refuse_or_accept(problems: list[str], rec: Recorded, trust: bool) -> None:
+    if not problems:
+        return
+    shown = str(rec.resolved)
+    if not trust:
+        errors = [ConfigError(p, file=shown) for p in problems]
+        raise errors[0] if len(errors) == 1 else ConfigErrors(errors)
+    for problem in problems:
+        say(f"accepted by --trust-run-folder: {problem.split('; refused', 1)[0]}")
 
 
 def check_checkout(rec: Recorded, root: Path) -> None:
@@ -165,17 +193,25 @@ def check_checkout(rec: Recorded, root: Path) -> None:
         say(f"run {rec.run_id} ran on a checkout with uncommitted changes")
 
 
-def restored_env(rec: Recorded, matrix: Any) -> dict[str, str]:
-    """The run's environment, less what names its machine and what was masked."""
+def restored_env(rec: Recorded, matrix: Any, *, trust: bool = False) -> dict[str, str]:
+    """The run's seed and thread settings (an allowlist, harness.repro_trust); with
+    ``trust``, its whole environment less what names its machine and what was masked."""
     from harness.cache import cache_env
 
-    recomputed = _MACHINE_ENV | set(cache_env(matrix))
-    masked = sorted(k for k, v in rec.env.items() if v == MASKED and k not in recomputed)
+    recomputed = (_MACHINE_ENV | set(cache_env(matrix)) | set(matrix.runtime.env)
+                  | {"HARNESS_SUITE_PROPERTIES", "TRITON_INTERPRET"})
+    env = {k: v for k, v in rec.env.items() if k not in recomputed}
+    if not trust:
+        env, dropped = split_env(env, recomputed)
+        if dropped:
+            say(f"not restored (not seed or thread settings): {', '.join(dropped)} "
+                "(--trust-run-folder restores them)")
+    masked = sorted(k for k, v in env.items() if v == MASKED)
     if masked:
         say(
             f"not restored (masked in the manifest): {', '.join(masked)}; this shell's values apply"
         )
-    return {k: v for k, v in rec.env.items() if k not in recomputed and v != MASKED}
+    return {k: v for k, v in env.items() if v != MASKED}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -192,7 +228,9 @@ def choose(rec: Recorded, matrix: Any, root: Path, wanted: list[str]) -> Choice:
     recorded = [read_suite(path, root, rootdirs) for path in rec.junit_files]
     if wanted:
         paths = {name: s.path for name, s in matrix.suites.items()}
-        return Choice(tests=pick_tests(wanted, recorded, paths, root, rootdirs), whole={})
+        picked = pick_tests(wanted, recorded, paths, root, rootdirs)
+        _check_node_ids(picked, root, rootdirs)
+        return Choice(tests=picked, whole={})
     tests: dict[str, tuple[str, ...]] = {}
     whole: dict[str, str] = {}
     shards: set[str] = set()
@@ -213,14 +251,17 @@ def choose(rec: Recorded, matrix: Any, root: Path, wanted: list[str]) -> Choice:
         )
     for name in whole:
         tests.pop(name, None)
-    for suite_name, ids in tests.items():
-        base = rootdirs.get(suite_name, root)
-        for nid in ids:
-            if not (base / nid.split("::", 1)[0]).is_file():
-                raise UsageError(f"{nid}: its file is not under {base}")
+    _check_node_ids(tests, root, rootdirs)
     # A whole suite reruns the shard that ran it; node ids are never sharded.
     shard = next(iter(shards), None) or (rec.shard if whole else None)
     return Choice(tests=tests, whole=whole, shard=shard)
+
+
+def _check_node_ids(tests: dict[str, tuple[str, ...]], root: Path,
+                    rootdirs: dict[str, Path]) -> None:
+    problems = node_id_problems(tests, root, rootdirs)
+    if problems:
+        raise UsageError("\n".join(problems))
 
 
 def build_request(
@@ -230,13 +271,14 @@ def build_request(
     matrix: Any,
     emulate: bool,
     docker: bool | None,
+    trust: bool = False,
     **options: Any,
 ) -> RunRequest:
     if docker is None and not emulate and rec.runner:
         docker = rec.runner == "docker"
     if docker and rec.image:
         say(f"run {rec.run_id} used image {rec.image}")
-    env = restored_env(rec, matrix)
+    env = restored_env(rec, matrix, trust=trust)
     _note_threads(rec, env)
     return RunRequest(
         matrix=rec.matrix_name,

@@ -46,7 +46,19 @@ def venv_python(path: Path) -> Path:
 
 
 def ensure_venv(matrix: Any, cache_root: Path, *, echo: bool = True) -> Path:
-    """Return the interpreter of the matrix's venv, building it if needed."""
+    """Return the interpreter of the matrix's venv, building it if needed.
+
+    Two jobs sharing the cache build it once: the second waits on the lock, then finds
+    the first one's finished environment.
+    """
+    from harness.filelock import file_lock
+
+    lock = venv_root(cache_root) / f".{matrix.name}.lock"
+    with file_lock(lock, f"building the {matrix.name} environment"):
+        return _ensure_venv_locked(matrix, cache_root, echo=echo)
+
+
+def _ensure_venv_locked(matrix: Any, cache_root: Path, *, echo: bool = True) -> Path:
     target = venv_root(cache_root) / f"{matrix.name}-{venv_key(matrix)}"
     marker = target / ".harness-complete"
     if marker.is_file():

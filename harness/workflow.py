@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import cancel
 from harness.cache import cache_root
 from harness.errors import InfraError, Interrupted, TestsFailed
 from harness.plan import Invocation, PlanOptions, override_notes, plan_run, select_suites
@@ -28,8 +29,11 @@ from harness.results.manifest import (
 )
 from harness.runners.outcome import Status, SuiteOutcome, failing
 from harness.secret_names import masked as mask_env
+from harness.secret_names import register_secrets, scrub
 from harness.threads import ThreadPlan, cpu_budget, plan_threads
 from harness.workflow_checks import record_new_files, report_unmatched, snapshot_checkout
+from harness.writefail import describe as describe_write_failure
+from harness.writefail import is_write_failure, make_reserve, release_reserve
 
 # Suites that read the persistent tokenizer caches (and must find them warm).
 CACHE_SUITES = frozenset({"e2e"})
@@ -79,6 +83,7 @@ class RunContext:
     manifest: ManifestWriter | None = None
     outcomes: list[SuiteOutcome] = field(default_factory=list)
     untracked_before: frozenset[str] | None = None
+    write_error: str = ""  # a write that failed for good (full disk, read-only)
 
     @property
     def use_docker(self) -> bool:
@@ -117,6 +122,7 @@ def prepare_run_dir(ctx: RunContext) -> None:
     (ctx.run_dir / layout.MATRIX).write_text(
         json.dumps(ctx.matrix.resolved, indent=2, sort_keys=True, default=str) + "\n"
     )
+    make_reserve(ctx.run_dir)  # room to finish the run folder if the disk fills
 
 
 def choose_python(ctx: RunContext) -> None:
@@ -271,7 +277,8 @@ def start_manifest(ctx: RunContext) -> None:
         changed_since=ctx.request.changed_since,
         started=now(),
     )
-    ctx.manifest = ManifestWriter(ctx.run_dir, record)
+    register_secrets(os.environ | ctx.env)
+    ctx.manifest = ManifestWriter(ctx.run_dir, record, mask=scrub)
 
 
 def execute(ctx: RunContext) -> None:
@@ -293,9 +300,12 @@ def execute(ctx: RunContext) -> None:
         return
     from harness.runners.local import run_invocations
 
-    ctx.outcomes = run_invocations(
-        ctx.invocations, os.environ | ctx.env, on_outcome=manifest.add_outcome
-    )
+    def record(outcome: SuiteOutcome) -> None:
+        # Kept first: a manifest that cannot be written (a full disk) loses no outcome.
+        ctx.outcomes.append(outcome)
+        manifest.add_outcome(outcome)
+
+    run_invocations(ctx.invocations, os.environ | ctx.env, on_outcome=record)
 
 
 def collect_torch_version(ctx: RunContext) -> None:
@@ -350,28 +360,47 @@ def print_table(ctx: RunContext) -> None:
 
 
 def finish(ctx: RunContext) -> int:
-    """Exit code: 1 if a test failed, else 3 on infrastructure trouble, 130 if interrupted."""
+    """Exit code: 1 if a test failed, else 3 on infrastructure trouble; 130 if interrupted,
+    143 / 129 if cancelled by SIGTERM / SIGHUP (the run folder is finished either way)."""
     assert ctx.manifest is not None
     failed = any(o.status is Status.FAILED or failing(o.counts) for o in ctx.outcomes)
     infra = [o for o in ctx.outcomes if o.status.is_infra]
-    interrupted = any(o.status is Status.INTERRUPTED for o in ctx.outcomes)
+    stopped = cancel.received() is not None or any(
+        o.status is Status.INTERRUPTED for o in ctx.outcomes
+    )
     infra_error = None
-    if infra:
+    if ctx.write_error:
+        infra_error = InfraFailure(kind=Status.WRITE_FAILED.value, message=ctx.write_error)
+    elif infra:
         first = infra[0]
         infra_error = InfraFailure(kind=first.status.value, suite=first.suite, message=first.reason)
-    if interrupted:
-        code, status = 130, "interrupted"
+    if stopped:
+        code = cancel.exit_code() or 130
+        status = "cancelled" if cancel.is_ci_cancel() else "interrupted"
+    elif ctx.write_error:
+        code, status = 3, "error"  # the run stopped early: its failures are not the story
     elif failed:
         code, status = 1, "failed"
     elif infra:
         code, status = 3, "error"
     else:
         code, status = 0, "passed"
-    ctx.manifest.finish(status=status, exit_code=code, infra_error=infra_error)
-    if interrupted:
-        raise Interrupted(f"interrupted; results so far are in {ctx.run_dir}")
-    if infra_error is not None and not failed:
-        raise InfraError(f"{infra_error.suite}: {infra_error.message} (run folder {ctx.run_dir})")
+    try:
+        ctx.manifest.finish(status=status, exit_code=code, infra_error=infra_error)
+    except OSError as error:
+        if not is_write_failure(error):
+            raise
+        infra_error = infra_error or InfraFailure(kind=Status.WRITE_FAILED.value,
+                                                  message=describe_write_failure(
+                                                      error, str(ctx.manifest.path)))
+        code = code if stopped else 3
+    if stopped:
+        raise Interrupted(f"{cancel.describe()}; results so far are in {ctx.run_dir}",
+                          exit_code=code)
+    if code == 3:
+        assert infra_error is not None
+        where = f"{infra_error.suite}: " if infra_error.suite else ""
+        raise InfraError(f"{where}{infra_error.message} (run folder {ctx.run_dir})")
     if failed:
         raise TestsFailed(f"tests failed; see {ctx.run_dir}")
     return code
@@ -387,28 +416,51 @@ def run_workflow(ctx: RunContext) -> int:
     if ctx.request.dry_run:
         print_plan(ctx)
         return 0
+    with cancel.cancel_signals():
+        return _run(ctx)
+
+
+def _run(ctx: RunContext) -> int:
     start_manifest(ctx)
+    assert ctx.manifest is not None
     snapshot_checkout(ctx)
     try:
         check_caches(ctx)
         probe_step(ctx)
         execute(ctx)
     except KeyboardInterrupt:
-        pass  # the runner recorded what was interrupted; finish() reports it
+        pass  # Ctrl-C, SIGTERM or SIGHUP: the runner stopped the suite; finish() reports it
     except InfraError as error:
-        assert ctx.manifest is not None
-        ctx.manifest.finish(
-            status="error",
-            exit_code=3,
-            infra_error=InfraFailure(kind="infra", message=str(error)),
-        )
+        with cancel.shield():
+            release_reserve(ctx.run_dir)
+            ctx.manifest.finish(
+                status="error",
+                exit_code=3,
+                infra_error=InfraFailure(kind="infra", message=str(error)),
+            )
         raise
-    collect_torch_version(ctx)
-    merge_step(ctx)
-    record_new_files(ctx)
-    print_table(ctx)
-    report_unmatched(ctx)
-    return finish(ctx)
+    except OSError as error:
+        if not is_write_failure(error):
+            raise
+        release_reserve(ctx.run_dir)
+        ctx.write_error = next(
+            (o.reason for o in ctx.outcomes if o.status is Status.WRITE_FAILED), ""
+        ) or describe_write_failure(error, str(ctx.run_dir))
+    with cancel.shield():  # a signal now is recorded, not raised: the folder is finished first
+        release_reserve(ctx.run_dir)
+        ctx.write_error = ctx.write_error or next(
+            (o.reason for o in ctx.outcomes if o.status is Status.WRITE_FAILED), ""
+        )
+        for step in (collect_torch_version, merge_step, record_new_files, print_table,
+                     report_unmatched):
+            try:
+                step(ctx)
+            except OSError as error:
+                if not is_write_failure(error):
+                    raise
+                where = str(ctx.run_dir / layout.MERGED) if step is merge_step else ""
+                ctx.write_error = ctx.write_error or describe_write_failure(error, where)
+        return finish(ctx)
 
 
 def probe_step(ctx: RunContext) -> None:

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from filelock import FileLock
 from report_history import History, make_history
 from runs import Runs, make_runs  # tests/ is on sys.path: this conftest's folder
 
@@ -20,6 +19,10 @@ pytest_plugins = ("pytester",)
 def _once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], Any]) -> Any:
     """Make a session's shared data once for all xdist workers (the first makes it, the
     others wait and reuse it); ``make`` returns something with ``as_dict``."""
+    # Imported here: suites under tests/data (run in a matrix venv or an image without
+    # filelock) load this conftest too.
+    from filelock import FileLock
+
     base = factory.getbasetemp()
     # Under xdist the session's folder is the parent of each worker's; without it the
     # parent is shared by every session, so stay in this session's own folder.

@@ -19,7 +19,13 @@ def parse_since(text: str, now: dt.datetime) -> dt.timedelta:
     """``14d``, ``36h``, ``2w``, or a date (``2026-11-01``) the window starts at."""
     match = _SPAN.fullmatch(text.strip())
     if match:
-        return dt.timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+        try:
+            span = dt.timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+            now - span  # the window must start at a representable date
+        except OverflowError:
+            raise UsageError(f"--since {text!r} reaches before year 1; "
+                             "use a span of at most a few thousand years") from None
+        return span
     try:
         start = dt.datetime.fromisoformat(text)
     except ValueError:

@@ -62,6 +62,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="run locally even if the run used docker",
     )
     p.add_argument("--keep-container", action="store_true", help="keep the container for debugging")
+    p.add_argument(
+        "--trust-run-folder",
+        action="store_true",
+        help="accept what the run folder records beyond this checkout's matrix (container "
+        "options, non-pin requirements, a changed matrix.json) and its whole environment",
+    )
     p.set_defaults(func=run)
 
 
@@ -80,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
 
     root = repo_root()
     rec = read_recorded(args.target)
-    matrix = load_recorded_matrix(rec, root)
+    matrix = load_recorded_matrix(rec, root, trust=args.trust_run_folder)
     check_checkout(rec, root)
     choice = choose(rec, matrix, root, list(args.test))
     if not choice.tests and not choice.whole:
@@ -95,10 +101,17 @@ def run(args: argparse.Namespace) -> int:
         matrix=matrix,
         emulate=args.emulate or rec.emulate,
         docker=args.docker,
+        trust=args.trust_run_folder,
         reports=args.reports,
         dry_run=args.dry_run,
         python=args.python,
         keep_container=args.keep_container,
         command_line=tuple(["harness", *sys.argv[1:]]),
     )
+    if args.dry_run:  # everything the run would set, not only the pytest command
+        say(f"matrix: {request.platform_file or matrix.file} (hash {matrix.hash[:12]})")
+        say(f"seed {request.seed}; shard {request.shard or '-'}; workers "
+            f"{request.workers or 'as planned'}; emulate {request.emulate}")
+        for key, value in sorted(request.env.items()):
+            say(f"would set {key}={value}")
     return run_workflow(RunContext(request=request, root=root, matrix=matrix))

@@ -10,9 +10,13 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from harness.errors import ConfigError
+from harness.filelock import file_lock
+
+BUSY_TIMEOUT_S = 300.0
 
 
 def _v1_tables(db: sqlite3.Connection) -> None:
@@ -123,6 +127,15 @@ def migrate(db: sqlite3.Connection, path: Path | str = "<memory>") -> int:
     return SCHEMA_VERSION
 
 
+def _migration_lock(path: Path) -> AbstractContextManager[None]:
+    lock = path.with_name(path.name + ".lock")
+    try:
+        os.close(os.open(lock, os.O_RDWR | os.O_CREAT, 0o644))
+    except OSError:
+        return nullcontext()  # a read-only folder: nothing there can be migrated anyway
+    return file_lock(lock, f"migrating {path}", quiet=True)
+
+
 def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
     """Open (and migrate) the history database; a missing file is created if asked."""
     if not create and not path.exists():
@@ -132,11 +145,15 @@ def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
     if create:
         path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        db = sqlite3.connect(path, isolation_level="DEFERRED")
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA foreign_keys=ON")
-        migrate(db, path)
+        # Concurrent ingests wait for each other's write transactions instead of failing.
+        db = sqlite3.connect(path, isolation_level="DEFERRED", timeout=BUSY_TIMEOUT_S)
+        # One process at a time switches a new file to WAL and migrates it; the others
+        # then find the schema at its version (the lock file lives beside the database).
+        with _migration_lock(path):
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA foreign_keys=ON")
+            migrate(db, path)
     except sqlite3.DatabaseError as error:
         raise ConfigError(f"not a usable history database ({error})", file=str(path)) from None
     return db

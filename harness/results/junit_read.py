@@ -7,19 +7,22 @@ elements, or one ``<testcase>`` per attempt), gtest (``status`` / ``result``
 attributes) and ctest (``status="fail"`` / ``"notrun"``). The history store needs one
 shape, and must read a million cases quickly, so this drives expat directly and keeps
 no element objects: a case is built when its ``</testcase>`` closes and handed out
-when its suite closes. A truncated file keeps every case before the damage and
+once it leaves a window of recent cases (where rerun attempts are merged) or its suite
+closes. A truncated file keeps every case before the damage and
 reports one line naming the file and the parser's line:column.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.parsers import expat
 
+from harness.results.xml_clean import XmlCleaner
 from harness.testids import normalise_test_id, stable_ids
 
 NODEID_PROPERTY = "nodeid"  # the plugin records pytest's node id under this name
@@ -106,6 +109,9 @@ def case_ids(classname: str, name: str, file: str = "") -> tuple[str, str, str]:
 
 _STATUS_TAGS = frozenset({"failure", "error", "skipped"}) | _RERUN_TAGS
 _BLOCK = 1 << 20
+# Attempts of one test (one <testcase> each) are merged while they are this close; the
+# cases before stream on, so a testsuite of a million cases holds a window, not all.
+_RERUN_WINDOW = 4096
 
 
 def _message(attrs: dict[str, str], text: str) -> str:
@@ -171,6 +177,7 @@ class _Parse:
         self.children: list[_Child] = []
         self.case_props: dict[str, str] | None = None
         self.props: dict[str, str] = {}  # the properties being read
+        self.bad_times = 0  # case times clamped to 0 (negative, infinite, NaN)
         self.plevel = 0  # open elements inside the current <properties>
         self.text: list[str] | None = None
         self.text_for: str | None = None  # property name when collecting its text
@@ -293,6 +300,9 @@ class _Parse:
             duration = float(attrs.get("time") or 0.0)
         except ValueError:
             duration = 0.0
+        if not 0.0 <= duration < math.inf:  # negative, infinite or NaN: JSON cannot hold it
+            self.bad_times += 1
+            duration = 0.0
         suites = self.reader.suites
         suite = self.suite_names[-1] if self.suite_names else self.reader.path.stem
         if suite not in suites:
@@ -308,6 +318,8 @@ class _Parse:
         self.pending[raw] = Case(
             suite, nodeid, key, params, status, duration, message, reruns, props
         )
+        if len(self.pending) > _RERUN_WINDOW:  # memory per case, not per testsuite
+            self.ready.append(self.pending.pop(next(iter(self.pending))))
 
     def _close_suite(self, name: str) -> None:
         # expat hands the end tag no attributes: use the ones saved at its start.
@@ -332,14 +344,16 @@ class JunitReader:
         self.truncated = False
 
     def __iter__(self) -> Iterator[Case]:
-        parser = expat.ParserCreate()
+        # The cleaner hands expat UTF-8 whatever the file declares (it decodes as UTF-8).
+        parser = expat.ParserCreate("UTF-8")
         parser.buffer_text = True
         state = _Parse(self, parser)
+        cleaner = XmlCleaner()
         try:
             with self.path.open("rb") as handle:
                 while True:
                     block = handle.read(_BLOCK)
-                    parser.Parse(block, not block)
+                    parser.Parse(cleaner.feed(block, final=not block), not block)
                     if state.ready:
                         yield from state.ready
                         state.ready.clear()
@@ -354,6 +368,12 @@ class JunitReader:
         except OSError as error:
             self.truncated = True
             self.warn(f"{self.path}: cannot read JUnit ({error.strerror or error})")
+        if cleaner.replaced:
+            self.warn(f"{self.path}: {cleaner.replaced} character(s) that are not valid XML "
+                      "or UTF-8 replaced with U+FFFD")
+        if state.bad_times:
+            self.warn(f"{self.path}: {state.bad_times} test case time(s) negative or not "
+                      "finite; stored as 0")
         yield from state.ready
         yield from state.pending.values()
 

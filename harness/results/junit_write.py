@@ -8,6 +8,8 @@ an error test case names the cause with the last log lines: nothing already run 
 from __future__ import annotations
 
 import json
+import os
+import re
 import xml.etree.ElementTree as ET  # only builds elements to write; reading is junit_read's
 from collections import Counter
 from collections.abc import Iterable
@@ -21,6 +23,7 @@ _COUNT_NAME = {"xfail": "xfailed", "xpass": "xpassed"}
 def _quiet(line: str) -> None:
     """A damaged file still counts the cases before the damage."""
 
+_NAMELESS_CASE = re.compile(r"<testcase(?![^>]*\bname=)[^>]*/>")
 _OUTCOME_TO_CHILD = {"failed": "failure", "skipped": "skipped", "xfailed": "skipped"}
 
 
@@ -87,7 +90,12 @@ def write_salvaged_junit(
     root = ET.Element("testsuites")
     root.append(suite_el)
     junit.parent.mkdir(parents=True, exist_ok=True)
-    ET.ElementTree(root).write(junit, encoding="utf-8", xml_declaration=True)
+    tmp = _tmp(junit)
+    try:  # a write that fails (a full disk) leaves the file as it was, never half written
+        ET.ElementTree(root).write(tmp, encoding="utf-8", xml_declaration=True)
+        os.replace(tmp, junit)
+    finally:
+        tmp.unlink(missing_ok=True)
     return count_junit(junit)
 
 
@@ -96,10 +104,20 @@ def append_error_case(junit: Path, suite: str, cause: str, log_tail: Iterable[st
 
     The case goes in before the last ``</testsuite>``; the file is not parsed again.
     """
-    text = junit.read_text(encoding="utf-8")
+    # pytest interrupted mid-test writes an empty <testcase/> for it: not a passed test.
+    text = _NAMELESS_CASE.sub("", junit.read_text(encoding="utf-8"))
     at = text.rfind("</testsuite>")
     if at < 0:  # an empty <testsuite/> or no suite at all: write it whole instead
         write_salvaged_junit(junit, suite, junit.with_suffix(".none"), cause, log_tail)
         return
     case = ET.tostring(error_case(suite, cause, log_tail), encoding="unicode")
-    junit.write_text(text[:at] + case + text[at:], encoding="utf-8")
+    tmp = _tmp(junit)
+    try:
+        tmp.write_text(text[:at] + case + text[at:], encoding="utf-8")
+        os.replace(tmp, junit)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _tmp(path: Path) -> Path:
+    return path.with_name(path.name + ".tmp")

@@ -373,8 +373,11 @@ class ManifestWriter:
 
     def write(self) -> None:
         tmp = self.path.with_suffix(".json.tmp")
-        tmp.write_text(self._mask(self.record.to_json()), encoding="utf-8")
-        os.replace(tmp, self.path)
+        try:  # a failed write (a full disk) leaves the last good manifest in place
+            tmp.write_text(self._mask(self.record.to_json()), encoding="utf-8")
+            os.replace(tmp, self.path)
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def update(self, **fields: Any) -> None:
         for key, value in fields.items():

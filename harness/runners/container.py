@@ -7,19 +7,26 @@ always stopped (bounded), killed and removed, unless kept for debugging
 ``exec``, each wrapped so its pid is known: a timeout or Ctrl-C is first delivered
 as SIGINT to that process (pytest then still writes its JUnit), then SIGTERM, then
 the whole container is killed.
+
+Each container is labelled with the harness process that owns it (host name, pid and
+the pid's start time): a harness killed outright (SIGKILL, a lost agent) cannot remove
+its container, so every start reaps this host's harness containers whose owner is gone.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness import cancel
 from harness.errors import InfraError
 
 if TYPE_CHECKING:
@@ -28,14 +35,61 @@ if TYPE_CHECKING:
 
 LABEL_RUN = "org.harness.run"
 LABEL_OWNER = "org.harness.owner"
+LABEL_HOST = "org.harness.host"
+LABEL_PID = "org.harness.pid"  # "<pid>:<start time in clock ticks>" of the harness process
 KEEP_ENV = "HARNESS_KEEP_CONTAINER"
 STOP_TIMEOUT_S = 10
 INTERRUPT_GRACE_S = 10.0
 TERMINATE_GRACE_S = 5.0
+CANCEL_REMOVE_WAIT_S = 3
 # PID 1 that reaps the exec'd processes' orphans and exits at once on SIGTERM.
 KEEPALIVE = ["sh", "-c", 'trap "exit 0" TERM INT; while :; do sleep 3600 & wait $!; done']
 # Records the exec'd process's pid inside the container, then becomes the command.
 _PID_WRAPPER = 'echo $$ > "$0"; exec "$@"'
+
+
+def process_token(pid: int) -> str:
+    """``pid:start`` from /proc, so a recycled pid does not pass for its owner."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return f"{pid}:{fields[19]}" if len(fields) > 19 else ""
+
+
+def owner_labels() -> dict[str, str]:
+    return {LABEL_HOST: socket.gethostname(), LABEL_PID: process_token(os.getpid())}
+
+
+def owner_gone(labels: Mapping[str, str]) -> bool:
+    """Only this host's containers, and only when their harness process no longer runs."""
+    token = labels.get(LABEL_PID, "")
+    if labels.get(LABEL_HOST) != socket.gethostname() or ":" not in token:
+        return False
+    pid = int(token.split(":", 1)[0]) if token.split(":", 1)[0].isdigit() else 0
+    return pid > 0 and process_token(pid) != token
+
+
+def reap_orphans(client: docker.DockerClient) -> list[str]:
+    """Remove the containers of harness runs whose process is gone; their names."""
+    import docker.errors
+    import requests
+
+    reaped = []
+    try:
+        found = client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}=harness"})
+    except (docker.errors.DockerException, requests.RequestException):
+        return []
+    for box in found:
+        if not owner_gone(box.labels or {}):
+            continue
+        try:
+            box.remove(force=True, v=True)
+            reaped.append(str(box.name))
+        except (docker.errors.DockerException, requests.RequestException):
+            continue
+    return reaped
 
 
 def keep_requested(flag: bool) -> bool:
@@ -87,7 +141,7 @@ class Container:
     def __enter__(self) -> Container:
         import docker.errors
 
-        labels = {LABEL_RUN: self.run_id, LABEL_OWNER: "harness",
+        labels = {LABEL_RUN: self.run_id, LABEL_OWNER: "harness", **owner_labels(),
                   **self.options.pop("labels", {})}
         try:
             self._container = self.client.containers.create(
@@ -134,6 +188,8 @@ class Container:
                     target.reload()
                     if target.status in ("running", "paused", "restarting"):
                         target.kill()
+                elif cancel.received() is not None:
+                    self._remove_in_background(str(target.id))
                 else:
                     target.remove(force=True, v=True)
             except gone:
@@ -141,6 +197,22 @@ class Container:
             except (docker.errors.DockerException, requests.RequestException):
                 continue  # the next, harder step still runs
         self._container = None
+
+    def _remove_in_background(self, container_id: str) -> None:
+        """On a cancel the grace is short and removing a stopped container can take tens of
+        seconds (vfs deletes a whole copy of the image): ask the engine, which finishes the
+        removal on its own, and stop waiting after a few seconds."""
+        import requests
+
+        api = self.client.api
+        saved = api.timeout
+        api.timeout = CANCEL_REMOVE_WAIT_S
+        try:
+            api.remove_container(container_id, force=True, v=True)
+        except requests.exceptions.ReadTimeout:
+            pass
+        finally:
+            api.timeout = saved
 
     @property
     def id(self) -> str:
@@ -182,8 +254,10 @@ class Container:
         return code, out.decode("utf-8", "replace") if isinstance(out, bytes) else str(out)
 
     def exec(self, argv: Sequence[str], *, env: Mapping[str, str], workdir: str, user: str,
-             on_line: Callable[[str], None], timeout_s: float) -> ExecResult:
-        """Run ``argv`` streaming whole lines; stop it at ``timeout_s`` or on Ctrl-C."""
+             on_line: Callable[[str], None], timeout_s: float,
+             stop_requested: Callable[[], bool] = lambda: False) -> ExecResult:
+        """Run ``argv`` streaming whole lines; stop it at ``timeout_s``, on Ctrl-C, SIGTERM
+        or SIGHUP, or when ``stop_requested()`` (its output can no longer be written)."""
         pidfile = f"/tmp/harness-exec-{uuid.uuid4().hex[:12]}.pid"
         cmd = ["sh", "-c", _PID_WRAPPER, pidfile, *argv]
         api = self.client.api
@@ -204,14 +278,22 @@ class Container:
         reader = threading.Thread(target=pump, daemon=True, name=f"logs-{self.name}")
         reader.start()
         timed_out = interrupted = False
+        deadline = start + max(timeout_s, 0.0)
         try:
-            reader.join(timeout=max(timeout_s, 0.0))
-            if reader.is_alive():
-                timed_out = True
-                self._stop_exec(pidfile, reader)
-        except KeyboardInterrupt:
+            while reader.is_alive():
+                reader.join(timeout=min(1.0, max(0.0, deadline - time.monotonic())))
+                if not reader.is_alive():
+                    break
+                if stop_requested():
+                    self._stop_exec(pidfile, reader, (2.0, TERMINATE_GRACE_S))
+                    break
+                if time.monotonic() >= deadline:
+                    timed_out = True
+                    self._stop_exec(pidfile, reader, (INTERRUPT_GRACE_S, TERMINATE_GRACE_S))
+                    break
+        except KeyboardInterrupt:  # Ctrl-C, or a SIGTERM / SIGHUP (harness.cancel)
             interrupted = True
-            self._stop_exec(pidfile, reader)
+            self._stop_exec(pidfile, reader, cancel.grace())
         reader.join(timeout=5)
         code = self._exit_code(exec_id)
         died = not self.alive()
@@ -239,14 +321,17 @@ class Container:
             time.sleep(0.05)
         return None
 
-    def _stop_exec(self, pidfile: str, reader: threading.Thread) -> None:
+    def _stop_exec(self, pidfile: str, reader: threading.Thread,
+                   graces: tuple[float, float]) -> None:
         """SIGINT (pytest writes JUnit), then SIGTERM, then kill the container."""
-        for sig, grace in (("INT", INTERRUPT_GRACE_S), ("TERM", TERMINATE_GRACE_S)):
+        for sig, grace in zip(("INT", "TERM"), graces, strict=True):
             try:
                 self.run_quick(["sh", "-c", f'kill -{sig} "$(cat {pidfile})"'])
             except Exception:
                 break
-            reader.join(timeout=grace)
+            deadline = time.monotonic() + grace
+            while reader.is_alive() and time.monotonic() < deadline and not cancel.hurry():
+                reader.join(timeout=0.2)
             if not reader.is_alive():
                 return
         try:

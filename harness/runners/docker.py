@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.errors import InfraError
-from harness.runners.container import Container
+from harness.runners.container import Container, reap_orphans
 from harness.runners.docker_spec import (
     build_spec,
     cli_args,
@@ -33,7 +33,9 @@ from harness.runners.docker_spec import (
 from harness.runners.local import classify
 from harness.runners.outcome import Status, SuiteOutcome
 from harness.runners.proc import TAIL_LINES, ProcResult
-from harness.secret_names import masked
+from harness.secret_names import masked, scrub
+from harness.writefail import QuietClose
+from harness.writefail import describe as describe_write_failure
 
 if TYPE_CHECKING:
     import docker
@@ -107,6 +109,8 @@ def run_invocations(matrix: Matrix, invocations: Sequence[Invocation], run_dir: 
     if manifest is not None:
         manifest.update(image=image, container_env=masked(base_env))
     run_id = run_id or run_dir.name
+    for name in reap_orphans(client):
+        out.write(f"harness: removed container {name}: the harness run that owned it is gone\n")
     options = sdk_options(spec)
     outcomes: list[SuiteOutcome] = []
     box: Container | None = None
@@ -126,7 +130,7 @@ def run_invocations(matrix: Matrix, invocations: Sequence[Invocation], run_dir: 
             outcome = run_one(box, inv, base_env, spec.user, out,
                               argv=list(inv.argv))
             outcomes.append(outcome)
-            if outcome.status is Status.INTERRUPTED:
+            if outcome.status in (Status.INTERRUPTED, Status.WRITE_FAILED):
                 break
     finally:
         if box is not None:
@@ -177,21 +181,35 @@ def run_one(box: Container, inv: Invocation, base_env: Mapping[str, str], user: 
     argv = list(argv or inv.argv)
     # The counter is read only where a limit is set: each read is one more exec.
     ooms_before = _oom_kills(box) if box.options.get("mem_limit") else None
-    with inv.log.open("a", encoding="utf-8") as log:
+    write_error = ""
+    echo: TextIO | None = out
+    with QuietClose(inv.log.open("a", encoding="utf-8", buffering=1)) as log:
         shown = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(masked(env).items()))
         log.write(f"$ docker exec {box.name} env {shown} {shlex.join(argv)}\n")
         log.flush()
 
         def on_line(line: str) -> None:
+            # Never raises: the reader thread must keep draining the exec's output.
+            nonlocal write_error, echo
+            line = scrub(line)
             tail.append(line)
-            log.write(line + "\n")
-            log.flush()
-            out.write(prefix + line + "\n")
-            out.flush()
+            if not write_error:
+                try:
+                    log.write(line + "\n")
+                    log.flush()
+                except OSError as error:
+                    write_error = describe_write_failure(error, str(inv.log))
+            if echo is not None:
+                try:
+                    echo.write(prefix + line + "\n")
+                    echo.flush()
+                except (OSError, ValueError):
+                    echo = None  # the terminal is gone (SIGHUP)
 
         workdir = str(inv.cwd or box.options.get("working_dir", "/"))
         result = box.exec(argv, env=env, workdir=workdir,
-                          user=user, on_line=on_line, timeout_s=inv.timeout_s)
+                          user=user, on_line=on_line, timeout_s=inv.timeout_s,
+                          stop_requested=lambda: bool(write_error))
         code = result.exit_code
         notes = []
         if result.timed_out:
@@ -210,7 +228,7 @@ def run_one(box: Container, inv: Invocation, base_env: Mapping[str, str], user: 
             on_line(note)
     proc = ProcResult(exit_code=code, duration_s=result.duration_s,
                       timed_out=result.timed_out, interrupted=result.interrupted,
-                      tail=list(tail))
+                      write_error=write_error, tail=list(tail))
     outcome = classify(inv, proc)
     extra = [n.removeprefix("harness: ") for n in notes if "step timeout" not in n]
     if extra:

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TextIO
 
+from harness import cancel
 from harness.plan import Invocation
 from harness.results.junit_write import (
     append_error_case,
@@ -17,6 +18,9 @@ from harness.results.junit_write import (
 from harness.results.skips import summarise_skips
 from harness.runners.outcome import Status, SuiteOutcome, failing
 from harness.runners.proc import ProcResult, run_streaming
+from harness.secret_names import scrub_file
+from harness.writefail import describe as describe_write_failure
+from harness.writefail import is_write_failure
 
 
 def describe_exit(code: int | None) -> str:
@@ -40,12 +44,20 @@ def describe_exit(code: int | None) -> str:
 
 def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
     """Turn how the process ended plus what it wrote into an outcome. JUnit is the truth."""
+    for written in (inv.junit, inv.partial):  # a test may have printed a secret's value
+        try:
+            scrub_file(written)
+        except OSError as error:
+            if not is_write_failure(error):
+                raise
     code = result.exit_code
     crashed = code is not None and (code < 0 or code in (134, 137, 139))
     cause = ""
     status: Status
-    if result.interrupted:
-        status, cause = Status.INTERRUPTED, "interrupted (Ctrl-C)"
+    if result.write_error:
+        status, cause = Status.WRITE_FAILED, result.write_error
+    elif result.interrupted:
+        status, cause = Status.INTERRUPTED, cancel.describe()
     elif result.timed_out:
         status, cause = Status.TIMEOUT, f"timeout: step ran past {inv.timeout_s:g} s and was killed"
     elif crashed:
@@ -56,11 +68,17 @@ def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
         status, cause = Status.ERROR, f"pytest usage or internal error ({describe_exit(code)})"
     else:
         status = Status.PASSED
-    if cause:
-        if inv.junit.is_file():
-            append_error_case(inv.junit, inv.suite, cause, result.tail)
-        else:
-            write_salvaged_junit(inv.junit, inv.suite, inv.partial, cause, result.tail)
+    try:
+        if cause:
+            if inv.junit.is_file():
+                append_error_case(inv.junit, inv.suite, cause, result.tail)
+            else:
+                write_salvaged_junit(inv.junit, inv.suite, inv.partial, cause, result.tail)
+    except OSError as error:  # what pytest wrote stays as it was
+        if not is_write_failure(error):
+            raise
+        status = Status.WRITE_FAILED
+        cause = "; ".join(filter(None, [cause, describe_write_failure(error, str(inv.junit))]))
     counts = count_junit(inv.junit) if inv.junit.is_file() else {}
     if status is Status.PASSED and (failing(counts) or counts.get("error") or code == 1):
         status = Status.FAILED
@@ -118,6 +136,6 @@ def run_invocations(
         outcomes.append(outcome)
         if callable(on_outcome):
             on_outcome(outcome)
-        if outcome.status is Status.INTERRUPTED:
+        if outcome.status in (Status.INTERRUPTED, Status.WRITE_FAILED):
             break
     return outcomes

@@ -13,13 +13,15 @@ class Status(StrEnum):
     ERROR = "error"  # pytest itself reported an internal or usage error
     TIMEOUT = "timeout"  # the step ran past its time limit and was killed
     CRASHED = "crashed"  # the interpreter died (signal, exit 134 / 137)
-    INTERRUPTED = "interrupted"  # Ctrl-C
+    INTERRUPTED = "interrupted"  # Ctrl-C, or cancelled by SIGTERM / SIGHUP
     NO_JUNIT = "no-junit"  # exited without writing its JUnit file
     MOSTLY_SKIPPED = "mostly-skipped"  # nothing failed, but over max_skip_ratio skipped
+    WRITE_FAILED = "write-failed"  # the harness could not write (full disk, read-only)
 
     @property
     def is_infra(self) -> bool:
-        return self in (Status.ERROR, Status.TIMEOUT, Status.CRASHED, Status.NO_JUNIT)
+        return self in (Status.ERROR, Status.TIMEOUT, Status.CRASHED, Status.NO_JUNIT,
+                        Status.WRITE_FAILED)
 
 
 @dataclass(kw_only=True)

@@ -3,11 +3,15 @@
 The child gets its own process group, so a timeout or Ctrl-C stops the whole tree
 (pytest and its xdist workers) with named, bounded steps: interrupt, terminate, kill.
 Output is streamed line by line with a prefix, and kept in a log file and a tail.
+The output reader never dies silently: a log that cannot be written (a full disk)
+stops the child within seconds and is reported; a console that went away (SIGHUP)
+only stops the echo.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import shlex
 import signal
@@ -20,8 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-INTERRUPT_TIMEOUT_S = 10.0
+from harness import cancel
+from harness.secret_names import scrub
+from harness.writefail import QuietClose
+from harness.writefail import describe as describe_write_failure
+
 TERMINATE_TIMEOUT_S = 5.0
+# After a failed write: the child gets this long to notice SIGINT, then SIGTERM, SIGKILL.
+WRITE_FAILURE_GRACE_S = 2.0
+POLL_S = 0.2
 TAIL_LINES = 40
 
 
@@ -31,25 +42,36 @@ class ProcResult:
     duration_s: float
     timed_out: bool = False
     interrupted: bool = False
+    write_error: str = ""
     tail: list[str] = field(default_factory=list)
 
 
-def _stop(proc: subprocess.Popen[bytes], first: signal.Signals, grace: float) -> None:
-    """Send ``first`` to the group, then SIGTERM, then SIGKILL, each with a bound."""
-    for sig, wait in (
-        (first, grace),
-        (signal.SIGTERM, TERMINATE_TIMEOUT_S),
-        (signal.SIGKILL, TERMINATE_TIMEOUT_S),
-    ):
+def _wait(proc: subprocess.Popen[bytes], seconds: float) -> bool:
+    """Wait up to ``seconds``, in slices, giving up early when a second signal hurries."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            proc.wait(timeout=max(0.0, min(POLL_S, deadline - time.monotonic())))
+            return True
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline or cancel.hurry():
+                return False
+
+
+def stop_group(
+    proc: subprocess.Popen[bytes], steps: tuple[tuple[signal.Signals, float], ...]
+) -> None:
+    """Send each signal to the child's process group with its bound, then SIGKILL."""
+    for sig, wait in (*steps, (signal.SIGKILL, TERMINATE_TIMEOUT_S)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
             return
-        try:
-            proc.wait(timeout=wait)
+        if _wait(proc, wait):
+            # The leader is gone; xdist workers in its group may linger: kill them too.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
             return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def run_streaming(
@@ -65,7 +87,8 @@ def run_streaming(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
     start = time.monotonic()
-    with log_path.open("a", encoding="utf-8") as log:
+    # Line-buffered: each line reaches the file (or fails) as it is written.
+    with QuietClose(log_path.open("a", encoding="utf-8", buffering=1)) as log:
         log.write(f"$ {shlex.join(argv)}\n")
         log.flush()
         proc = subprocess.Popen(
@@ -78,35 +101,72 @@ def run_streaming(
             start_new_session=True,
         )
 
-        def pump() -> None:
-            assert proc.stdout is not None
-            for raw in proc.stdout:
-                line = raw.decode("utf-8", "replace").rstrip("\n")
-                tail.append(line)
-                log.write(line + "\n")
-                log.flush()
-                if echo is not None:
-                    echo.write(f"{prefix}{line}\n")
-                    echo.flush()
-
-        reader = threading.Thread(target=pump, daemon=True)
+        sink = _Sink(log, log_path, echo, prefix, tail)
+        reader = threading.Thread(target=sink.pump, args=(proc,), daemon=True)
         reader.start()
         timed_out = interrupted = False
         try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _stop(proc, signal.SIGTERM, TERMINATE_TIMEOUT_S)
-        except KeyboardInterrupt:
+            deadline = start + timeout_s
+            while not _wait(proc, min(POLL_S * 5, max(0.0, deadline - time.monotonic()))):
+                if sink.error:
+                    stop_group(proc, ((signal.SIGINT, WRITE_FAILURE_GRACE_S),
+                                      (signal.SIGTERM, TERMINATE_TIMEOUT_S)))
+                    break
+                if time.monotonic() >= deadline:
+                    timed_out = True
+                    stop_group(proc, ((signal.SIGTERM, TERMINATE_TIMEOUT_S),))
+                    break
+        except KeyboardInterrupt:  # Ctrl-C, or a SIGTERM / SIGHUP (harness.cancel)
             interrupted = True
-            _stop(proc, signal.SIGINT, INTERRUPT_TIMEOUT_S)
+            after_int, after_term = cancel.grace()
+            stop_group(proc, ((signal.SIGINT, after_int), (signal.SIGTERM, after_term)))
         reader.join(timeout=5)
         if timed_out:
-            log.write(f"harness: killed after {timeout_s:g} s (step timeout)\n")
+            sink.note(f"harness: killed after {timeout_s:g} s (step timeout)")
     return ProcResult(
         exit_code=proc.returncode,
         duration_s=time.monotonic() - start,
         timed_out=timed_out,
         interrupted=interrupted,
+        write_error=sink.error,
         tail=list(tail),
     )
+
+
+class _Sink:
+    """Where the child's lines go: the tail, the log file, the console.
+
+    A failed log write is remembered (``error``) and the pipe is still drained, so the
+    child never blocks on it; a failed console write only turns the echo off.
+    """
+
+    def __init__(self, log: TextIO, log_path: Path, echo: TextIO | None, prefix: str,
+                 tail: collections.deque[str]) -> None:
+        self.log, self.log_path, self.echo, self.prefix, self.tail = (
+            log, log_path, echo, prefix, tail)
+        self.error = ""
+
+    def pump(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            self.line(raw.decode("utf-8", "replace").rstrip("\n"))
+
+    def line(self, line: str) -> None:
+        line = scrub(line)
+        self.tail.append(line)
+        self.note(line)
+        if self.echo is not None:
+            try:
+                self.echo.write(f"{self.prefix}{line}\n")
+                self.echo.flush()
+            except (OSError, ValueError):
+                self.echo = None  # the terminal is gone (SIGHUP) or the pipe closed
+
+    def note(self, line: str) -> None:
+        if self.error:
+            return
+        try:
+            self.log.write(line + "\n")
+            self.log.flush()
+        except OSError as error:
+            self.error = describe_write_failure(error, str(self.log_path))

@@ -72,7 +72,13 @@ def test_env_is_restored_less_machine_paths_caches_and_masked_values(
                    env={"HARNESS_ROOT": "/ci/checkout", "OMP_NUM_THREADS": "8",
                         "TIKTOKEN_CACHE_DIR": "***", "MY_API_TOKEN": "***",
                         "HF_HOME": "/ci/cache/hf", "MY_FLAG": "1"})
-    assert restored_env(rec, load_matrix("cpu")) == {"OMP_NUM_THREADS": "8", "MY_FLAG": "1"}
+    # Only the allowlist (seed, threads, the plugin's variables) comes back by default.
+    assert restored_env(rec, load_matrix("cpu")) == {"OMP_NUM_THREADS": "8"}
+    assert capsys.readouterr().out == (
+        "harness repro: not restored (not seed or thread settings): MY_API_TOKEN, MY_FLAG "
+        "(--trust-run-folder restores them)\n")
+    trusted = restored_env(rec, load_matrix("cpu"), trust=True)
+    assert trusted == {"OMP_NUM_THREADS": "8", "MY_FLAG": "1"}
     assert capsys.readouterr().out == (
         "harness repro: not restored (masked in the manifest): MY_API_TOKEN; "
         "this shell's values apply\n")

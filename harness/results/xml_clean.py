@@ -1,0 +1,40 @@
+"""Bytes a JUnit producer should not have written, made harmless before expat sees them.
+
+XML 1.0 forbids most control characters, raw or as references (``&#0;``, ``&#x1b;``),
+and a file must be valid UTF-8; one such character in a test name would otherwise stop
+the parse and drop every case after it. Each is replaced with U+FFFD and counted.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+REPLACEMENT = "\ufffd"
+_INVALID = re.compile(
+    r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]"
+    r"|&#(?:[xX]0*(?:[0-8bBcCeEfF]|1[0-9a-fA-F]|[dD][89a-fA-F][0-9a-fA-F]{2}|[fF]{3}[eEfF])"
+    r"|0*(?:[0-8]|1[124-9]|2[0-9]|3[01]));"
+)
+_CARRY = 16  # a character reference cut by a block boundary is at most this long
+
+
+class XmlCleaner:
+    """Feed blocks of bytes; get back UTF-8 bytes with every invalid character replaced."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._carry = ""
+        self.replaced = 0
+
+    def feed(self, block: bytes, final: bool = False) -> bytes:
+        text = self._carry + self._decoder.decode(block, final)
+        self.replaced += text.count(REPLACEMENT) - self._carry.count(REPLACEMENT)
+        cut = len(text)
+        if not final:  # hold back a possible reference cut in two by the block boundary
+            amp = text.rfind("&", max(0, len(text) - _CARRY))
+            cut = amp if amp >= 0 else cut
+        text, self._carry = text[:cut], text[cut:]
+        clean, count = _INVALID.subn(REPLACEMENT, text)
+        self.replaced += count
+        return clean.encode("utf-8")
