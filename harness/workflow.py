@@ -54,6 +54,7 @@ class RunRequest:
     shard: str | None = None
     seed: int = 0
     update_expectations: bool = False
+    allow_empty: bool = False  # a suite that ran no test passes (else it is exit 1)
     command_line: tuple[str, ...] = ()
     pytest_args: tuple[str, ...] = ()  # `harness run ... -- ARGS`: after the suite's own
     # harness repro: suite -> node ids to run instead of the suite path, the recorded
@@ -360,10 +361,13 @@ def print_table(ctx: RunContext) -> None:
 
 
 def finish(ctx: RunContext) -> int:
-    """Exit code: 1 if a test failed, else 3 on infrastructure trouble; 130 if interrupted,
-    143 / 129 if cancelled by SIGTERM / SIGHUP (the run folder is finished either way)."""
+    """Exit code: 1 if a test failed or a suite ran no test (unless ``allow_empty``), else 3
+    on infrastructure trouble; 130 if interrupted, 143 / 129 if cancelled by SIGTERM /
+    SIGHUP (the run folder is finished either way)."""
     assert ctx.manifest is not None
-    failed = any(o.status is Status.FAILED or failing(o.counts) for o in ctx.outcomes)
+    tests_failed = any(o.status is Status.FAILED or failing(o.counts) for o in ctx.outcomes)
+    empty = [o.suite for o in ctx.outcomes if o.status is Status.NO_TESTS]
+    failed = tests_failed or bool(empty and not ctx.request.allow_empty)
     infra = [o for o in ctx.outcomes if o.status.is_infra]
     stopped = cancel.received() is not None or any(
         o.status is Status.INTERRUPTED for o in ctx.outcomes
@@ -380,7 +384,7 @@ def finish(ctx: RunContext) -> int:
     elif ctx.write_error:
         code, status = 3, "error"  # the run stopped early: its failures are not the story
     elif failed:
-        code, status = 1, "failed"
+        code, status = 1, "failed" if tests_failed else "no-tests"
     elif infra:
         code, status = 3, "error"
     else:
@@ -401,6 +405,10 @@ def finish(ctx: RunContext) -> int:
         assert infra_error is not None
         where = f"{infra_error.suite}: " if infra_error.suite else ""
         raise InfraError(f"{where}{infra_error.message} (run folder {ctx.run_dir})")
+    if failed and not tests_failed:
+        raise TestsFailed(
+            f"no test ran in {', '.join(empty)} (--allow-empty to accept); see {ctx.run_dir}"
+        )
     if failed:
         raise TestsFailed(f"tests failed; see {ctx.run_dir}")
     return code

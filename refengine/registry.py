@@ -91,6 +91,17 @@ class Registry:
                         unavailable[name] = str(why)
         return cls(kernels, device=device, unavailable=unavailable, **kwargs)
 
+    @classmethod
+    def for_platform(cls, platform: Any, **kwargs: Any) -> Registry:
+        """The registry of a harness platform profile: what the parity suite's selection
+        test, ``harness kernels``, the fusion suite and the e2e "platform" set all use."""
+        return cls.from_matrix(platform.matrix, device=platform.device,
+                               emulate=platform.emulate, **kwargs)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Sent to spawned processes (tensor-parallel ranks): the choices are re-made there.
+        return {**self.__dict__, "_chosen": {}}
+
     def candidates(self, op: str) -> tuple[str, ...]:
         if self.forced:
             return (self.forced,)

@@ -78,6 +78,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="rewrite the platform's fusion / e2e expectation files",
     )
+    p.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="a suite in which no test ran (nothing selected) passes instead of exit 1",
+    )
     # `harness run ... -- ARGS`: harness.cli splits ARGS off before parsing.
     p.set_defaults(func=run, pytest_args=[])
 
@@ -111,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
         shard=_check_shard(args.shard),
         seed=args.seed,
         update_expectations=args.update_expectations,
+        allow_empty=args.allow_empty,
         command_line=tuple(["harness", *sys.argv[1:]]),
         pytest_args=tuple(args.pytest_args),
     )

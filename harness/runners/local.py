@@ -83,8 +83,10 @@ def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
     if status is Status.PASSED and (failing(counts) or counts.get("error") or code == 1):
         status = Status.FAILED
     reason = cause
-    if status is Status.PASSED and code == 5:
-        reason = "no tests ran"
+    if status is Status.PASSED and (code == 5 or not sum(counts.values())):
+        # pytest's exit 5 (nothing collected or every test deselected), or a JUnit file
+        # with no test case: a selection that ran nothing has checked nothing.
+        status, reason = Status.NO_TESTS, "no tests ran"
     skips = summarise_skips(inv.junit, inv.suite) if inv.junit.is_file() else None
     mostly = skips is not None and skips.mostly_skipped(inv.max_skip_ratio)
     if mostly and skips is not None:

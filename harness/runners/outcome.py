@@ -17,6 +17,7 @@ class Status(StrEnum):
     NO_JUNIT = "no-junit"  # exited without writing its JUnit file
     MOSTLY_SKIPPED = "mostly-skipped"  # nothing failed, but over max_skip_ratio skipped
     WRITE_FAILED = "write-failed"  # the harness could not write (full disk, read-only)
+    NO_TESTS = "no-tests"  # nothing was collected or selected: not a pass (exit 1 unless allowed)
 
     @property
     def is_infra(self) -> bool:

@@ -57,9 +57,7 @@ INTERPRETED_ON_SMALLEST = {"triton": "llama"}
 
 def _registry(platform: Any, provider_set: str) -> registry.Registry:
     if provider_set == "platform":
-        return registry.Registry.from_matrix(
-            platform.matrix, device=platform.device, emulate=platform.emulate
-        )
+        return registry.Registry.for_platform(platform)
     return registry.Registry({op: (provider_set,) for op in OP_NAMES}, device=platform.device)
 
 

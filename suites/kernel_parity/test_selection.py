@@ -88,8 +88,7 @@ def expected(platform: Any, op: str, dtype: str, device: str,
 @pytest.mark.tier("smoke")
 def test_selection_table(platform: Any, record_property: Any) -> None:
     device = torch.device(platform.device).type
-    registry = Registry.from_matrix(platform.matrix, device=platform.device,
-                                    emulate=platform.emulate, use_env=False)
+    registry = Registry.for_platform(platform, use_env=False)
     rows: list[str] = []
     wrong: list[str] = []
     for op in OP_NAMES:

@@ -143,3 +143,22 @@ def test_report_flag_prints_the_path_of_a_one_run_report(tmp_path: Path) -> None
 
     added = ingest_paths(tmp_path / "h.sqlite", [tmp_path / "reports"], pytest.fail).added
     assert len(added) == 1
+
+
+@pytest.mark.slow
+def test_a_suite_that_ran_no_test_is_not_passed(tmp_path: Path) -> None:
+    # -k that selects nothing: pytest exits 5; that is its own state and exit 1 ...
+    done = harness("run", "--suite", "platform", "--python", "current", "-k",
+                   "no_test_is_named_like_this", reports=tmp_path / "strict")
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "no test ran in platform (--allow-empty to accept)" in done.stderr
+    (row,) = [ln for ln in done.stdout.splitlines() if ln.startswith("platform ")]
+    assert row.split()[1] == "no-tests", row
+    manifest = json.loads((only_run_dir(tmp_path / "strict", "cpu") / "manifest.json")
+                          .read_text())
+    assert manifest["status"] == "no-tests" and manifest["exit_code"] == 1
+    assert manifest["suites"][0]["status"] == "no-tests"
+    # ... unless the run asked for it.
+    allowed = harness("run", "--suite", "platform", "--python", "current", "-k",
+                      "no_test_is_named_like_this", "--allow-empty", reports=tmp_path / "ok")
+    assert allowed.returncode == 0, allowed.stdout[-2000:] + allowed.stderr[-2000:]
