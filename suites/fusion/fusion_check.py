@@ -38,6 +38,7 @@ class FusionResult:
     fused: tuple[torch.Tensor, ...]
     report: FusionReport
     pass_defs: tuple[passes.PassDef, ...]
+    compile_error: str = ""  # the compile (or the compiled call) raised: no fused outputs
     problems: list[str] = field(default_factory=list)
 
 
@@ -53,9 +54,16 @@ def run_block(block: torch.nn.Module, args: Sequence[torch.Tensor],
     backend = FusionBackend(fp8_dtype=fp8_dtype, pass_defs=pass_defs)
     with torch.no_grad():
         eager = block(*[a.clone() for a in args])
-        fused = torch.compile(block, backend=backend, fullgraph=True)(*[a.clone() for a in args])
+        try:
+            fused = torch.compile(block, backend=backend, fullgraph=True)(
+                *[a.clone() for a in args])
+        except Exception as error:  # noqa: BLE001  (reported with the audit, which explains it)
+            first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            fused, compile_error = (), f"{type(error).__name__}: {first}"
+        else:
+            compile_error = ""
     defs = tuple(d for d, _ in backend.matchers)
-    return FusionResult(_tuple(eager), _tuple(fused), backend.report, defs)
+    return FusionResult(_tuple(eager), _tuple(fused), backend.report, defs, compile_error)
 
 
 def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -82,6 +90,8 @@ def check(case: str, result: FusionResult, tol: Any,
     result.problems = check_outputs(case, result.eager, result.fused,
                                     result.report.arg_mismatches, bitwise_required(result),
                                     tol, record)
+    if result.compile_error:
+        result.problems.append(f"{case}: the fused graph failed: {result.compile_error}")
     return result.problems
 
 
