@@ -1,9 +1,14 @@
 """Parametrize the parity test from the platform: op x case x dtype x provider.
 
 Providers per op: those the platform's ``kernels:`` lists for it (but native, the
-reference), plus torch and inductor, plus any named in KERNEL_PARITY_PROVIDERS (how a
+reference), plus torch and inductor, plus every capability provider the platform has
+(triton, zentorch) that has a kernel for the op, listed or not (the cpu matrix provides
+triton, and its e2e runs the triton set), plus any named in KERNEL_PARITY_PROVIDERS (how a
 test-only provider is brought in). inductor gets one case per op: every shape is a
 compile, and the suite must stay within minutes on a 2-core host.
+
+The terminal summary lists the argument values (refengine/ops/domains.py) each provider
+never saw or declined; test_coverage.py fails on a value no case has.
 
 Ids end with the device the kernels ran on (``...-bfloat16-torch-cpu``): a finding of a
 CPU kernel seen while emulating a GPU profile is recorded for ``-cpu`` only, and does not
@@ -27,6 +32,8 @@ else:
 
 ALWAYS_TRIED = ("torch", "inductor")
 ONE_CASE_PROVIDERS = ("inductor",)
+# Providers named like a capability: tried wherever the platform has that capability.
+CAPABILITY_PROVIDERS = ("triton", "zentorch")
 EXTRA_ENV = "KERNEL_PARITY_PROVIDERS"
 
 
@@ -37,10 +44,25 @@ def _profile(config: pytest.Config) -> Any:
     return None if session is None else session.profile
 
 
+def _has_kernel(profile: Any, name: str, op: str) -> bool:
+    from refengine.providers import get_provider
+
+    if not profile.matrix.capabilities.known(name) or profile.why_missing(name):
+        return False
+    provider = get_provider(name, profile.device)
+    return op in getattr(provider, "ops", lambda: ())()
+
+
 def providers_for(profile: Any, op: str) -> tuple[str, ...]:
     listed = [name for name in profile.matrix.kernels.get(op, ()) if name != "native"]
+    capable = [name for name in CAPABILITY_PROVIDERS if _has_kernel(profile, name, op)]
     extra = [n.strip() for n in os.environ.get(EXTRA_ENV, "").split(",") if n.strip()]
-    return tuple(dict.fromkeys([*listed, *ALWAYS_TRIED, *extra]))
+    return tuple(dict.fromkeys([*listed, *ALWAYS_TRIED, *capable, *extra]))
+
+
+def provider_cases(op: str, provider: str) -> tuple[Any, ...]:
+    cases = cases_for(op)
+    return cases[:1] if provider in ONE_CASE_PROVIDERS else cases
 
 
 def dtypes_for(profile: Any, op: str) -> tuple[str | None, ...]:
@@ -60,10 +82,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     else:
         for op in OP_NAMES:
             for provider in providers_for(profile, op):
-                cases = cases_for(op)
-                if provider in ONE_CASE_PROVIDERS:
-                    cases = cases[:1]
-                for n, case in enumerate(cases):
+                for n, case in enumerate(provider_cases(op, provider)):
                     # the smoke tier (e.g. s390x) runs each op's first case per provider
                     marks = [pytest.mark.tier("smoke")] if n == 0 else []
                     for dtype in dtypes_for(profile, op):
@@ -72,3 +91,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                         params.append(pytest.param((op, case, dtype, provider), id=test_id,
                                                    marks=marks))
     metafunc.parametrize("parity_param", params)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    profile = _profile(config)
+    if profile is None or too_old():
+        return
+    from arg_coverage import platform_coverage, summary_lines
+
+    lines = summary_lines(platform_coverage(profile, providers_for, provider_cases,
+                                            dtypes_for))
+    if lines:
+        terminalreporter.section("argument values a provider never saw or declined")
+        for line in lines:
+            terminalreporter.write_line(line)

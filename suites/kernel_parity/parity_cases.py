@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from refengine.ops import reference
+from refengine.ops.domains import LARGE_EPS
 from refengine.ops.spec import FP8_BLOCK, fp8_max, n_groups
 
 Builder = Callable[[torch.dtype, torch.dtype | None, str, torch.Generator], tuple[Any, ...]]
@@ -61,15 +62,16 @@ def _linear(m: tuple[int, ...], k: int, n: int, bias: bool, w_t: bool = False,
     return build
 
 
-def _norm(shape: tuple[int, ...], strided: bool = False, residual: bool = False) -> Builder:
+def _norm(shape: tuple[int, ...], strided: bool = False, residual: bool = False,
+          eps: float | None = None) -> Builder:
     def build(dt: torch.dtype, fp8: Any, dev: str, g: torch.Generator) -> tuple[Any, ...]:
         h = shape[-1]
         x = (_wide_then_slice(g, shape[:-1], h, dt, dev) if strided
              else _randn(g, *shape, dtype=dt, device=dev))
         w = _randn(g, h, dtype=dt, device=dev, scale=0.5) + 1
         if residual:
-            return x, _randn(g, *shape, dtype=dt, device=dev), w, 1e-6
-        return x, w, 1e-5
+            return x, _randn(g, *shape, dtype=dt, device=dev), w, eps or 1e-6
+        return x, w, eps or 1e-5
     return build
 
 
@@ -137,12 +139,16 @@ def _block_gemm(m: tuple[int, ...], k: int, n: int, out: torch.dtype) -> Builder
 
 
 def _scaled_gemm(m: int, k: int, n: int, per_row: bool, bias: bool,
-                 out: torch.dtype) -> Builder:
+                 out: torch.dtype, per_channel: bool | None = None) -> Builder:
+    """``per_row``: per-token activation scales [M, 1], else one [1]; ``per_channel``
+    (default: as ``per_row``): weight scales [N], else one [1]."""
+    w_per_channel = per_row if per_channel is None else per_channel
+
     def build(dt: torch.dtype, fp8: Any, dev: str, g: torch.Generator) -> tuple[Any, ...]:
         mode = "per_token_dynamic" if per_row else "per_tensor_dynamic"
         a, a_s = reference.fp8_quant(_randn(g, m, k, device=dev), fp8, mode, None, FP8_BLOCK)
         wf = _randn(g, n, k, device=dev, scale=0.05)
-        if per_row:
+        if w_per_channel:
             w_s = wf.abs().amax(dim=-1) / fp8_max(fp8)
         else:
             w_s = (wf.abs().amax() / fp8_max(fp8)).reshape(1)
@@ -153,7 +159,7 @@ def _scaled_gemm(m: int, k: int, n: int, per_row: bool, bias: bool,
 
 
 def _int8_gemm(m: tuple[int, ...], k: int, n: int, per_token: bool, bias: bool,
-               w_t: bool = False) -> Builder:
+               w_t: bool = False, per_channel: bool = True) -> Builder:
     def build(dt: torch.dtype, fp8: Any, dev: str, g: torch.Generator) -> tuple[Any, ...]:
         a = torch.randint(-127, 128, (*m, k), generator=g, dtype=torch.int8).to(dev)
         if w_t:
@@ -162,7 +168,7 @@ def _int8_gemm(m: tuple[int, ...], k: int, n: int, per_token: bool, bias: bool,
             w = torch.randint(-127, 128, (n, k), generator=g, dtype=torch.int8).to(dev)
         a_s = (torch.rand(*m, 1, generator=g) * 1e-3 if per_token
                else torch.rand(1, generator=g) * 1e-3).to(dev)
-        w_s = (torch.rand(n, generator=g) * 1e-2).to(dev)
+        w_s = (torch.rand(n if per_channel else 1, generator=g) * 1e-2).to(dev)
         b = _randn(g, n, dtype=dt, device=dev) if bias else None
         return a, a_s, w, w_s, b, dt
     return build
@@ -171,7 +177,7 @@ def _int8_gemm(m: tuple[int, ...], k: int, n: int, per_token: bool, bias: bool,
 # -- attention and MoE ----------------------------------------------------------------------
 
 def _prefill(b: int, s: int, hq: int, hkv: int, d: int, causal: bool,
-             strided: bool = False) -> Builder:
+             strided: bool = False, scale: float | None = None) -> Builder:
     def build(dt: torch.dtype, fp8: Any, dev: str, g: torch.Generator) -> tuple[Any, ...]:
         if strided:  # q, k, v as views of one fused qkv projection output
             qkv = _randn(g, b, s, hq + 2 * hkv, d, dtype=dt, device=dev)
@@ -180,12 +186,12 @@ def _prefill(b: int, s: int, hq: int, hkv: int, d: int, causal: bool,
             q = _randn(g, b, s, hq, d, dtype=dt, device=dev)
             k = _randn(g, b, s, hkv, d, dtype=dt, device=dev)
             v = _randn(g, b, s, hkv, d, dtype=dt, device=dev)
-        return q, k, v, d ** -0.5, causal
+        return q, k, v, d ** -0.5 if scale is None else scale, causal
     return build
 
 
 def _decode(lens: tuple[int, ...], n_new: int, hq: int, hkv: int, d: int,
-            block_size: int) -> Builder:
+            block_size: int, scale: float | None = None) -> Builder:
     def build(dt: torch.dtype, fp8: Any, dev: str, g: torch.Generator) -> tuple[Any, ...]:
         max_blocks = max(n_groups(n, block_size) for n in lens)
         num_blocks = len(lens) * max_blocks + 3
@@ -196,7 +202,7 @@ def _decode(lens: tuple[int, ...], n_new: int, hq: int, hkv: int, d: int,
         tables = perm.reshape(len(lens), max_blocks).to(torch.int32).to(dev)
         q = _randn(g, len(lens), n_new, hq, d, dtype=dt, device=dev)
         ctx = torch.tensor(lens, dtype=torch.int32, device=dev)
-        return q, k_cache, v_cache, tables, ctx, d ** -0.5
+        return q, k_cache, v_cache, tables, ctx, d ** -0.5 if scale is None else scale
     return build
 
 
@@ -255,6 +261,29 @@ CASES: tuple[Case, ...] = (
     Case("attention_decode", "multi-token", _decode((9, 40), 3, 2, 1, 64, 8)),
     Case("fused_moe", "top2-renorm", _moe(7, 64, 48, 4, 2, True)),
     Case("fused_moe", "top3-8experts", _moe(13, 32, 40, 8, 3, False)),
+    # Argument values the cases above never set (refengine/ops/domains.py declares them;
+    # test_coverage.py fails when a provider misses one): an epsilon large enough to move
+    # the norm, rows wider than one Triton block (the second tile's offset), reductions
+    # long enough for a half-precision accumulator to lose the sum, the scale shapes the
+    # scaled GEMMs accept in every pairing, a softmax scale that is not 1/sqrt(d), top-1.
+    Case("linear", "large-k", _linear((4,), 4096, 16, True)),
+    Case("rms_norm", "multi-tile-eps-large", _norm((3, 4300), eps=LARGE_EPS)),
+    Case("add_rms_norm", "multi-tile-strided-eps-large",
+         _norm((3, 4300), strided=True, residual=True, eps=LARGE_EPS), "strided"),
+    Case("silu_and_mul", "multi-tile", _gated((3, 2 * 4200))),
+    Case("gelu_and_mul", "tanh-strided", _gated((5, 150), "tanh", strided=True), "strided"),
+    Case("fp8_quant", "per-token-multi-tile", _quant((3, 4400), "per_token_dynamic")),
+    Case("fp8_scaled_gemm", "a-tensor-w-channel-large-k-fp32",
+         _scaled_gemm(5, 2048, 24, False, True, torch.float32, per_channel=True)),
+    Case("fp8_scaled_gemm", "a-token-w-tensor",
+         _scaled_gemm(6, 64, 40, True, False, torch.bfloat16, per_channel=False)),
+    Case("int8_scaled_gemm", "w-tensor-large-k",
+         _int8_gemm((5,), 2048, 24, False, True, per_channel=False)),
+    Case("int8_scaled_gemm", "a-token-w-tensor",
+         _int8_gemm((6,), 48, 20, True, False, per_channel=False)),
+    Case("attention_prefill", "scale-other", _prefill(1, 9, 2, 1, 32, False, scale=0.3)),
+    Case("attention_decode", "mha-scale-other", _decode((7, 20), 1, 2, 2, 32, 8, scale=0.2)),
+    Case("fused_moe", "top1", _moe(9, 32, 40, 4, 1, True)),
 )
 
 

@@ -1,0 +1,86 @@
+"""Which declared argument values (refengine/ops/domains.py) each provider is checked on.
+
+For one op and provider: the parity cases it gets (inductor one per op), each classified
+into its argument values; a value is "seen" when a case with it runs (the provider
+supports the call), "declined" when every case with it was turned down by the provider's
+``supports`` (with its reason), and "missing" when no case has it at all: a gap in the
+case set, which test_coverage.py fails on. The terminal summary prints both lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from parity_cases import FP8_OPS, Case
+
+from refengine.ops.domains import classify, missing
+from refengine.ops.spec import bind, describe
+
+
+@dataclass
+class Coverage:
+    op: str
+    provider: str
+    seen: list[dict[str, str]] = field(default_factory=list)
+    declined: dict[str, str] = field(default_factory=dict)  # "arg=value" -> why
+    missing: list[str] = field(default_factory=list)
+
+
+def coverage(op: str, provider_name: str, cases: Sequence[Case], dtype: torch.dtype,
+             fp8: torch.dtype | None, device: str) -> Coverage:
+    from refengine.providers import get_provider
+
+    provider = get_provider(provider_name, device)
+    result = Coverage(op, provider_name)
+    every: list[dict[str, str]] = []
+    act = torch.bfloat16 if op in FP8_OPS else dtype
+    for case in cases:
+        args = case.args(act, fp8, device, 0)
+        values = classify(op, bind(op, args))
+        every.append(values)
+        info = describe(op, args)
+        ok, why = provider.supports(op, info.dtype, info.shapes, info.layout)
+        if ok:
+            result.seen.append(values)
+        else:
+            for name, value in values.items():
+                result.declined.setdefault(f"{name}={value}", f"{case.id}: {why}")
+    gaps = missing(op, result.seen)
+    absent = set(missing(op, every))
+    result.missing = [g for g in gaps if g in absent]
+    result.declined = {g: result.declined.get(g, "declined") for g in gaps if g not in absent}
+    return result
+
+
+def summary_lines(rows: Sequence[Coverage]) -> list[str]:
+    lines = []
+    for row in rows:
+        if not row.seen:
+            why = next(iter(row.declined.values()), "declined")
+            lines.append(f"{row.op} / {row.provider}: declined every case ({why})")
+            continue
+        if row.missing:
+            lines.append(f"{row.op} / {row.provider}: never saw {', '.join(row.missing)}")
+        for value, why in row.declined.items():
+            lines.append(f"{row.op} / {row.provider}: declined {value} ({why})")
+    return lines
+
+
+def platform_coverage(profile: Any, providers_for: Any, cases_for: Any,
+                      dtypes_for: Any) -> list[Coverage]:
+    from refengine.ops.spec import OP_NAMES
+
+    rows = []
+    for op in OP_NAMES:
+        names = [d for d in dtypes_for(profile, op) if d]
+        dtypes = [getattr(torch, n) for n in names if getattr(torch, n, None) is not None]
+        if not dtypes:
+            continue
+        fp8 = dtypes[0] if op in FP8_OPS else None
+        for provider in providers_for(profile, op):
+            rows.append(coverage(op, provider, cases_for(op, provider),
+                                 torch.float32 if fp8 else dtypes[0], fp8, profile.device))
+    return rows

@@ -1,0 +1,37 @@
+"""Every provider the suite checks sees every declared value of every argument of its ops.
+
+The domains are declared with the ops (refengine/ops/domains.py); a value no case of the
+op has for a provider is a hole through which a kernel that ignores that argument (or
+mishandles that scale shape, tile, layout) passes the suite. inductor gets one case per op
+(each shape is a compile); its unseen values are printed in the summary, not failed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from arg_coverage import coverage
+from conftest import ONE_CASE_PROVIDERS, dtypes_for, provider_cases, providers_for
+from parity_cases import FP8_OPS
+
+from refengine.ops.spec import OP_NAMES
+
+
+@pytest.mark.parametrize("op", OP_NAMES)
+def test_every_argument_value_is_checked(op: str, platform: Any, record_property: Any) -> None:
+    names = [d for d in dtypes_for(platform, op) if d and getattr(torch, d, None) is not None]
+    if not names:
+        pytest.skip(f"{platform.name} has no dtype for {op} here")
+    fp8 = getattr(torch, names[0]) if op in FP8_OPS else None
+    dtype = torch.float32 if fp8 else getattr(torch, names[0])
+    holes = []
+    for provider in providers_for(platform, op):
+        if provider in ONE_CASE_PROVIDERS:
+            continue
+        row = coverage(op, provider, provider_cases(op, provider), dtype, fp8, platform.device)
+        record_property(f"coverage.{provider}.declined", "; ".join(row.declined) or "none")
+        if row.missing:
+            holes.append(f"{provider} never saw {', '.join(row.missing)}")
+    assert not holes, f"{op}: " + "; ".join(holes)

@@ -1,0 +1,180 @@
+"""Bugs the hand-picked cases once let through, each caught now (issue 13): a kernel that
+ignores an optional argument, assumes one scale granularity for another, drops the tile
+offset of a row's second block, accumulates a long reduction in half precision, or leaves
+an in-place output unwritten; plus the coverage check that finds a value no case has, and
+the cpu matrix's parity suite checking the triton provider it lists.
+
+Each bug passes the cases that existed before (asserted), so the new cases are what
+catch it, through the same check the suite runs (parity_check.check_case)."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from refengine.ops import reference
+from refengine.ops.spec import OPS, bind
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = ROOT / "suites" / "kernel_parity"
+sys.path.insert(0, str(SUITE))
+from arg_coverage import coverage  # noqa: E402
+from parity_cases import cases_for  # noqa: E402
+from parity_check import ParityError, check_case  # noqa: E402
+
+from refengine.ops.domains import classify, missing  # noqa: E402
+
+
+class Tol:
+    def __init__(self, atol: float, rtol: float) -> None:
+        self.atol, self.rtol, self.bitwise, self.source = atol, rtol, False, "test"
+
+
+TOLS = {torch.float32: Tol(1e-5, 1.3e-6), torch.bfloat16: Tol(1e-3, 1.6e-2),
+        torch.float16: Tol(1e-3, 1e-3), torch.float8_e4m3fn: Tol(0.1, 0.1)}
+
+
+def tolerance(dtype: torch.dtype, op: str) -> Tol:
+    return TOLS[dtype]
+
+
+def _run(op: str, case_id: str, impl: Any, dtype: torch.dtype,
+         fp8: torch.dtype | None = None) -> None:
+    case = next(c for c in cases_for(op) if c.id == case_id)
+
+    def build() -> tuple[Any, ...]:
+        return case.args(dtype, fp8, "cpu", 0)
+
+    check_case(op, build, impl, tolerance, case_id, case.layout)
+
+
+# -- the bugs ----------------------------------------------------------------------------
+
+def ignores_softmax_scale(q: Any, k: Any, v: Any, scale: float, causal: bool) -> Any:
+    return reference.attention_prefill(q, k, v, q.shape[-1] ** -0.5, causal)
+
+
+def eps_hard_coded(x: Any, weight: Any, eps: float) -> Any:
+    return reference.rms_norm(x, weight, 1e-5)
+
+
+def weight_scale_follows_activation_scale(a: Any, a_scales: Any, w: Any, w_scales: Any,
+                                          bias: Any, out_dtype: Any) -> Any:
+    # per-tensor activations taken to mean a per-tensor weight too
+    if a_scales.numel() == 1:
+        w_scales = w_scales.reshape(-1)[:1]
+    return reference.fp8_scaled_gemm(a, a_scales, w, w_scales, bias, out_dtype)
+
+
+def bf16_partial_sums(x: Any, weight: Any, bias: Any) -> Any:
+    # split-K over 256-wide chunks, the running sum stored in x's dtype between chunks
+    acc = None
+    for k0 in range(0, x.shape[-1], 256):
+        part = x[..., k0:k0 + 256].float() @ weight[:, k0:k0 + 256].float().t()
+        acc = part if acc is None else acc.to(x.dtype).float() + part
+    assert acc is not None
+    return (acc + (bias.float() if bias is not None else 0)).to(x.dtype)
+
+
+def residual_not_written(x: Any, residual: Any, weight: Any, eps: float) -> Any:
+    return reference.rms_norm((x.float() + residual.float()).to(residual.dtype), weight, eps)
+
+
+BUGS = {
+    # bug: (op, a case that existed before, the new case that catches it, impl, dtype, fp8)
+    "ignores-softmax-scale": ("attention_prefill", "causal-gqa", "scale-other",
+                              ignores_softmax_scale, torch.float32, None),
+    "epsilon-hard-coded": ("rms_norm", "2d-odd", "multi-tile-eps-large", eps_hard_coded,
+                           torch.float32, None),
+    "one-scale-granularity-for-another": ("fp8_scaled_gemm", "per-tensor",
+                                          "a-tensor-w-channel-large-k-fp32",
+                                          weight_scale_follows_activation_scale, torch.bfloat16,
+                                          torch.float8_e4m3fn),
+    "half-precision-accumulator": ("linear", "2d-odd-bias", "large-k", bf16_partial_sums,
+                                   torch.bfloat16, None),
+}
+
+
+@pytest.mark.parametrize("bug", BUGS)
+def test_new_case_catches_what_the_old_ones_let_through(bug: str) -> None:
+    op, old, new, impl, dtype, fp8 = BUGS[bug]
+    _run(op, old, impl, dtype, fp8)  # passed before
+    with pytest.raises(ParityError):
+        _run(op, new, impl, dtype, fp8)
+    _run(op, new, getattr(reference, op), dtype, fp8)  # the case itself is sound
+
+
+def test_in_place_output_left_unwritten_fails_the_contract() -> None:
+    for case in cases_for("add_rms_norm"):
+        with pytest.raises(ParityError, match="mutated input 'residual'"):
+            _run("add_rms_norm", case.id, residual_not_written, torch.float32)
+
+
+def _buggy_triton_norm(tmp_path: Path) -> Any:
+    """refengine's Triton rms_norm with the tile offset dropped from the second pass."""
+    source = (ROOT / "refengine" / "triton_kernels" / "norm.py").read_text()
+    good = "        cols = tile * BLOCK + tl.arange(0, BLOCK)\n        mask = cols < n_cols\n"
+    assert good in source
+    path = tmp_path / "buggy_triton_norm.py"
+    path.write_text(source.replace(good, "        cols = tl.arange(0, BLOCK)\n"
+                                         "        mask = cols < n_cols\n", 1))
+    spec = importlib.util.spec_from_file_location("buggy_triton_norm", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_multi_tile_row_catches_a_dropped_tile_offset(tmp_path: Path) -> None:
+    pytest.importorskip("triton")
+    buggy = _buggy_triton_norm(tmp_path)
+    _run("rms_norm", "2d-odd", buggy.rms_norm, torch.float32)  # one tile: passes
+    with pytest.raises(ParityError):
+        _run("rms_norm", "multi-tile-eps-large", buggy.rms_norm, torch.float32)
+
+
+def test_coverage_names_a_value_no_case_has() -> None:
+    cases = tuple(c for c in cases_for("attention_prefill") if c.id != "scale-other")
+    row = coverage("attention_prefill", "native", cases, torch.float32, None, "cpu")
+    assert row.missing == ["scale=other"]
+    full = coverage("attention_prefill", "native", cases_for("attention_prefill"),
+                    torch.float32, None, "cpu")
+    assert full.missing == []
+
+
+def test_pairwise_scale_shapes_are_required() -> None:
+    seen = [classify("fp8_scaled_gemm", bind("fp8_scaled_gemm", c.args(
+        torch.bfloat16, torch.float8_e4m3fn, "cpu", 0))) for c in cases_for("fp8_scaled_gemm")
+        if c.id in ("per-tensor", "per-row-bias")]  # the two cases there were
+    gaps = missing("fp8_scaled_gemm", seen)
+    assert "a_scales=per-tensor & w_scales=per-channel" in gaps
+    assert "a_scales=per-token & w_scales=per-tensor" in gaps
+
+
+def test_every_op_declares_its_domains() -> None:
+    from refengine.ops.domains import DOMAINS
+
+    assert set(DOMAINS) == set(OPS)
+
+
+@pytest.mark.slow
+def test_cpu_parity_suite_checks_the_triton_provider_it_lists() -> None:
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--platform", "cpu", str(SUITE / "test_parity.py"),
+         "--collect-only", "-q", "-k", "triton", "-p", "no:cacheprovider"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    ids = [ln for ln in proc.stdout.splitlines() if "test_parity[" in ln]
+    for op in ("rms_norm", "add_rms_norm", "silu_and_mul", "fp8_quant"):
+        assert any(f"[{op}-" in i and "-triton-cpu]" in i for i in ids), (op, proc.stdout[-2000:])
