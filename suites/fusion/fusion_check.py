@@ -57,7 +57,7 @@ def run_block(block: torch.nn.Module, args: Sequence[torch.Tensor],
         try:
             fused = torch.compile(block, backend=backend, fullgraph=True)(
                 *[a.clone() for a in args])
-        except Exception as error:  # noqa: BLE001  (reported with the audit, which explains it)
+        except Exception as error:  # reported with the audit, which explains it
             first = str(error).strip().splitlines()[0] if str(error).strip() else ""
             fused, compile_error = (), f"{type(error).__name__}: {first}"
         else:
