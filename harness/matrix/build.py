@@ -72,6 +72,7 @@ def known_failures(raw: list[Any], source: Any) -> tuple[KnownFailure, ...]:
                 expires=expires,
                 action=entry.get("action", "xfail"),
                 requires=tuple(entry.get("requires", ())),
+                expect=entry.get("expect"),
                 line=entry.get("line", where[1]),
                 file=entry.get("file", where[0]),
             )

@@ -15,7 +15,7 @@ import datetime as _dt
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.testids import normalise_test_id
 
@@ -33,6 +33,7 @@ class Entry:
     issue: str = ""
     owner: str = ""
     raw: str = ""  # the id as the matrix writes it
+    expect: Any = None  # the failure's signature (harness.plugin.failure_signature)
     matched: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -79,6 +80,7 @@ def entries_from_matrix(
                 issue=kf.issue or "",
                 owner=kf.owner or "",
                 raw=kf.id,
+                expect=getattr(kf, "expect", None),
             )
         )
     return entries

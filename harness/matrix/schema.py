@@ -186,6 +186,21 @@ SUITE = Obj(
     }
 )  # path is required after merging (a child may write {tier: smoke} alone): see checks.py
 
+def _range(doc: str) -> Obj:
+    return Obj(fields={"min": Num(doc="lowest value expected"),
+                       "max": Num(doc="highest value expected")}, doc=doc)
+
+
+FAILURE_SIGNATURE = Obj(
+    fields={
+        "raises": Str(doc="exception type name the failure must be (or derive from)"),
+        "match": Str(doc="regular expression the failure message must contain"),
+        "headroom": _range("range of the headroom the test recorded (error / tolerance)"),
+        "max_abs_err": _range("range of the max abs error the test recorded"),
+    },
+    doc="what the failure looks like; a failure outside it fails the run with both shown",
+)
+
 KNOWN_FAILURE = Obj(
     fields={
         "id": Str(doc="test id pattern (fnmatch); device and dtype suffixes are normalised"),
@@ -195,6 +210,7 @@ KNOWN_FAILURE = Obj(
         "expires": Date(nullable=True, doc="after this date the entry is an error, not an xfail"),
         "action": Str(enum=ACTIONS, what="action"),
         "requires": Seq(item=_cap(), doc="applies only where the platform has all of these"),
+        "expect": FAILURE_SIGNATURE,
         "file": Str(doc="written by the loader into resolved matrices; not set by hand"),
         "line": Int(minimum=1, doc="written by the loader into resolved matrices"),
     },

@@ -179,6 +179,8 @@ class HarnessSession:
         if entry is None:
             return
         item.user_properties.append(("known_failure", entry.action))
+        if entry.expect:
+            item.stash[_SIGNATURE] = entry
         if entry.expired:
             item.stash[_EXPIRED] = entry
         elif entry.action == "skip":
@@ -215,6 +217,30 @@ class HarnessSession:
             torch.manual_seed(seed)
         except ImportError:
             pass
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        # Outermost, so the xfail handling has already turned the failure into an xfail.
+        outcome = yield
+        entry = item.stash.get(_SIGNATURE, None)
+        if entry is None or call.excinfo is None or call.when != "call":
+            return
+        report = outcome.get_result()
+        if not hasattr(report, "wasxfail"):
+            return  # it failed anyway (strict xfail that passed, or not turned into one)
+        from harness.plugin.failure_signature import mismatch
+
+        exc = call.excinfo.value
+        types = [cls.__name__ for cls in type(exc).__mro__]
+        why = mismatch(entry.expect, types, str(exc), item.user_properties)
+        if why is None:
+            return
+        del report.wasxfail
+        report.outcome = "failed"
+        report.longrepr = (
+            f"known failure {entry.pattern} [{entry.where}] expects another failure: {why}\n"
+            f"the failure: {type(exc).__name__}: {exc}"
+        )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         tr = terminalreporter
@@ -275,6 +301,7 @@ class HarnessSession:
 
 
 _EXPIRED = pytest.StashKey[Entry]()
+_SIGNATURE = pytest.StashKey[Entry]()
 
 
 def _is_test_file(name: str, patterns: list[str]) -> bool:

@@ -178,3 +178,49 @@ def test_cpu_parity_suite_checks_the_triton_provider_it_lists() -> None:
     ids = [ln for ln in proc.stdout.splitlines() if "test_parity[" in ln]
     for op in ("rms_norm", "add_rms_norm", "silu_and_mul", "fp8_quant"):
         assert any(f"[{op}-" in i and "-triton-cpu]" in i for i in ids), (op, proc.stdout[-2000:])
+
+
+SCALED_MOE_PROVIDER = '''
+from refengine.ops import reference
+from refengine.providers import TableProvider
+
+def fused_moe(x, router_logits, w13, w2, top_k, renormalize):
+    out = reference.fused_moe(x, router_logits, w13, w2, top_k, renormalize)
+    return (out.float() * 1.25).to(out.dtype)  # a new bug: every output 25% too large
+
+class Buggy(TableProvider):
+    name = "buggy"
+
+def make_provider(device):
+    return Buggy(device, {"fused_moe": fused_moe})
+'''
+
+
+@pytest.mark.slow
+def test_a_known_failure_id_no_longer_hides_a_new_bug(tmp_path: Path) -> None:
+    """The same id as a known bf16 rounding failure, now wrong for another reason: with the
+    entry's signature (the torch entry's, copied) the run fails; without one it was an xfail."""
+    import subprocess
+
+    (tmp_path / "buggy_moe.py").write_text(SCALED_MOE_PROVIDER)
+    entry = ("  - id: suites/kernel_parity/test_parity.py::test_parity"
+             "[fused_moe-*-bfloat16-buggy-cpu]\n    reason: bf16 rounding\n    action: xfail\n")
+    signature = ("    expect: {raises: ParityError, match: out of tolerance against native, "
+                 "headroom: {min: 1.0, max: 12.0}}\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]),
+               REFENGINE_PROVIDER_MODULES="buggy=buggy_moe", KERNEL_PARITY_PROVIDERS="buggy")
+    outcomes = {}
+    for name, text in (("unsigned", entry), ("signed", entry + signature)):
+        matrix = tmp_path / f"{name}.yaml"
+        matrix.write_text(f"extends: {ROOT / 'matrices' / 'cpu.yaml'}\nname: {name}\n"
+                          f"known_failures:\n{text}")
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "--platform", str(matrix),
+             str(SUITE / "test_parity.py"), "-q", "-p", "no:cacheprovider",
+             "-k", "fused_moe and bfloat16 and buggy"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        outcomes[name] = (proc.returncode, proc.stdout + proc.stderr)
+    assert outcomes["unsigned"][0] == 0 and "3 xfailed" in outcomes["unsigned"][1], outcomes
+    code, out = outcomes["signed"]
+    assert code == 1 and "3 failed" in out, out
+    assert "expects another failure: headroom in [1.0, 12.0], found" in out, out

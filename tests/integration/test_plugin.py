@@ -254,3 +254,54 @@ def test_an_imported_test_helper_is_not_collected(pytester: pytest.Pytester) -> 
         ]
     )
     assert pytester.runpytest("-p", "no:cacheprovider").ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_known_failure_with_a_signature_fails_a_failure_outside_it(
+    pytester: pytest.Pytester,
+) -> None:
+    # One entry per action; the same signature: a tolerance failure with headroom <= 2.
+    expect = ("{raises: AssertionError, match: 'out of tolerance', "
+              "headroom: {min: 1.0, max: 2.0}}")
+    spec = write_matrix(
+        pytester,
+        f"""
+  - id: "test_sig.py::test_kernel[*]"
+    reason: bf16 rounding, headroom 1.5
+    action: xfail
+    expect: {expect}
+  - id: "test_sig.py::test_flaky[*]"
+    reason: intermittent, headroom up to 1.5
+    action: quarantine
+    expect: {expect}
+""",
+    )
+    pytester.makepyfile(test_sig="""
+        import pytest
+        CASES = {"as-known": (1.5, "out of tolerance", AssertionError),
+                 "new-bug-far-out": (40.0, "out of tolerance", AssertionError),
+                 "another-error": (1.5, "index 7 out of range", IndexError)}
+        @pytest.mark.parametrize("case", CASES)
+        def test_kernel(case, record_property):
+            headroom, message, kind = CASES[case]
+            record_property("headroom", f"{headroom:g}")
+            raise kind(message)
+        @pytest.mark.parametrize("case", ["as-known", "new-bug-far-out"])
+        def test_flaky(case, record_property):
+            headroom = {"as-known": 1.5, "new-bug-far-out": 40.0}[case]
+            record_property("headroom", f"{headroom:g}")
+            raise AssertionError("out of tolerance")
+    """)
+    result = pytester.runpytest("--platform", spec, "-rxXf")
+    result.assert_outcomes(failed=3, xfailed=2)
+    result.stdout.fnmatch_lines([
+        "*_ test_kernel?new-bug-far-out? _*",
+        "known failure test_sig.py::test_kernel?*? ?*test-cpu.yaml:4? expects another failure: "
+        "headroom in ?1.0, 2.0?, found 40",
+        "the failure: AssertionError: out of tolerance",
+        "*_ test_kernel?another-error? _*",
+        "*expects another failure: raises AssertionError, found IndexError; message matching "
+        "'out of tolerance', found 'index 7 out of range'",
+        "*_ test_flaky?new-bug-far-out? _*",
+        "*test-cpu.yaml:8? expects another failure: headroom in ?1.0, 2.0?, found 40",
+    ])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
