@@ -1,0 +1,246 @@
+"""Mutation score per op and provider: how many small code changes the suites catch.
+
+Runs cosmic-ray (PyPI ``cosmic-ray``) over the code one op's provider kernel is made of,
+with that op's parity tests (or the fusion suite, for a fusion pass) as the test
+command, and prints killed / survived / equivalent per target and the score
+killed / (mutants - equivalent), side by side with the 90% target.
+
+Why cosmic-ray: it writes each mutant to the file on disk and runs an ordinary test
+command in a fresh process, so it mutates anything Python can read back: plain
+providers, the fusion passes, and Triton kernels, which ``@triton.jit`` re-parses from
+their source file (mutmut 3 rewrites functions into trampolines, which Triton's parser
+cannot read, and skips decorated functions). A line-range filter scopes each run to the
+functions of one op, and an operator filter keeps a realistic subset (arithmetic swaps,
+comparison boundaries, constants, booleans, loops): bit-shift, modulo and power
+replacements of every operator multiply the count without modelling real kernel bugs.
+
+The mutants are written into a copy of the checkout (``--workdir``), never into it.
+A surviving mutant that is equivalent (the code computes the same thing) is listed in
+bench/mutation_equivalent.txt as ``target<TAB>line<TAB>operator<TAB>occurrence<TAB>why``;
+docs/mutation.md explains the survivors.
+
+    python bench/mutation.py [--target triton:rms_norm ...] [--timeout 120] [--list]
+
+It is CPU-heavy (one pytest process per mutant, ~5-25 s each on a 2-core host):
+run one target at a time where the host is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EQUIVALENT = ROOT / "bench" / "mutation_equivalent.txt"
+TARGET_SCORE = 0.90
+
+
+@dataclass(frozen=True)
+class Target:
+    """One op of one provider: the module, the functions its kernel is made of, the tests."""
+
+    module: str
+    functions: tuple[str, ...]
+    tests: tuple[str, ...]  # pytest arguments after the interpreter's ``-m pytest``
+
+
+def _parity(op_k: str, matrix: str = "cpu", emulate: bool = False) -> tuple[str, ...]:
+    extra = ("--emulate",) if emulate else ()
+    return ("suites/kernel_parity/test_parity.py", "--platform", matrix, *extra, "-k", op_k)
+
+
+TARGETS: dict[str, Target] = {
+    # the cpu matrix's triton provider (Triton kernels through the interpreter)
+    "triton:rms_norm": Target("refengine/triton_kernels/norm.py",
+                              ("rms_norm_kernel", "rms_norm", "_check"),
+                              _parity("rms_norm and not add_rms and triton")),
+    "triton:add_rms_norm": Target("refengine/triton_kernels/norm.py",
+                                  ("add_rms_norm_kernel", "add_rms_norm",
+                                   "residual_in_place_ok"),
+                                  _parity("add_rms_norm and triton")),
+    "triton:silu_and_mul": Target("refengine/triton_kernels/activation.py",
+                                  ("silu_and_mul_kernel", "silu_and_mul"),
+                                  _parity("silu_and_mul and triton")),
+    # the cpu matrix's primary providers (torch's fast paths)
+    "torch:int8_scaled_gemm": Target("refengine/providers/torch_fast.py",
+                                     ("int8_scaled_gemm", "_check_int_mm"),
+                                     _parity("int8_scaled_gemm and torch")),
+    "torch:fp8_scaled_gemm": Target("refengine/providers/torch_fast.py",
+                                    ("_scaled_mm", "fp8_scaled_gemm", "_check_fp8_scaled"),
+                                    _parity("fp8_scaled_gemm and torch")),
+    "torch:add_rms_norm": Target("refengine/providers/torch_fast.py", ("add_rms_norm",),
+                                 _parity("add_rms_norm and torch")),
+    # an emulated GPU matrix: the triton fp8 quantizer ROCm selects
+    "triton:fp8_quant@rocm": Target("refengine/triton_kernels/quant.py",
+                                    ("fp8_quant", "_Launch", "quant_groups_kernel",
+                                     "row_amax_kernel"),
+                                    _parity("fp8_quant and triton", "rocm", emulate=True)),
+    # a fusion pass: the fusion suite's decoder-layer test
+    "fusion:add_rms_norm": Target("refengine/fusion/passes.py",
+                                  ("_add_rms_pattern", "_add_rms_check", "_add_rms"),
+                                  ("suites/fusion/test_fusion.py", "--platform", "cpu", "-k",
+                                   "test_decoder_layer and not fp8 or test_moe_block")),
+}
+
+KEEP_OPERATORS = (
+    "core/ReplaceBinaryOperator_Add_Sub", "core/ReplaceBinaryOperator_Sub_Add",
+    "core/ReplaceBinaryOperator_Mul_Div", "core/ReplaceBinaryOperator_Div_Mul",
+    "core/ReplaceBinaryOperator_Mul_Add", "core/ReplaceBinaryOperator_Add_Mul",
+    "core/ReplaceComparisonOperator_Lt_LtE", "core/ReplaceComparisonOperator_LtE_Lt",
+    "core/ReplaceComparisonOperator_Gt_GtE", "core/ReplaceComparisonOperator_GtE_Gt",
+    "core/ReplaceComparisonOperator_Eq_NotEq", "core/ReplaceComparisonOperator_NotEq_Eq",
+    "core/ReplaceComparisonOperator_Lt_Gt", "core/ReplaceComparisonOperator_Gt_Lt",
+    "core/NumberReplacer", "core/ReplaceTrueWithFalse", "core/ReplaceFalseWithTrue",
+    "core/ReplaceAndWithOr", "core/ReplaceOrWithAnd", "core/ZeroIterationForLoop",
+    "core/AddNot", "core/ReplaceUnaryOperator_USub_UAdd",
+)
+
+
+def line_ranges(path: Path, functions: tuple[str, ...]) -> list[str]:
+    tree = ast.parse(path.read_text())
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in functions:
+            # the body only: mutating a decorator or a signature is not a kernel bug
+            start = node.body[0].lineno
+            found[node.name] = f"{start}-{node.end_lineno}"
+    missing = set(functions) - set(found)
+    if missing:
+        raise SystemExit(f"{path}: no function {', '.join(sorted(missing))}")
+    return [found[f] for f in functions]
+
+
+def _excluded_operators(cosmic: str) -> list[str]:
+    names = subprocess.run([cosmic, "operators"], capture_output=True, text=True,
+                           check=True).stdout.split()
+    return [f"^{n}$" for n in names if n not in KEEP_OPERATORS]
+
+
+def _toml_list(items: list[str]) -> str:
+    return "[" + ", ".join(json.dumps(i) for i in items) + "]"
+
+
+def copy_checkout(dest: Path) -> None:
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.split("\n")
+    for rel in filter(None, files):
+        src = ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+
+
+def equivalents() -> dict[tuple[str, int, str, int], str]:
+    out = {}
+    if EQUIVALENT.is_file():
+        for line in EQUIVALENT.read_text().splitlines():
+            if line.strip() and not line.startswith("#"):
+                target, lineno, op, occ, why = line.split("\t", 4)
+                out[(target, int(lineno), op, int(occ))] = why
+    return out
+
+
+def run_target(name: str, target: Target, workdir: Path, timeout: float) -> dict[str, object]:
+    bindir = Path(sys.executable).parent
+    cosmic = str(bindir / "cosmic-ray")
+    config = workdir / f"{name.replace(':', '_').replace('@', '_')}.toml"
+    session = config.with_suffix(".sqlite")
+    session.unlink(missing_ok=True)
+    tests = " ".join(f"'{a}'" if " " in a else a for a in target.tests)
+    ranges = line_ranges(workdir / target.module, target.functions)
+    config.write_text(
+        "[cosmic-ray]\n"
+        f"module-path = {json.dumps(target.module)}\n"
+        f"timeout = {timeout}\n"
+        "excluded-modules = []\n"
+        f'test-command = "{sys.executable} -m pytest -x -q -p no:cacheprovider {tests}"\n'
+        "[cosmic-ray.distributor]\nname = \"local\"\n"
+        "[cosmic-ray.filters.operators-filter]\n"
+        f"exclude-operators = {_toml_list(_excluded_operators(cosmic))}\n"
+        "[cosmic-ray.filters.line-filter.lines]\n"
+        f"{json.dumps(target.module)} = {_toml_list(ranges)}\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(workdir), TRITON_INTERPRET="1")
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR",
+                   str(Path.home() / ".cache" / "harness" / "inductor"))
+
+    def cr(*argv: str) -> str:
+        return subprocess.run(list(argv), cwd=workdir, env=env, capture_output=True, text=True,
+                              check=True).stdout
+
+    cr(cosmic, "init", str(config), str(session))
+    cr(str(bindir / "cr-filter-operators"), str(session), str(config))
+    cr(str(bindir / "cr-filter-lines"), "--config", str(config), str(session))
+    cr(cosmic, "exec", str(config), str(session))
+    known = equivalents()
+    counts = {"killed": 0, "survived": 0, "equivalent": 0, "timeout": 0, "incompetent": 0}
+    survivors = []
+    for line in cr(cosmic, "dump", str(session)).splitlines():
+        item, result = json.loads(line)
+        if result is None or result.get("worker_outcome") == "skipped":
+            continue
+        mutation = item["mutations"][0]
+        key = (name, mutation["start_pos"][0], mutation["operator_name"],
+               mutation["occurrence"])
+        outcome, test_outcome = result["worker_outcome"], result.get("test_outcome")
+        if outcome == "timeout":
+            counts["timeout"] += 1  # a mutant that hangs the kernel is caught (killed)
+            counts["killed"] += 1
+        elif outcome != "normal":
+            counts["incompetent"] += 1
+        elif test_outcome == "killed":
+            counts["killed"] += 1
+        elif key in known:
+            counts["equivalent"] += 1
+        else:
+            counts["survived"] += 1
+            survivors.append(f"{target.module}:{key[1]} {key[2]} #{key[3]}: "
+                             f"{(result.get('diff') or '').strip().splitlines()[-2:]}")
+    judged = counts["killed"] + counts["survived"]
+    return {"target": name, **counts, "score": counts["killed"] / judged if judged else None,
+            "survivors": survivors}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", action="append", default=[], choices=sorted(TARGETS),
+                        help="op of a provider (repeatable; default: all)")
+    parser.add_argument("--timeout", type=float, default=180.0, help="per mutant, seconds")
+    parser.add_argument("--workdir", default=None, help="where the checkout is copied")
+    parser.add_argument("--json", default=None, help="also write the results here")
+    parser.add_argument("--list", action="store_true", help="list the targets and exit")
+    args = parser.parse_args()
+    if args.list:
+        for name, target in TARGETS.items():
+            print(f"{name:<24} {target.module} {','.join(target.functions)}")
+        return 0
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="harness-mutation-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    copy_checkout(workdir)
+    rows = []
+    for name in args.target or list(TARGETS):
+        row = run_target(name, TARGETS[name], workdir, args.timeout)
+        rows.append(row)
+        score = row["score"]
+        print(f"{name:<24} killed {row['killed']:>3}  survived {row['survived']:>3}  "
+              f"equivalent {row['equivalent']:>3}  incompetent {row['incompetent']:>3}  "
+              f"score {'-' if score is None else f'{score:.0%}'} (target "
+              f"{TARGET_SCORE:.0%})", flush=True)
+        for survivor in row["survivors"]:  # type: ignore[attr-defined]
+            print(f"    survived: {survivor}", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+    below = [r for r in rows if r["score"] is not None and r["score"] < TARGET_SCORE]
+    return 1 if below else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
