@@ -53,8 +53,12 @@ class Target:
 
 
 def _parity(op_k: str, matrix: str = "cpu", emulate: bool = False) -> tuple[str, ...]:
+    """The op's parity cases for the provider, plus the op's coverage test (which fails
+    when the platform's primary provider declines a case it should serve)."""
     extra = ("--emulate",) if emulate else ()
-    return ("suites/kernel_parity/test_parity.py", "--platform", matrix, *extra, "-k", op_k)
+    op = op_k.split()[0]
+    return ("suites/kernel_parity/test_parity.py", "suites/kernel_parity/test_coverage.py",
+            "--platform", matrix, *extra, "-k", f"({op_k}) or (every and {op})")
 
 
 TARGETS: dict[str, Target] = {
@@ -87,7 +91,8 @@ TARGETS: dict[str, Target] = {
     "fusion:add_rms_norm": Target("refengine/fusion/passes.py",
                                   ("_add_rms_pattern", "_add_rms_check", "_add_rms"),
                                   ("suites/fusion/test_fusion.py", "--platform", "cpu", "-k",
-                                   "test_decoder_layer and not fp8 or test_moe_block")),
+                                   "test_decoder_layer and not fp8 or test_moe_block or "
+                                   "leaves")),
 }
 
 KEEP_OPERATORS = (

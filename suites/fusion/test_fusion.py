@@ -14,7 +14,8 @@ import pytest
 import torch
 from fusion_check import check, check_outputs, raise_problems, run_block
 
-from refengine.model.blocks import DecoderLayer, MoEBlock, inputs
+import refengine.ops as R
+from refengine.model.blocks import EPS, HIDDEN, DecoderLayer, MoEBlock, inputs
 
 
 def _dtype(platform: Any) -> torch.dtype:
@@ -120,6 +121,39 @@ def test_moe_block(
         expectations,
         record_property,
     )
+
+
+class _AddNormGuards(torch.nn.Module):
+    """Two add + norm shapes the add_rms_norm pass must leave alone (its extra check): a
+    float32 residual stream under lower-precision activations (the add promotes, the fused
+    kernel takes one dtype), and a norm weight computed in the graph after the add
+    (Gemma's 1 + w), which the fused node, placed at the add, could not see yet."""
+
+    def __init__(self, dtype: torch.dtype) -> None:
+        super().__init__()
+        gen = torch.Generator().manual_seed(3)
+        weight = 1.0 + 0.1 * torch.randn(HIDDEN, generator=gen)
+        self.ln = torch.nn.Parameter(weight.to(dtype), requires_grad=False)
+        self.ln32 = torch.nn.Parameter(weight.clone(), requires_grad=False)
+
+    def forward(self, x: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        wide = R.rms_norm(x + residual.float(), self.ln32, EPS)
+        gemma = R.rms_norm(x + residual, self.ln - 0.5 + 0.5, EPS)
+        return wide, gemma
+
+
+def test_add_norm_pass_leaves_what_it_cannot_fuse(platform: Any, tolerance: Any,
+                                                   record_property: Any) -> None:
+    dtype = _dtype(platform)
+    result = run_block(_AddNormGuards(dtype), inputs(dtype), _platform_fp8(platform))
+    record_property("torch_version", str(torch.__version__))
+    problems = check("add_norm_guards", result, tolerance(dtype))
+    fused = result.report.passes.get("add_rms_norm")
+    mixed = dtype != torch.float32  # in float32 the "wide" residual is the same dtype
+    if fused is not None and fused.applicable and fused.matched > (0 if mixed else 1):
+        problems.append(f"add_norm_guards: add_rms_norm fused {fused.matched} pattern(s) "
+                        "it must leave alone")
+    raise_problems(problems)
 
 
 @pytest.mark.requires("gloo")

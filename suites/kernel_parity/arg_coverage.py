@@ -26,6 +26,7 @@ class Coverage:
     provider: str
     seen: list[dict[str, str]] = field(default_factory=list)
     declined: dict[str, str] = field(default_factory=dict)  # "arg=value" -> why
+    declined_cases: list[str] = field(default_factory=list)  # "case: why"
     missing: list[str] = field(default_factory=list)
 
 
@@ -46,6 +47,7 @@ def coverage(op: str, provider_name: str, cases: Sequence[Case], dtype: torch.dt
         if ok:
             result.seen.append(values)
         else:
+            result.declined_cases.append(f"{case.id}: {why}")
             for name, value in values.items():
                 result.declined.setdefault(f"{name}={value}", f"{case.id}: {why}")
     gaps = missing(op, result.seen)
