@@ -224,3 +224,13 @@ def test_a_known_failure_id_no_longer_hides_a_new_bug(tmp_path: Path) -> None:
     code, out = outcomes["signed"]
     assert code == 1 and "3 failed" in out, out
     assert "expects another failure: headroom in [1.0, 12.0], found" in out, out
+
+
+def test_multi_tile_class_follows_the_triton_block_cap() -> None:
+    import inspect
+
+    from refengine.ops.domains import TILE_CAP
+    from refengine.triton_kernels._rows import tiles
+
+    assert inspect.signature(tiles).parameters["cap"].default == TILE_CAP
+    assert tiles(TILE_CAP + 1)["N_TILES"] == 2
