@@ -82,11 +82,15 @@ TARGETS: dict[str, Target] = {
                                     _parity("fp8_scaled_gemm and torch")),
     "torch:add_rms_norm": Target("refengine/providers/torch_fast.py", ("add_rms_norm",),
                                  _parity("add_rms_norm and torch")),
-    # an emulated GPU matrix: the triton fp8 quantizer ROCm selects
-    "triton:fp8_quant@rocm": Target("refengine/triton_kernels/quant.py",
-                                    ("fp8_quant", "_Launch", "quant_groups_kernel",
-                                     "row_amax_kernel"),
-                                    _parity("fp8_quant and triton", "rocm", emulate=True)),
+    # an emulated GPU matrix: the triton fp8 quantizer CUDA selects (ROCm's fnuz flavours
+    # are declined under the interpreter), its mode / scale-shape dispatch, then the kernels
+    "triton:fp8_quant@cuda": Target("refengine/triton_kernels/quant.py", ("fp8_quant",),
+                                    _parity("fp8_quant and triton", "cuda", emulate=True)),
+    "triton:fp8_quant_kernels@cuda": Target("refengine/triton_kernels/quant.py",
+                                            ("_Launch", "quant_groups_kernel",
+                                             "row_amax_kernel"),
+                                            _parity("fp8_quant and triton", "cuda",
+                                                    emulate=True)),
     # a fusion pass: the fusion suite's decoder-layer test
     "fusion:add_rms_norm": Target("refengine/fusion/passes.py",
                                   ("_add_rms_pattern", "_add_rms_check", "_add_rms"),
