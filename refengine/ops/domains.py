@@ -44,7 +44,7 @@ DOMAINS: dict[str, Domains] = {
     "fp8_quant": {"mode": ("per_tensor_static", "per_tensor_dynamic", "per_token_dynamic",
                            "block"),
                   "layout": LAYOUT, "rank": ("2d", "3d+"), "width": ("one-tile", "multi-tile"),
-                  "last_group": ("full", "partial")},
+                  "last_group": ("full", "partial"), "zero_row": ("absent", "present")},
     "fp8_block_gemm": {"out_dtype": ("bfloat16", "float32"), "rank": ("2d", "3d+"),
                        "last_group": ("full", "partial")},
     "fp8_scaled_gemm": {"a_scales": ("per-tensor", "per-token"),
@@ -63,6 +63,8 @@ DOMAINS: dict[str, Domains] = {
 # Pairs of arguments whose combinations a kernel gets wrong together (a per-token
 # activation scale with a per-tensor weight scale, say): every pair of values must occur.
 PAIRWISE: dict[str, tuple[tuple[str, str], ...]] = {
+    # scales come back shaped by the leading dims in the per-token and block modes
+    "fp8_quant": (("mode", "rank"),),
     "fp8_scaled_gemm": (("a_scales", "w_scales"),),
     "int8_scaled_gemm": (("a_scales", "w_scales"),),
 }
@@ -118,8 +120,10 @@ def _quant(a: Mapping[str, Any]) -> dict[str, str]:
     x, mode = a["x"], a["mode"]
     width = x.shape[-1] if mode != "block" else a["group_size"]
     partial = mode == "block" and x.shape[-1] % a["group_size"]
+    zero = bool(x.numel()) and bool((x.reshape(-1, x.shape[-1]) == 0).all(dim=-1).any())
     return {"mode": mode, "layout": _layout(a), "rank": _rank(x), "width": _width(width),
-            "last_group": "partial" if partial else "full"}
+            "last_group": "partial" if partial else "full",
+            "zero_row": "present" if zero else "absent"}
 
 
 def _scaled(a: Mapping[str, Any]) -> dict[str, str]:

@@ -108,10 +108,12 @@ def _rope(lead: tuple[int, ...], hq: int, hkv: int, d: int, rot: int, neox: bool
 # -- quantized ops --------------------------------------------------------------------------
 
 def _quant(shape: tuple[int, ...], mode: str, strided: bool = False, scale: float = 1.0,
-           static: float | None = None) -> Builder:
+           static: float | None = None, zero_row: bool = False) -> Builder:
     def build(dt: torch.dtype, fp8: Any, dev: str, g: torch.Generator) -> tuple[Any, ...]:
         x = (_wide_then_slice(g, shape[:-1], shape[-1], torch.bfloat16, dev) if strided
              else _randn(g, *shape, dtype=torch.bfloat16, device=dev, scale=scale))
+        if zero_row:  # a padding token: dynamic scales must floor, not divide by zero
+            x.view(-1, shape[-1])[1].zero_()
         s = torch.tensor([static], device=dev) if static is not None else None
         return x, fp8, mode, s, FP8_BLOCK
     return build
@@ -273,6 +275,12 @@ CASES: tuple[Case, ...] = (
     Case("silu_and_mul", "multi-tile", _gated((3, 2 * 4200))),
     Case("gelu_and_mul", "tanh-strided", _gated((5, 150), "tanh", strided=True), "strided"),
     Case("fp8_quant", "per-token-multi-tile", _quant((3, 4400), "per_token_dynamic")),
+    # every mode on 2-D and 3-D inputs (the scales take the leading dims), a zero row
+    Case("fp8_quant", "per-token-3d-zero-row", _quant((2, 3, 72), "per_token_dynamic",
+                                                      zero_row=True)),
+    Case("fp8_quant", "block-3d", _quant((2, 2, 160), "block")),
+    Case("fp8_quant", "static-3d", _quant((2, 3, 40), "per_tensor_static", static=0.01)),
+    Case("fp8_quant", "per-tensor-dynamic-2d", _quant((5, 48), "per_tensor_dynamic")),
     Case("fp8_scaled_gemm", "a-tensor-w-channel-large-k-fp32",
          _scaled_gemm(5, 2048, 24, False, True, torch.float32, per_channel=True)),
     Case("fp8_scaled_gemm", "a-token-w-tensor",
