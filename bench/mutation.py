@@ -157,12 +157,14 @@ def equivalents() -> dict[tuple[str, int, str, int], str]:
     return out
 
 
-def run_target(name: str, target: Target, workdir: Path, timeout: float) -> dict[str, object]:
+def run_target(name: str, target: Target, workdir: Path, timeout: float,
+               tally_only: bool = False) -> dict[str, object]:
     bindir = Path(sys.executable).parent
     cosmic = str(bindir / "cosmic-ray")
     config = workdir / f"{name.replace(':', '_').replace('@', '_')}.toml"
     session = config.with_suffix(".sqlite")
-    session.unlink(missing_ok=True)
+    if not tally_only:
+        session.unlink(missing_ok=True)
     tests = " ".join(f"'{a}'" if " " in a else a for a in target.tests)
     ranges = line_ranges(workdir / target.module, target.functions)
     config.write_text(
@@ -185,10 +187,11 @@ def run_target(name: str, target: Target, workdir: Path, timeout: float) -> dict
         return subprocess.run(list(argv), cwd=workdir, env=env, capture_output=True, text=True,
                               check=True).stdout
 
-    cr(cosmic, "init", str(config), str(session))
-    cr(str(bindir / "cr-filter-operators"), str(session), str(config))
-    cr(str(bindir / "cr-filter-lines"), "--config", str(config), str(session))
-    cr(cosmic, "exec", str(config), str(session))
+    if not tally_only:
+        cr(cosmic, "init", str(config), str(session))
+        cr(str(bindir / "cr-filter-operators"), str(session), str(config))
+        cr(str(bindir / "cr-filter-lines"), "--config", str(config), str(session))
+        cr(cosmic, "exec", str(config), str(session))
     known = equivalents()
     counts = {"killed": 0, "survived": 0, "equivalent": 0, "timeout": 0, "incompetent": 0}
     survivors = []
@@ -226,6 +229,8 @@ def main() -> int:
     parser.add_argument("--workdir", default=None, help="where the checkout is copied")
     parser.add_argument("--json", default=None, help="also write the results here")
     parser.add_argument("--list", action="store_true", help="list the targets and exit")
+    parser.add_argument("--tally-only", action="store_true",
+                        help="count the sessions already in --workdir again (no mutants run)")
     args = parser.parse_args()
     if args.list:
         for name, target in TARGETS.items():
@@ -233,10 +238,11 @@ def main() -> int:
         return 0
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="harness-mutation-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    copy_checkout(workdir)
+    if not args.tally_only:
+        copy_checkout(workdir)
     rows = []
     for name in args.target or list(TARGETS):
-        row = run_target(name, TARGETS[name], workdir, args.timeout)
+        row = run_target(name, TARGETS[name], workdir, args.timeout, args.tally_only)
         rows.append(row)
         score = row["score"]
         print(f"{name:<24} killed {row['killed']:>3}  survived {row['survived']:>3}  "
