@@ -1,20 +1,31 @@
 #!/usr/bin/env bash
 # Build the s390x base image on an x86 host: register qemu-user through binfmt_misc,
 # debootstrap a big-endian s390x Debian with Debian's own torch (PyPI has no s390x
-# wheels), and `docker import` it. About 6.5 minutes and 1.5 GB; skipped when the
-# image exists, so keep the engine's data root between runs where the host allows.
+# wheels), and `docker import` it. Debian trixie: python3-torch 2.6 (torch.library
+# .custom_op, torch.compile), with g++ and the Python headers for inductor's C++
+# kernels. About 10-15 minutes under qemu and 2.5 GB; skipped when the image
+# exists with the same package list (a label), so keep the engine's data root between
+# runs where the host allows.
 #
 # Run the image WITHOUT --platform: dockerd 20.10 then looks for a registry, while
 # binfmt runs the s390x binaries of an imported image on its own.
 #
-# Usage: ci/make-s390x-image.sh [TAG]          (default harness-base-s390x:bookworm)
+# Usage: ci/make-s390x-image.sh [TAG] [SUITE]   (default harness-base-s390x:trixie trixie)
+# Env:   HARNESS_DEBIAN_MIRROR overrides the mirror read from the apt sources.
 set -euo pipefail
 
-tag="${1:-harness-base-s390x:bookworm}"
+tag="${1:-harness-base-s390x:trixie}"
+suite="${2:-trixie}"
 here="$(cd "$(dirname "$0")" && pwd)"
 
-if docker image inspect "$tag" >/dev/null 2>&1; then
-    echo "make-s390x-image: $tag exists; nothing to do"
+# python3-tiktoken (0.9, Debian's build: PyPI has no s390x wheel) reads the primed
+# tokenizer cache. g++, python3-dev and libtorch-dev (torch's headers and the
+# libtorch.so link names): inductor compiles and links C++ kernels at run time.
+packages="python3,python3-torch,python3-numpy,python3-pytest,python3-yaml,python3-tiktoken"
+packages="$packages,python3-dev,libtorch-dev,g++"
+if [ "$(docker image inspect --format '{{index .Config.Labels "org.harness.base-packages"}}' \
+        "$tag" 2>/dev/null)" = "$suite:$packages" ]; then
+    echo "make-s390x-image: $tag exists with $packages; nothing to do"
     exit 0
 fi
 
@@ -41,16 +52,19 @@ fi
 
 rootfs="$(mktemp -d /tmp/harness-rootfs-s390x.XXXXXX)"
 trap 'rm -rf "$rootfs" "$rootfs.log"' EXIT
-echo "make-s390x-image: debootstrap --arch=s390x bookworm from $mirror (several minutes)"
-debootstrap --arch=s390x --variant=minbase \
-    --include=python3,python3-torch,python3-numpy,python3-pytest,python3-yaml \
-    bookworm "$rootfs" "$mirror" >"$rootfs.log" 2>&1 || {
+echo "make-s390x-image: debootstrap --arch=s390x $suite from $mirror (several minutes)"
+start=$SECONDS
+debootstrap --arch=s390x --variant=minbase --include="$packages" \
+    "$suite" "$rootfs" "$mirror" >"$rootfs.log" 2>&1 || {
     tail -n 30 "$rootfs.log" >&2
     exit 3
 }
+echo "make-s390x-image: debootstrap took $((SECONDS - start)) s"
 rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
 tar -C "$rootfs" -c . | docker import \
-    --change 'CMD ["/bin/bash"]' --change 'ENV LANG=C.UTF-8' - "$tag"
+    --change 'CMD ["/bin/bash"]' --change 'ENV LANG=C.UTF-8' \
+    --change "LABEL org.harness.base-packages=$suite:$packages" - "$tag"
 docker run --rm --network none "$tag" python3 -c \
-    "import sys, platform; assert platform.machine() == 's390x', platform.machine(); print(sys.byteorder)"
+    "import sys, platform, torch; assert platform.machine() == 's390x', platform.machine(); \
+print(sys.byteorder, 'torch', torch.__version__)"
 echo "make-s390x-image: imported $tag"
