@@ -13,7 +13,8 @@ Layout under the root:
     encodings/<name>.tiktoken      openai-harmony (TIKTOKEN_ENCODINGS_BASE)
     hf/                            HF_HOME (with HF_HUB_OFFLINE=1)
     inductor/                      TORCHINDUCTOR_CACHE_DIR, kept between runs
-    manifest.json                  sha256 of every file above
+    manifest.json                  sha256 of every file above; the machine and byte
+                                   order that primed it (primed_on)
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import hashlib
 import importlib.util
 import json
 import os
+import platform
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,6 +150,9 @@ def prime(matrix: Matrix) -> list[str]:
         "schema": MANIFEST_SCHEMA,
         "matrix": matrix.name,
         "files": {item.rel: item.sha256 for item in planned_files(matrix)},
+        # Containers of another architecture (s390x under qemu) read this cache: the
+        # tokenizer suite records where it was written against where it is read.
+        "primed_on": {"machine": platform.machine(), "byteorder": sys.byteorder},
     }
     _write_atomic(root / MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
     return written

@@ -238,7 +238,8 @@ def print_plan(ctx: RunContext) -> None:
         from harness.runners.docker import docker_command_line
 
         for inv in ctx.invocations:
-            line = docker_command_line(ctx.matrix, inv, run_dir=ctx.run_dir, env=ctx.env)
+            line = docker_command_line(ctx.matrix, inv, run_dir=ctx.run_dir, env=ctx.env,
+                                       writable_checkout=ctx.request.update_expectations)
             print(f"[{inv.suite}] {shlex.join(line)}")
         return
     for inv in ctx.invocations:
@@ -295,6 +296,7 @@ def execute(ctx: RunContext) -> None:
             keep_container=ctx.request.keep_container,
             env=ctx.env,
             manifest=manifest,
+            writable_checkout=ctx.request.update_expectations,
         )
         for outcome in ctx.outcomes:
             manifest.add_outcome(outcome)

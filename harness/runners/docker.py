@@ -62,7 +62,8 @@ def docker_command_line(matrix: Matrix, invocation: Invocation, *, run_dir: Path
                         image: str | None = None, root: Path | None = None,
                         env: Mapping[str, str] | None = None,
                         host_env: Mapping[str, str] | None = None,
-                        cache_root: Path | None = None) -> list[str]:
+                        cache_root: Path | None = None,
+                        writable_checkout: bool = False) -> list[str]:
     """The equivalent bare ``docker run`` of one invocation, for --dry-run and repro."""
     root = root or _root()
     if image is None:
@@ -70,7 +71,8 @@ def docker_command_line(matrix: Matrix, invocation: Invocation, *, run_dir: Path
 
         image = images.recipe(matrix, root, None).tag
     spec = build_spec(matrix, root, run_dir, cache_root=cache_root,
-                      extra_mounts=suite_mounts([invocation]))
+                      extra_mounts=suite_mounts([invocation]),
+                      writable_checkout=writable_checkout)
     full_env = container_env(matrix, dict(env if env is not None else default_env(matrix, root))
                              | dict(invocation.env), os.environ if host_env is None else host_env)
     if invocation.cwd:
@@ -88,7 +90,8 @@ def run_invocations(matrix: Matrix, invocations: Sequence[Invocation], run_dir: 
                     manifest: Any = None, stream: TextIO | None = sys.stdout,
                     root: Path | None = None, client: docker.DockerClient | None = None,
                     image: str | None = None, run_id: str | None = None,
-                    cache_root: Path | None = None) -> list[SuiteOutcome]:
+                    cache_root: Path | None = None,
+                    writable_checkout: bool = False) -> list[SuiteOutcome]:
     from harness import images
 
     root = root or _root()
@@ -100,7 +103,8 @@ def run_invocations(matrix: Matrix, invocations: Sequence[Invocation], run_dir: 
                               out=out, client=client)
         image = rcp.tag
     spec = build_spec(matrix, root, run_dir, cache_root=cache_root,
-                      extra_mounts=suite_mounts(invocations))
+                      extra_mounts=suite_mounts(invocations),
+                      writable_checkout=writable_checkout)
     for mount in spec.mounts:
         if not mount.read_only:
             Path(mount.source).mkdir(parents=True, exist_ok=True)  # else docker makes it root's

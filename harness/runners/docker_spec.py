@@ -82,9 +82,11 @@ def suite_mounts(invocations: Sequence[Invocation]) -> tuple[Mount, ...]:
 
 def build_spec(matrix: Matrix, root: Path, run_dir: Path, *,
                cache_root: Path | None = None,
-               extra_mounts: Sequence[Mount] = ()) -> Spec:
+               extra_mounts: Sequence[Mount] = (), writable_checkout: bool = False) -> Spec:
+    """``writable_checkout``: mount the checkout read-write, for --update-expectations
+    (the suites rewrite their per-platform golden and expectation files in it)."""
     rt = matrix.runtime
-    mounts = [Mount(source=str(root), target=str(root), read_only=True),
+    mounts = [Mount(source=str(root), target=str(root), read_only=not writable_checkout),
               Mount(source=str(run_dir), target=str(run_dir), read_only=False),
               *extra_mounts]
     caches = cache_root if cache_root is not None else cache_mount_root(matrix)
