@@ -1,24 +1,27 @@
 #!/usr/bin/env bash
 # Build the s390x base image on an x86 host: register qemu-user through binfmt_misc,
 # debootstrap a big-endian s390x Debian with Debian's own torch (PyPI has no s390x
-# wheels), and `docker import` it. Debian trixie: python3-torch 2.6 (torch.library
-# .custom_op, torch.compile), with g++ and the Python headers for inductor's C++
-# kernels. About 10-15 minutes under qemu and 2.5 GB; skipped when the image
-# exists with the same package list (a label), so keep the engine's data root between
-# runs where the host allows.
+# wheels), and `docker import` it. Debian forky: python3-torch 2.14 (custom ops,
+# torch.compile), with g++ and the Python headers for inductor's C++ kernels. About
+# 10-15 minutes under qemu and 2.5 GB; skipped when the image exists with the same
+# suite and package list (a label), so keep the engine's data root between runs.
 #
 # Run the image WITHOUT --platform: dockerd 20.10 then looks for a registry, while
 # binfmt runs the s390x binaries of an imported image on its own.
 #
-# Usage: ci/make-s390x-image.sh [TAG] [SUITE]   (default harness-base-s390x:trixie trixie)
+# Usage: ci/make-s390x-image.sh [TAG] [SUITE]   (default harness-base-s390x:forky forky;
+#        e.g. harness-base-s390x:trixie trixie)
 # Env:   HARNESS_DEBIAN_MIRROR overrides the mirror read from the apt sources.
 set -euo pipefail
 
-tag="${1:-harness-base-s390x:trixie}"
-suite="${2:-trixie}"
+# forky (Debian testing): python3-torch 2.14 on s390x. trixie (torch 2.6) is the stable
+# choice where the mirror carries it; on the mirror here, trixie's s390x point-release
+# packages (libc6, zlib1g, apt, ...) answer 404 while their amd64 builds are there.
+tag="${1:-harness-base-s390x:forky}"
+suite="${2:-forky}"
 here="$(cd "$(dirname "$0")" && pwd)"
 
-# python3-tiktoken (0.9, Debian's build: PyPI has no s390x wheel) reads the primed
+# python3-tiktoken (Debian's build: PyPI has no s390x wheel) reads the primed
 # tokenizer cache. g++, python3-dev and libtorch-dev (torch's headers and the
 # libtorch.so link names): inductor compiles and links C++ kernels at run time.
 packages="python3,python3-torch,python3-numpy,python3-pytest,python3-yaml,python3-tiktoken"
@@ -54,8 +57,11 @@ rootfs="$(mktemp -d /tmp/harness-rootfs-s390x.XXXXXX)"
 trap 'rm -rf "$rootfs" "$rootfs.log"' EXIT
 echo "make-s390x-image: debootstrap --arch=s390x $suite from $mirror (several minutes)"
 start=$SECONDS
+# An older debootstrap has no script for a newer suite: they all bootstrap like sid.
+script=/usr/share/debootstrap/scripts/$suite
+[ -e "$script" ] || script=/usr/share/debootstrap/scripts/sid
 debootstrap --arch=s390x --variant=minbase --include="$packages" \
-    "$suite" "$rootfs" "$mirror" >"$rootfs.log" 2>&1 || {
+    "$suite" "$rootfs" "$mirror" "$script" >"$rootfs.log" 2>&1 || {
     tail -n 30 "$rootfs.log" >&2
     exit 3
 }

@@ -60,9 +60,12 @@ class InductorProvider(TableProvider):
                 import torch._dynamo
 
                 config = torch._dynamo.config
-                config.recompile_limit = max(config.recompile_limit, RECOMPILE_LIMIT)
-                config.accumulated_recompile_limit = max(
-                    config.accumulated_recompile_limit, RECOMPILE_LIMIT * len(OPS))
+                # torch < 2.7 (Debian's 2.6 on s390x) calls them cache_size_limit
+                one, total = (("recompile_limit", "accumulated_recompile_limit")
+                              if hasattr(config, "recompile_limit")
+                              else ("cache_size_limit", "accumulated_cache_size_limit"))
+                setattr(config, one, max(getattr(config, one), RECOMPILE_LIMIT))
+                setattr(config, total, max(getattr(config, total), RECOMPILE_LIMIT * len(OPS)))
                 fn = torch.compile(getattr(reference, op), dynamic=False,
                                    backend="inductor")
                 self._compiled[key] = fn

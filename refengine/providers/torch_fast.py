@@ -169,6 +169,8 @@ def _check_int_mm(device: str, dtype: torch.dtype,
 
 
 def _check_moe(device: str, dtype: torch.dtype, shapes: Mapping[str, Any]) -> tuple[bool, str]:
+    if not hasattr(torch, "_grouped_mm"):  # torch < 2.8 (Debian's 2.6 on s390x)
+        return False, f"torch {torch.__version__} has no torch._grouped_mm"
     if device != "cpu" and dtype != torch.bfloat16:
         return False, f"torch._grouped_mm on {device} takes bfloat16 only"
     return True, ""
