@@ -56,7 +56,7 @@ def test_family_facts() -> None:
     assert (s390x.byteorder, s390x.runtime.platform) == ("big", "linux/s390x")
     assert s390x.fp8.e4m3 is None and not s390x.capabilities.has("fp8")
     # partial suite entries merge onto base's
-    assert s390x.suites["fusion"].enabled is False
+    assert s390x.suites["fusion"].enabled is True and s390x.suites["fusion"].workers == 1
     assert s390x.suites["kernel_parity"].path == "suites/kernel_parity"
     assert s390x.suites["kernel_parity"].tier == "smoke"
 
