@@ -85,7 +85,7 @@ def test_cpu_in_docker_matches_the_local_run(client: Any, tmp_path: Path) -> Non
 
 
 def test_s390x_platform_suite_under_qemu(client: Any, tmp_path: Path) -> None:
-    need_image(client, "harness-base-s390x:bookworm", "ci/make-s390x-image.sh")
+    need_image(client, "harness-base-s390x:forky", "ci/make-s390x-image.sh")
     reports = ROOT / "reports" / "dockertest" / tmp_path.name
     try:
         done = harness_run("--matrix", "s390x", "--docker", "--suite", "platform", reports=reports)
