@@ -18,6 +18,7 @@ in a conversion, never a rounding difference.
 
 from __future__ import annotations
 
+import itertools
 import os
 import struct
 import sys
@@ -30,10 +31,10 @@ from engine_support import too_old
 if too_old():
     pytest.skip(str(too_old()), allow_module_level=True)
 
-import torch  # noqa: E402
+import torch
 
-from refengine.ops.spec import describe  # noqa: E402
-from refengine.providers import get_provider  # noqa: E402
+from refengine.ops.spec import describe
+from refengine.providers import get_provider
 
 # Every built-in provider (each skips where unavailable), plus test-only ones named in
 # KERNEL_PARITY_PROVIDERS, as in test_parity.py.
@@ -176,7 +177,7 @@ def fp8_cases(fmt: str) -> list[tuple[float, int]]:
     finite = sorted((v, c) for c in range(256) if (v := fp8_value(c, fmt)) is not None
                     and not (v == 0 and c & 0x80))  # -0 is not a distinct quantised result
     cases = [(v, c) for v, c in finite]
-    for (lo, c_lo), (hi, c_hi) in zip(finite, finite[1:], strict=False):
+    for (lo, c_lo), (hi, c_hi) in itertools.pairwise(finite):
         if lo < 0 <= hi:
             continue  # the tie next to zero rounds to -0 (or +0 where -0 does not exist)
         even = c_lo if c_lo % 2 == 0 else c_hi
