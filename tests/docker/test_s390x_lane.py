@@ -46,7 +46,7 @@ def test_s390x_three_suites_under_qemu(client: Any, tmp_path: Path) -> None:
         assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
         run_dir = run_dir_of(reports, "s390x")
         manifest = json.loads((run_dir / "manifest.json").read_text())
-        assert manifest["platform"] == "s390x" and manifest["runner"] == "docker"
+        assert manifest["matrix"]["name"] == "s390x" and manifest["runner"] == "docker"
         fingerprint = manifest["device_fingerprint"]
         assert fingerprint["arch"] == ["s390x"] and fingerprint["byteorder"] == "big"
         assert sorted(manifest["suites_planned"]) == ["e2e", "fusion", "kernel_parity"]
