@@ -24,6 +24,7 @@ COMMANDS: tuple[str, ...] = (
     "repro",
     "kernels",
     "select",
+    "doctor",
 )
 
 
@@ -34,6 +35,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument(
+        "--root",
+        metavar="DIR",
+        help="the project root (its matrices/, suites, reports/); default: $HARNESS_ROOT, "
+        "else the nearest folder with a harness.toml or a [tool.harness] pyproject.toml",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"harness.commands.{name}")
@@ -56,6 +63,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    if args.root:
+        import os
+        from pathlib import Path
+
+        root = Path(args.root).expanduser().resolve()
+        if not root.is_dir():
+            print(f"harness: error: --root {args.root}: no such folder", file=sys.stderr)
+            return 2
+        os.environ["HARNESS_ROOT"] = str(root)  # children (suites, kernels) see it too
     try:
         return int(args.func(args))
     except HarnessError as error:

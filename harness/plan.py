@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError
+from harness.roots import base_of
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,15 +84,18 @@ def suite_place(suite: Any, root: Path) -> SuitePlace:
     run there would choose without an ini file.
     """
     target = _absolute(suite.path, root)
+    # A shipped suite of an installed harness lives under the shipped root, not the
+    # project: its ids (and the shipped known_failures) stay relative to the shipped root.
+    base = base_of(target, root)
     try:
-        target.resolve().relative_to(root.resolve())
+        target.resolve().relative_to(base.resolve())
         inside = True
     except ValueError:
         inside = False
     if suite.rootdir:
         rootdir = _absolute(suite.rootdir, root)
     elif inside:
-        rootdir = root
+        rootdir = base
     else:
         rootdir = target if target.is_dir() or not target.suffix else target.parent
     cwd = _absolute(suite.cwd, root) if suite.cwd else (None if inside else rootdir)

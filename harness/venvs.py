@@ -1,17 +1,23 @@
-"""Per-matrix virtual environments built from the matrix's ``python`` pins.
+"""Virtual environments built from a matrix's ``python`` pins, shared by equal pins.
 
-Keyed by a hash of the pins and the interpreter, so an unchanged matrix reuses its
-environment at once. A marker file is written last, so an interrupted build is never
-mistaken for a finished one.
+Keyed by a hash of the pins, the runtime packages and the interpreter (never by matrix
+name), so two matrices with the same pins share one environment, and an emulated GPU
+profile shares the CPU matrix's. A marker file is written last, so an interrupted build
+is never mistaken for a finished one; ``.harness-used`` is touched on every use, for
+``harness cache prune``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
+import os
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +26,8 @@ from harness.errors import InfraError
 # What the plugin and the suites' runner need besides the matrix's own pins; pinned to
 # the versions the harness runs with, so the venv runs the same pytest.
 RUNTIME_PACKAGES = ("pytest", "pytest-xdist", "pytest-timeout", "pyyaml")
+MARKER = ".harness-complete"
+USED = ".harness-used"
 
 
 def runtime_pins() -> list[str]:
@@ -32,8 +40,15 @@ def runtime_pins() -> list[str]:
     return pins
 
 
-def venv_key(matrix: Any) -> str:
-    text = "\n".join([sys.version, *sorted(matrix.python.requirements), *runtime_pins()])
+def requirements_for(matrix: Any, *, emulate: bool = False) -> tuple[str, ...]:
+    """The pins of the environment a run of ``matrix`` uses (its emulation's under --emulate)."""
+    if emulate and matrix.emulation.requirements:
+        return tuple(matrix.emulation.requirements)
+    return tuple(matrix.python.requirements)
+
+
+def venv_key(requirements: Sequence[str]) -> str:
+    text = "\n".join([sys.version, *sorted(requirements), *runtime_pins()])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -41,53 +56,86 @@ def venv_root(cache_root: Path) -> Path:
     return cache_root / "venvs"
 
 
+def venv_dir(cache_root: Path, requirements: Sequence[str]) -> Path:
+    py = f"py{sys.version_info.major}.{sys.version_info.minor}"
+    return venv_root(cache_root) / f"{py}-{venv_key(requirements)}"
+
+
 def venv_python(path: Path) -> Path:
     return path / "bin" / "python"
 
 
-def ensure_venv(matrix: Any, cache_root: Path, *, echo: bool = True) -> Path:
-    """Return the interpreter of the matrix's venv, building it if needed.
+def ensure_venv(
+    requirements: Sequence[str], cache_root: Path, *, label: str = "", echo: bool = True
+) -> Path:
+    """Return the interpreter of the environment for ``requirements``, building it if needed.
 
     Two jobs sharing the cache build it once: the second waits on the lock, then finds
     the first one's finished environment.
     """
     from harness.filelock import file_lock
 
-    lock = venv_root(cache_root) / f".{matrix.name}.lock"
-    with file_lock(lock, f"building the {matrix.name} environment"):
-        return _ensure_venv_locked(matrix, cache_root, echo=echo)
+    target = venv_dir(cache_root, requirements)
+    lock = venv_root(cache_root) / f".{target.name}.lock"
+    with file_lock(lock, f"building the environment for {label or target.name}"):
+        return _ensure_venv_locked(requirements, cache_root, label=label, echo=echo)
 
 
-def _ensure_venv_locked(matrix: Any, cache_root: Path, *, echo: bool = True) -> Path:
-    target = venv_root(cache_root) / f"{matrix.name}-{venv_key(matrix)}"
-    marker = target / ".harness-complete"
-    if marker.is_file():
+def _ensure_venv_locked(
+    requirements: Sequence[str], cache_root: Path, *, label: str, echo: bool
+) -> Path:
+    target = venv_dir(cache_root, requirements)
+    if (target / MARKER).is_file():
+        _touch(target / USED)
         return venv_python(target)
     # No marker: absent, or an earlier build was interrupted. Start clean.
     shutil.rmtree(target, ignore_errors=True)
     target.parent.mkdir(parents=True, exist_ok=True)
+    pins = " ".join(requirements) or "no pins"
     if echo:
-        print(f"harness: building the {matrix.name} environment in {target} (once per pins)")
-    requirements = [*matrix.python.requirements, *runtime_pins()]
+        print(
+            f"harness: building the environment for {label or 'these pins'} ({pins}) in "
+            f"{target}; once per pins, shared by every matrix with the same pins",
+            flush=True,
+        )
+    full = [*requirements, *runtime_pins()]
+    started = time.monotonic()
     try:
         _check([sys.executable, "-m", "venv", str(target)], "create the virtualenv")
-        _check(
-            [
-                str(venv_python(target)),
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                *requirements,
-            ],
-            f"install {' '.join(matrix.python.requirements)}",
-        )
+        _pip_install(venv_python(target), full, echo=echo)
     except BaseException:
         shutil.rmtree(target, ignore_errors=True)
         raise
-    marker.write_text("\n".join(requirements) + "\n")
+    (target / MARKER).write_text("\n".join(full) + "\n")
+    _touch(target / USED)
+    if echo:
+        print(f"harness: environment ready in {time.monotonic() - started:.0f}s", flush=True)
     return venv_python(target)
+
+
+def _touch(path: Path) -> None:
+    with contextlib.suppress(OSError):  # a read-only cache still runs
+        path.touch()
+
+
+def _pip_install(python: Path, requirements: list[str], *, echo: bool) -> None:
+    """pip install, showing one progress line per package pip starts on (not its bars)."""
+    argv = [str(python), "-m", "pip", "install", "--disable-pip-version-check",
+            "--progress-bar", "off", *requirements]
+    env = os.environ | {"PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
+    assert proc.stdout is not None
+    tail: list[str] = []
+    for line in proc.stdout:
+        line = line.rstrip()
+        tail = [*tail[-19:], line]
+        if echo and line.startswith(("Collecting ", "Processing ", "Downloading ", "Installing collected")):
+            print(f"harness:   pip: {line.strip()[:150]}", flush=True)
+    if proc.wait() != 0:
+        errors = [t for t in tail if "ERROR" in t] or tail[-3:]
+        raise InfraError(f"could not install {' '.join(requirements)}: {' | '.join(errors[-3:])}")
 
 
 def _check(argv: list[str], what: str) -> None:

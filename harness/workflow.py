@@ -133,13 +133,15 @@ def choose_python(ctx: RunContext) -> None:
     elif choice == "current":
         ctx.python = sys.executable
     elif choice == "matrix":
-        from harness.venvs import ensure_venv, venv_key, venv_python, venv_root
+        from harness.venvs import ensure_venv, requirements_for, venv_dir, venv_python
 
+        # Under --emulate: the emulation's environment (a CPU torch), not the device's.
+        pins = requirements_for(ctx.matrix, emulate=ctx.request.emulate)
         if ctx.request.dry_run:
-            target = venv_root(cache_root(ctx.matrix)) / f"{ctx.matrix.name}-{venv_key(ctx.matrix)}"
-            ctx.python = str(venv_python(target))
+            ctx.python = str(venv_python(venv_dir(cache_root(ctx.matrix), pins)))
         else:
-            ctx.python = str(ensure_venv(ctx.matrix, cache_root(ctx.matrix)))
+            label = f"{ctx.matrix.name}{' (emulated)' if ctx.request.emulate else ''}"
+            ctx.python = str(ensure_venv(pins, cache_root(ctx.matrix), label=label))
     else:
         ctx.python = choice
 
@@ -151,9 +153,12 @@ def plan_threads_step(ctx: RunContext) -> None:
 def build_env(ctx: RunContext) -> None:
     assert ctx.threads is not None
     env: dict[str, str] = {"HARNESS_ROOT": str(ctx.root), "PYTHONDONTWRITEBYTECODE": "1"}
-    # The suites import harness and refengine from this checkout, in any interpreter.
+    # The suites import harness and refengine from this checkout (or, installed, from a
+    # folder holding just those two), in any interpreter.
+    from harness.roots import import_path
+
     env["PYTHONPATH"] = os.pathsep.join(
-        [str(ctx.root), *filter(None, [os.environ.get("PYTHONPATH")])]
+        [str(import_path(cache_root(ctx.matrix))), *filter(None, [os.environ.get("PYTHONPATH")])]
     )
     env.update(ctx.threads.env())
     if ctx.request.emulate or ctx.matrix.device == "cpu":
@@ -416,8 +421,32 @@ def finish(ctx: RunContext) -> int:
     return code
 
 
+def preflight_step(ctx: RunContext) -> None:
+    """Before anything is built or Docker is touched: does this host have what the run needs?
+
+    A GPU matrix without its GPU is one line pointing at --emulate; anything else missing
+    is one line each with the command that installs it (exit 3).
+    """
+    if ctx.request.dry_run:
+        return
+    from harness.doctor import preflight, require_device, run_checks
+
+    if not ctx.request.emulate:
+        require_device(ctx.matrix, command=f"harness run --matrix {ctx.request.matrix}")
+    suites = [s.name for s in select_suites(ctx.matrix, ctx.request.suites)]
+    checks = run_checks(
+        ctx.matrix,
+        emulate=ctx.request.emulate,
+        docker=ctx.use_docker,
+        build_venv=ctx.request.python == "matrix",
+        suites=suites,
+    )
+    preflight(checks)
+
+
 def run_workflow(ctx: RunContext) -> int:
     print_config(ctx)
+    preflight_step(ctx)
     plan_threads_step(ctx)
     prepare_run_dir(ctx)
     choose_python(ctx)

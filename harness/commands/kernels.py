@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from harness.errors import UsageError
+from harness.errors import InfraError, UsageError
 
 
 def register(subparsers: Any) -> None:
@@ -56,30 +56,37 @@ def cmd_kernels(args: argparse.Namespace) -> int:
 
 
 def _in_interpreter(matrix: Any, args: argparse.Namespace) -> int:
-    """Re-run this command where the matrix's providers live (zentorch is in zen's venv)."""
+    """Re-run this command where the matrix's providers live (zentorch is in zen's venv).
+
+    Under --emulate that is the emulation's environment (a CPU torch); without it, a GPU
+    matrix needs its GPU here, checked before any environment is built.
+    """
     import os
     import subprocess
 
+    from harness.cache import cache_root
     from harness.matrix import repo_root
+    from harness.roots import import_path
 
-    if args.python == "matrix" and not args.emulate:
-        from harness.cache import cache_root
-        from harness.venvs import ensure_venv
+    if args.python == "matrix":
+        from harness.doctor import require_device
+        from harness.venvs import ensure_venv, requirements_for
 
-        python = str(ensure_venv(matrix, cache_root(matrix)))
-    elif args.python == "matrix":
-        import sys
-
-        python = sys.executable  # emulated on this CPU: the current torch will do
+        if not args.emulate:
+            require_device(matrix, command=f"harness kernels --matrix {args.matrix}")
+        pins = requirements_for(matrix, emulate=args.emulate)
+        label = f"{matrix.name}{' (emulated)' if args.emulate else ''}"
+        python = str(ensure_venv(pins, cache_root(matrix), label=label))
     else:
         python = args.python
     argv = [python, "-m", "harness", "kernels", "--matrix", args.matrix, "--python", "current"]
     argv += [f"--op={op}" for op in args.op]
     argv += [f"--dtype={args.dtype}"] if args.dtype else []
     argv += ["--emulate"] if args.emulate else []
-    root = str(repo_root())
+    path = str(import_path(cache_root(matrix)))
     env = os.environ | {
-        "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+        "HARNESS_ROOT": str(repo_root()),
+        "PYTHONPATH": os.pathsep.join(filter(None, [path, os.environ.get("PYTHONPATH")])),
     }
     return subprocess.run(argv, env=env, check=False).returncode
 
@@ -89,7 +96,15 @@ def explain_rows(
 ) -> list[tuple[str, str, str, bool, str]]:
     import importlib
 
-    import torch
+    try:
+        import torch
+    except ImportError as error:
+        import sys
+
+        raise InfraError(
+            f"{sys.executable} has no torch ({error}); run without --python current to use "
+            f"the matrix's environment, or add --emulate for a GPU matrix on this CPU"
+        ) from None
 
     # refengine is outside mypy's strict scope; import it as a plain module.
     spec: Any = importlib.import_module("refengine.ops.spec")

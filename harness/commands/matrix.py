@@ -64,23 +64,21 @@ def cmd_show(args: argparse.Namespace) -> int:
         )
     else:
         from harness.matrix import repo_root
+        from harness.roots import locate
 
-        path = Path(matrix.file)
-        if not path.is_absolute():
-            path = repo_root() / path
+        path = locate(matrix.file, repo_root())
         sys.stdout.write(path.read_text(encoding="utf-8"))
     return 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from harness.matrix import load_matrix, repo_root
+    from harness.roots import matrix_dirs
 
     files = list(args.files)
     if not files:
-        files = [
-            p.relative_to(repo_root()).as_posix()
-            for p in sorted((repo_root() / "matrices").glob("*.yaml"))
-        ]
+        # Every file of the project's matrices/ (abstract ones too), then the shipped ones.
+        files = [str(p) for d in matrix_dirs(repo_root()) for p in sorted(d.glob("*.yaml"))]
     problems: list[ConfigError] = []
     for name in files:
         try:

@@ -100,8 +100,9 @@ def default_db_path(root: Path | None = None) -> Path:
     if env:
         return Path(env)
     if root is None:
-        env_root = os.environ.get("HARNESS_ROOT")
-        root = Path(env_root) if env_root else Path(__file__).resolve().parents[2]
+        from harness.roots import project_root
+
+        root = project_root()  # never site-packages: the user's project, else the cwd
     return root / "reports" / "history.sqlite"
 
 

@@ -142,6 +142,6 @@ def build(resolved: dict[str, Any], *, name: str, file: str, source: LDict | Non
         suites=suites,
         known_failures=known_failures(list(r.get("known_failures", ())), kf_source),
         ci=Ci(**_map(r.get("ci"))),
-        emulation=Emulation(**_map(r.get("emulation"))),
+        emulation=Emulation(**_kw(r.get("emulation"), ("requirements",))),
         resolved=r,
     )

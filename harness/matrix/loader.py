@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -17,35 +16,38 @@ from harness.matrix.model import Matrix
 from harness.matrix.suite_paths import resolve_suite_paths
 from harness.matrix.validate import check_types
 from harness.matrix.yamlsafe import LDict, LList
+from harness.roots import locate, matrix_dirs, project_root, shipped_root
 
 
 def repo_root() -> Path:
-    """The checkout: $HARNESS_ROOT, else the one this package lives in, else the cwd."""
-    env = os.environ.get("HARNESS_ROOT")
-    if env:
-        return Path(env).expanduser().resolve()
-    here = Path(__file__).resolve().parent.parent.parent
-    if (here / "matrices").is_dir():
-        return here
-    return Path.cwd().resolve()
+    """The project root (``harness.roots.project_root``): --root / $HARNESS_ROOT, a
+    ``[tool.harness]`` project at or above the cwd, the checkout, else the cwd."""
+    return project_root()
 
 
 def display_path(path: Path, root: Path) -> str:
-    """Repository-relative for files in the checkout; as given for anything else."""
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return str(path)
+    """Relative to the project root or the shipped root; as given for anything else."""
+    for base in (root, shipped_root()):
+        try:
+            return path.resolve().relative_to(base.resolve()).as_posix()
+        except ValueError:
+            continue
+    return str(path)
+
+
+def _matrix_files(root: Path) -> dict[str, Path]:
+    """name -> file; the project's matrices hide shipped ones of the same name."""
+    found: dict[str, Path] = {}
+    for folder in matrix_dirs(root):
+        for path in sorted(folder.glob("*.yaml"), key=lambda p: p.stem):
+            found.setdefault(path.stem, path)
+    return found
 
 
 def list_matrices(root: Path | None = None) -> list[str]:
-    """Names of the concrete (non-abstract) matrices shipped in ``root/matrices``."""
-    folder = (root or repo_root()) / "matrices"
-    names = []
-    for path in sorted(folder.glob("*.yaml"), key=lambda p: p.stem):
-        if not _declares_abstract(path):
-            names.append(path.stem)
-    return names
+    """Names of the concrete (non-abstract) matrices: the project's and the shipped ones."""
+    files = _matrix_files(root or repo_root())
+    return sorted(name for name, path in files.items() if not _declares_abstract(path))
 
 
 def _declares_abstract(path: Path) -> bool:
@@ -63,13 +65,13 @@ def find_matrix(name_or_path: str | Path, root: Path) -> Path:
     if isinstance(name_or_path, Path) or "/" in text or text.endswith((".yaml", ".yml", ".json")):
         if candidate.is_file():
             return candidate
-        if not candidate.is_absolute() and (root / candidate).is_file():
-            return root / candidate
+        if not candidate.is_absolute() and locate(text, root).is_file():
+            return locate(text, root)
         raise ConfigError("no such matrix file", file=text)
-    path = root / "matrices" / f"{text}.yaml"
-    if path.is_file():
-        return path
-    names = [p.stem for p in sorted((root / "matrices").glob("*.yaml"))]
+    files = _matrix_files(root)
+    if text in files:
+        return files[text]
+    names = sorted(files)
     near = difflib.get_close_matches(text, names, n=1)
     hint = f" (did you mean {near[0]}?)" if near else ""
     shown = ", ".join(n for n in names if n != "base") or "none"
@@ -119,7 +121,8 @@ def load_matrix(name_or_path: str | Path, root: Path | None = None) -> Matrix:
         located[shown_file] = file.resolve()
         return shown_file
 
-    chain = load_chain(path, root / "matrices", show)
+    # extends: a file beside the matrix, else a shipped one (base.yaml, cpu.yaml, ...).
+    chain = load_chain(path, shipped_root() / "matrices", show)
     merged = chain.merged
     errors, refs = check_types(merged)
     errors += check_semantics(merged, refs, shapes_ok=not errors)

@@ -214,6 +214,7 @@ class Ci:
 class Emulation:
     device: str = "cpu"
     note: str = ""
+    requirements: tuple[str, ...] = ()  # empty: the matrix's own python.requirements
 
 
 @dataclass(frozen=True, kw_only=True)

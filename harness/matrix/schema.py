@@ -348,7 +348,14 @@ MATRIX = Obj(
             }
         ),
         "emulation": Obj(
-            fields={"device": Str(enum=("cpu",), what="emulation device"), "note": Str()}
+            fields={
+                "device": Str(enum=("cpu",), what="emulation device"),
+                "note": Str(),
+                "requirements": _strs(
+                    "pip requirement lines of the environment --emulate runs in "
+                    "(a CPU build of torch); empty = the matrix's own python.requirements"
+                ),
+            }
         ),
     }
 )

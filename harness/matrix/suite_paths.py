@@ -38,13 +38,28 @@ def resolve_one(
     value = Path(text)
     if not value.is_absolute():
         outside = writer is not None and not _inside(writer, root)
+        shipped = _shipped_root()
         if outside and writer is not None and (writer.parent / value).exists():
             value = writer.parent / value
+        elif (
+            outside
+            and writer is not None
+            and _inside(writer, shipped)
+            and not (root / value).exists()
+            and (shipped / value).exists()
+        ):
+            value = shipped / value  # a shipped matrix's suite, in an installed harness
         else:
             value = root / value
     value = Path(os.path.normpath(value))
     inside = _relative(value, root)
     return inside if inside is not None else str(value)
+
+
+def _shipped_root() -> Path:
+    from harness.roots import shipped_root
+
+    return shipped_root()
 
 
 def _relative(path: Path, root: Path) -> str | None:

@@ -31,7 +31,7 @@ def zen_python() -> Path:
     from harness.venvs import ensure_venv
 
     matrix = load_matrix("zen")
-    return ensure_venv(matrix, cache_root(matrix))
+    return ensure_venv(matrix.python.requirements, cache_root(matrix), label=matrix.name)
 
 
 def test_harness_run_zen_platform_suite_passes(zen_python: Path, tmp_path: Path) -> None:
