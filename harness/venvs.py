@@ -28,6 +28,8 @@ from harness.errors import InfraError
 RUNTIME_PACKAGES = ("pytest", "pytest-xdist", "pytest-timeout", "pyyaml")
 MARKER = ".harness-complete"
 USED = ".harness-used"
+# pip's lines worth echoing while an environment builds (one per package, no bars).
+PIP_PROGRESS = ("Collecting ", "Processing ", "Downloading ", "Installing collected")
 
 
 def runtime_pins() -> list[str]:
@@ -93,11 +95,10 @@ def _ensure_venv_locked(
     target.parent.mkdir(parents=True, exist_ok=True)
     pins = " ".join(requirements) or "no pins"
     if echo:
-        print(
-            f"harness: building the environment for {label or 'these pins'} ({pins}) in "
-            f"{target}; once per pins, shared by every matrix with the same pins",
-            flush=True,
-        )
+        print(f"harness: building the environment for {label or 'these pins'}", flush=True)
+        print(f"harness:   pins {pins}", flush=True)
+        print(f"harness:   in {target}", flush=True)
+        print("harness:   (once per pins; matrices with the same pins share it)", flush=True)
     full = [*requirements, *runtime_pins()]
     started = time.monotonic()
     try:
@@ -131,8 +132,9 @@ def _pip_install(python: Path, requirements: list[str], *, echo: bool) -> None:
     for line in proc.stdout:
         line = line.rstrip()
         tail = [*tail[-19:], line]
-        if echo and line.startswith(("Collecting ", "Processing ", "Downloading ", "Installing collected")):
-            print(f"harness:   pip: {line.strip()[:150]}", flush=True)
+        if echo and line.startswith(PIP_PROGRESS):
+            text = line.strip()
+            print(f"harness:   pip: {text if len(text) <= 62 else text[:59] + '...'}", flush=True)
     if proc.wait() != 0:
         errors = [t for t in tail if "ERROR" in t] or tail[-3:]
         raise InfraError(f"could not install {' '.join(requirements)}: {' | '.join(errors[-3:])}")
@@ -143,3 +145,49 @@ def _check(argv: list[str], what: str) -> None:
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         raise InfraError(f"could not {what}: {' | '.join(tail)}")
+
+
+def in_use(matrices: Sequence[Any], cache_root: Path) -> set[Path]:
+    """The environments these matrices (and their emulations) would use now."""
+    return {
+        venv_dir(cache_root, requirements_for(m, emulate=emulate)).resolve()
+        for m in matrices
+        for emulate in (False, True)
+    }
+
+
+def prune(
+    cache_root: Path, keep: set[Path], *, older_than_days: float | None = None, dry_run: bool
+) -> list[tuple[Path, str]]:
+    """Remove environments no matrix uses (and, with older_than_days, unused ones that old).
+
+    Returns (folder, why) for each folder removed (or that would be, under dry_run).
+    """
+    root = venv_root(cache_root)
+    if not root.is_dir():
+        return []
+    now = time.time()
+    removed = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        used = folder / USED
+        last = (used if used.is_file() else folder).stat().st_mtime
+        age_days = (now - last) / 86400
+        if folder.resolve() not in keep:
+            why = "no matrix uses these pins" if (folder / MARKER).is_file() else "unfinished build"
+        elif older_than_days is not None and age_days > older_than_days:
+            why = f"last used {age_days:.0f} days ago"
+        else:
+            continue
+        removed.append((folder, why))
+        if not dry_run:
+            shutil.rmtree(folder, ignore_errors=True)
+    return removed
+
+
+def folder_size(path: Path) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+    return total

@@ -105,9 +105,12 @@ def print_config(ctx: RunContext) -> None:
     how = "emulated on the CPU" if ctx.request.emulate else m.device
     runner = "docker" if ctx.use_docker else "local"
     suites = ", ".join(s.name for s in select_suites(m, ctx.request.suites))
-    print(f"harness: matrix {m.name} ({m.hardware}; {how}) hash {m.hash[:12]} from {m.file}")
+    # Short lines: nothing here should wrap in an 80-column terminal.
+    print(f"harness: matrix {m.name} from {m.file} (hash {m.hash[:12]})")
+    print(f"harness: {m.hardware}; {how}")
+    print(f"harness: suites {suites}")
     print(
-        f"harness: suites {suites}; runner {runner}; seed {ctx.request.seed}"
+        f"harness: runner {runner}; seed {ctx.request.seed}"
         + (f"; shard {ctx.request.shard}" if ctx.request.shard else "")
     )
 
@@ -163,6 +166,17 @@ def build_env(ctx: RunContext) -> None:
     env.update(ctx.threads.env())
     if ctx.request.emulate or ctx.matrix.device == "cpu":
         env["TRITON_INTERPRET"] = "1"
+    if "TORCH_LOGS" not in os.environ:
+        # torch's own logging at ERROR unless asked for (TORCH_LOGS=+dynamo etc. in the
+        # shell): a failing compile otherwise buries the result in thousands of lines.
+        env["TORCH_LOGS"] = "-all"
+    if "COLUMNS" not in os.environ:
+        # Output lines carry a "[suite] " prefix: keep pytest's lines inside the terminal.
+        import shutil
+
+        names = [s.name for s in select_suites(ctx.matrix, ctx.request.suites)] or [""]
+        width = shutil.get_terminal_size((80, 24)).columns
+        env["COLUMNS"] = str(max(40, width - 3 - max(map(len, names))))
     env.update(dict(ctx.matrix.runtime.env))
     env.update(_cache_env(ctx))
     env.update(ctx.request.env)
@@ -308,12 +322,33 @@ def execute(ctx: RunContext) -> None:
         return
     from harness.runners.local import run_invocations
 
+    progress = make_progress(ctx)
+    count = iter(range(len(ctx.invocations)))
+
     def record(outcome: SuiteOutcome) -> None:
         # Kept first: a manifest that cannot be written (a full disk) loses no outcome.
         ctx.outcomes.append(outcome)
         manifest.add_outcome(outcome)
+        progress.end(next(count), outcome.suite, outcome.status.value, outcome.counts)
 
-    run_invocations(ctx.invocations, os.environ | ctx.env, on_outcome=record)
+    run_invocations(
+        ctx.invocations,
+        os.environ | ctx.env,
+        on_outcome=record,
+        on_start=lambda i, inv: progress.start(i, inv.suite),
+    )
+
+
+def make_progress(ctx: RunContext) -> Any:
+    """Suite i of N with an estimate from the history (or the last run folder)."""
+    from harness.history.schema import default_db_path
+    from harness.progress import Progress, folder_estimates, history_estimates
+
+    lane = f"{ctx.matrix.name} (emulated)" if ctx.request.emulate else ctx.matrix.name
+    estimates = history_estimates(default_db_path(ctx.root), lane) or folder_estimates(
+        ctx.run_dir.parent, ctx.request.emulate
+    )
+    return Progress([inv.suite for inv in ctx.invocations], estimates)
 
 
 def collect_torch_version(ctx: RunContext) -> None:

@@ -119,11 +119,15 @@ def run_invocations(
     *,
     echo: TextIO | None = sys.stdout,
     on_outcome: object = None,
+    on_start: object = None,
 ) -> list[SuiteOutcome]:
-    """Run each invocation; stop after an interrupt. ``on_outcome(outcome)`` after each."""
+    """Run each invocation; stop after an interrupt. ``on_start(index, inv)`` before each,
+    ``on_outcome(outcome)`` after each."""
     env_base = dict(os.environ if base_env is None else base_env)
     outcomes = []
-    for inv in invocations:
+    for index, inv in enumerate(invocations):
+        if callable(on_start):
+            on_start(index, inv)
         inv.junit.parent.mkdir(parents=True, exist_ok=True)
         result = run_streaming(
             inv.argv,

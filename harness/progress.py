@@ -1,0 +1,113 @@
+"""Lines a person can follow during a run: suite i of N, counts so far, time left.
+
+Estimates come from the history's suite durations for this lane (the median of its
+last runs) when a history database exists, else from the last run folder of this
+matrix under reports/; with neither, no estimate is printed. Reading them never fails a
+run.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+_QUERY = """
+    SELECT s.name, s.duration FROM suites s JOIN runs r ON r.id = s.run
+    WHERE r.lane = ? AND s.duration IS NOT NULL AND s.status IN ('passed', 'failed')
+    ORDER BY r.started DESC LIMIT 200
+"""
+
+
+def history_estimates(db: Path, lane: str) -> dict[str, float]:
+    if not db.is_file():
+        return {}
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        try:
+            rows = conn.execute(_QUERY, (lane,)).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return {}
+    per: dict[str, list[float]] = {}
+    for name, seconds in rows:
+        if len(per.setdefault(name, [])) < 5:
+            per[name].append(float(seconds))
+    return {name: statistics.median(v) for name, v in per.items()}
+
+
+def folder_estimates(matrix_reports: Path, emulate: bool) -> dict[str, float]:
+    """Suite durations from the newest earlier run folder of this matrix (same emulation)."""
+    if not matrix_reports.is_dir():
+        return {}
+    found: dict[str, float] = {}
+    for folder in sorted(matrix_reports.iterdir(), reverse=True)[:20]:
+        try:
+            data = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict) or bool(data.get("emulate")) != emulate:
+            continue
+        for suite in data.get("suites") or []:
+            if isinstance(suite, dict) and isinstance(suite.get("duration_s"), int | float):
+                found.setdefault(str(suite.get("suite")), float(suite["duration_s"]))
+    return found
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+class Progress:
+    """Prints one line as each suite starts and one as it ends."""
+
+    def __init__(self, suites: Sequence[str], estimates: Mapping[str, float]) -> None:
+        self.suites = list(suites)
+        self.estimates = dict(estimates)
+        self.totals: dict[str, int] = {}
+        self.started = time.monotonic()
+        self.done: list[str] = []
+
+    def _left(self, after: int) -> float | None:
+        rest = self.suites[after:]
+        if not rest or any(s not in self.estimates for s in rest):
+            return None
+        return sum(self.estimates[s] for s in rest)
+
+    def start(self, index: int, suite: str) -> None:
+        n = len(self.suites)
+        est = self.estimates.get(suite)
+        left = self._left(index)
+        parts = [f"harness: suite {index + 1} of {n}: {suite}"]
+        if est is not None:
+            parts.append(f"took {_clock(est)} last time")
+        if left is not None:
+            parts.append(f"about {_clock(left)} left in all")
+        print("; ".join(parts), flush=True)
+
+    def end(self, index: int, suite: str, status: str, counts: Mapping[str, Any]) -> None:
+        for key, value in counts.items():
+            if isinstance(value, int):
+                self.totals[key] = self.totals.get(key, 0) + value
+        shown = ", ".join(
+            f"{self.totals.get(k, 0)} {k}" for k in ("passed", "failed", "error", "skipped")
+        )
+        left = self._left(index + 1)
+        tail = f"; about {_clock(left)} left" if left is not None and left > 0 else ""
+        elapsed = _clock(time.monotonic() - self.started)
+        print(
+            f"harness: suite {index + 1} of {len(self.suites)} {suite}: {status}; "
+            f"so far {shown} in {elapsed}{tail}",
+            flush=True,
+        )
