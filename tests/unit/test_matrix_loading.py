@@ -163,9 +163,11 @@ def test_hash_is_stable_and_follows_content(tmp_path: Path) -> None:
 def test_harness_root_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("HARNESS_ROOT", str(tmp_path))
     assert repo_root() == tmp_path.resolve()
-    assert list_matrices() == []
-    with pytest.raises(ConfigError, match="no matrix named 'cpu'"):
-        load_matrix("cpu")
+    # a project with no matrices of its own still sees the shipped ones
+    assert list_matrices() == list_matrices(ROOT)
+    assert load_matrix("cpu").file == "matrices/cpu.yaml"  # the shipped one
+    with pytest.raises(ConfigError, match="no matrix named 'cpx' \\(did you mean cpu\\?\\)"):
+        load_matrix("cpx")
 
 
 def test_yaml_1_2_floats_and_located_merge() -> None:

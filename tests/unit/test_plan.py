@@ -15,14 +15,29 @@ def options(**kw: object) -> PlanOptions:
 
 def test_plan_one_invocation_per_suite(tmp_path: Path) -> None:
     matrix = load_matrix("cpu")
-    invs = plan_run(matrix, tmp_path, Path("/repo"), options(workers=2, emulate=True))
+    root = tmp_path / "repo"
+    for suite in matrix.suites.values():
+        (root / suite.path).mkdir(parents=True)
+    invs = plan_run(matrix, tmp_path, root, options(workers=2, emulate=True))
     assert [i.suite for i in invs] == [s for s, v in matrix.suites.items() if v.enabled]
     first = invs[0]
-    assert first.argv[:4] == ("py", "-m", "pytest", f"/repo/{matrix.suites[first.suite].path}")
+    assert first.argv[:4] == ("py", "-m", "pytest", f"{root}/{matrix.suites[first.suite].path}")
+    assert f"--rootdir={root}" in first.argv
     assert "-p" in first.argv and "harness.pytest_entry" in first.argv
     assert f"--junitxml={tmp_path / 'junit' / (first.suite + '.xml')}" in first.argv
     assert "--emulate" in first.argv
     assert first.partial.name == f"{first.suite}.partial.jsonl"
+
+
+def test_suite_missing_from_the_project_is_the_shipped_one(tmp_path: Path) -> None:
+    # An installed harness: the user's project has no suites/platform, the wheel has.
+    from harness.roots import shipped_root
+
+    matrix = load_matrix("cpu")
+    (inv,) = plan_run(matrix, tmp_path, tmp_path / "project", options(suites=["platform"]))
+    assert inv.argv[3] == str(shipped_root() / "suites" / "platform")
+    # node ids (and known_failures ids) stay relative to where the suite lives
+    assert f"--rootdir={shipped_root()}" in inv.argv
 
 
 def test_keyword_and_shard(tmp_path: Path) -> None:
