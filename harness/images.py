@@ -114,13 +114,16 @@ def recipe(matrix: Matrix, root: Path, client: docker.DockerClient | None) -> Re
     if not matrix.image.dockerfile:
         raise ConfigError(f"{matrix.name} has no image.dockerfile", file=matrix.file,
                           key="image.dockerfile")
-    dockerfile = (root / matrix.image.dockerfile).resolve()
+    from harness.roots import base_of, locate
+
+    # The project's recipe, else the shipped one (an installed harness).
+    dockerfile = locate(matrix.image.dockerfile, root).resolve()
     if not dockerfile.is_file():
         raise ConfigError(f"image.dockerfile {matrix.image.dockerfile} does not exist",
                           file=matrix.file, key="image.dockerfile")
     base, base_id = choose_base(matrix, client)
     build_args = {**dict(matrix.image.build_args), "BASE": base}
-    recipe_rel = dockerfile.parent.relative_to(root.resolve()).as_posix() + "/"
+    recipe_rel = dockerfile.parent.relative_to(base_of(dockerfile, root).resolve()).as_posix() + "/"
     # dest is relative to the build context; a repository-relative path into the
     # recipe folder means the same place.
     downloads = tuple((d.url, d.sha256, d.dest.removeprefix(recipe_rel))

@@ -54,11 +54,12 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     from harness.ci.pipeline import generate
     from harness.ci.targets import targets_from_matrices
     from harness.matrix import repo_root
+    from harness.roots import locate
 
     root = repo_root()
     wanted = [name.strip() for name in args.matrices.split(",") if name.strip()]
     targets = targets_from_matrices(root, wanted, nightly=args.nightly)
-    template = args.template or root / "ci" / "templates" / f"{args.provider}.yml"
+    template = args.template or locate(f"ci/templates/{args.provider}.yml", root)
     shown = (f"ci/templates/{args.provider}.yml" if args.template is None
              else str(args.template))
     notes: list[str] = []
