@@ -86,28 +86,39 @@ class Progress:
         return sum(self.estimates[s] for s in rest)
 
     def start(self, index: int, suite: str) -> None:
-        n = len(self.suites)
         est = self.estimates.get(suite)
         left = self._left(index)
-        parts = [f"harness: suite {index + 1} of {n}: {suite}"]
+        parts = [f"suite {index + 1} of {len(self.suites)}: {suite}"]
         if est is not None:
             parts.append(f"took {_clock(est)} last time")
         if left is not None:
             parts.append(f"about {_clock(left)} left in all")
-        print("; ".join(parts), flush=True)
+        _emit(parts)
 
     def end(self, index: int, suite: str, status: str, counts: Mapping[str, Any]) -> None:
         for key, value in counts.items():
             if isinstance(value, int):
                 self.totals[key] = self.totals.get(key, 0) + value
-        shown = ", ".join(
-            f"{self.totals.get(k, 0)} {k}" for k in ("passed", "failed", "error", "skipped")
-        )
+        keys = ["passed", "failed", *(["error"] if self.totals.get("error") else []), "skipped"]
+        shown = ", ".join(f"{self.totals.get(k, 0)} {k}" for k in keys)
         left = self._left(index + 1)
-        tail = f"; about {_clock(left)} left" if left is not None and left > 0 else ""
-        elapsed = _clock(time.monotonic() - self.started)
-        print(
-            f"harness: suite {index + 1} of {len(self.suites)} {suite}: {status}; "
-            f"so far {shown} in {elapsed}{tail}",
-            flush=True,
-        )
+        parts = [
+            f"suite {index + 1} of {len(self.suites)} {suite}: {status}",
+            f"so far {shown}",
+            f"{_clock(time.monotonic() - self.started)} elapsed",
+        ]
+        if left is not None and left > 0:
+            parts.append(f"about {_clock(left)} left")
+        _emit(parts)
+
+
+def _emit(parts: Sequence[str], width: int = 80) -> None:
+    """Print ``harness: a; b; c``, starting a new indented line rather than pass ``width``."""
+    lines = ["harness: " + parts[0]]
+    for part in parts[1:]:
+        if len(lines[-1]) + 2 + len(part) <= width:
+            lines[-1] += "; " + part
+        else:
+            lines[-1] += ";"
+            lines.append("harness:   " + part)
+    print("\n".join(lines), flush=True)
