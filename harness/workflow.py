@@ -467,7 +467,19 @@ def preflight_step(ctx: RunContext) -> None:
     from harness.doctor import preflight, require_device, run_checks
 
     if not ctx.request.emulate:
-        require_device(ctx.matrix, command=f"harness run --matrix {ctx.request.matrix}")
+        command = f"harness run --matrix {ctx.request.matrix}"
+        require_device(ctx.matrix, command=command)
+        if not ctx.use_docker and ctx.matrix.probe.kind == "lscpu":
+            # A CPU matrix (zen) probes in milliseconds: before its environment is built.
+            from harness.probe_local import probe_and_check
+
+            try:
+                probe_and_check(ctx.matrix)
+            except InfraError as error:
+                raise InfraError(
+                    f"{error}; to run the {ctx.matrix.name} profile on this CPU: "
+                    f"{command} --emulate"
+                ) from None
     suites = [s.name for s in select_suites(ctx.matrix, ctx.request.suites)]
     checks = run_checks(
         ctx.matrix,
