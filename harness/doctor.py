@@ -106,7 +106,11 @@ def check_docker(timeout: float = 2.0) -> Check:
         client = docker.from_env(timeout=int(max(1, timeout)))
         version = client.version().get("Version", "?")
     except Exception as error:  # the SDK raises many kinds; all mean "no engine"
-        first = str(error).splitlines()[0][:120] if str(error) else type(error).__name__
+        text = str(error)
+        if "FileNotFoundError" in text or "No such file" in text:
+            first = "no Docker socket"
+        else:
+            first = text.splitlines()[0][:60] if text else type(error).__name__
         return Check(what="Docker engine", ok=False, detail=f"not answering ({first})", fix=fix)
     return Check(what="Docker engine", ok=True, detail=f"version {version}")
 

@@ -466,20 +466,9 @@ def preflight_step(ctx: RunContext) -> None:
         return
     from harness.doctor import preflight, require_device, run_checks
 
+    command = f"harness run --matrix {ctx.request.matrix}"
     if not ctx.request.emulate:
-        command = f"harness run --matrix {ctx.request.matrix}"
         require_device(ctx.matrix, command=command)
-        if not ctx.use_docker and ctx.matrix.probe.kind == "lscpu":
-            # A CPU matrix (zen) probes in milliseconds: before its environment is built.
-            from harness.probe_local import probe_and_check
-
-            try:
-                probe_and_check(ctx.matrix)
-            except InfraError as error:
-                raise InfraError(
-                    f"{error}; to run the {ctx.matrix.name} profile on this CPU: "
-                    f"{command} --emulate"
-                ) from None
     suites = [s.name for s in select_suites(ctx.matrix, ctx.request.suites)]
     checks = run_checks(
         ctx.matrix,
@@ -489,6 +478,19 @@ def preflight_step(ctx: RunContext) -> None:
         suites=suites,
     )
     preflight(checks)
+    expect = {k: v for k, v in ctx.matrix.probe.expect.items() if k != "min_devices"}
+    if not ctx.request.emulate and not ctx.use_docker and ctx.matrix.probe.kind == "lscpu" \
+            and expect:
+        # A CPU matrix that expects a vendor or flags (zen) probes in milliseconds: before
+        # its environment is built, not after.
+        from harness.probe_local import probe_and_check
+
+        try:
+            probe_and_check(ctx.matrix)
+        except InfraError as error:
+            raise InfraError(
+                f"{error}; to run the {ctx.matrix.name} profile on this CPU: {command} --emulate"
+            ) from None
 
 
 def run_workflow(ctx: RunContext) -> int:
