@@ -91,8 +91,8 @@ done
 step "wheel: harness run --suite platform"
 harness run --suite platform
 ls reports/cpu/*/manifest.json >/dev/null || fail "no run folder under ./reports"
-site="$(/opt/wheelenv/bin/python -c 'import harness, pathlib; print(pathlib.Path(harness.__file__).parent)')"
-[ -z "$(find "$site" -name reports -o -name '*.sqlite')" ] || fail "wrote into site-packages"
+site="$(/opt/wheelenv/bin/python -c 'import harness, pathlib; print(pathlib.Path(harness.__file__).parents[1])')"
+[ -z "$(find "$site" -name manifest.json -o -name '*.sqlite')" ] || fail "wrote into site-packages"
 
 step "wheel: --emulate as documented (no --python)"
 for m in rocm cuda xpu; do
