@@ -24,6 +24,7 @@ class BuildPyWithShipped(build_py):
             return
         here = Path(__file__).resolve().parent
         target = Path(self.build_lib) / "harness" / "_shipped"
+        shutil.rmtree(target, ignore_errors=True)  # a reused build/ keeps no deleted file
         for rel in SHIPPED:
             source = here / rel
             if source.is_dir():
