@@ -171,7 +171,7 @@ def test_two_concurrent_first_builds_of_one_environment_both_pass(tmp_path: Path
         assert code == 0, out[-3000:] + err[-2000:]
     (venv,) = [p for p in (cache / "venvs").iterdir() if p.is_dir()]
     assert (venv / ".harness-complete").is_file()
-    assert sum("building the sharedenv environment" in out for _, out, _ in results) == 1
+    assert sum("building the environment for sharedenv" in out for _, out, _ in results) == 1
     assert sum("waiting for another harness process" in err for _, _, err in results) == 1
     for i in range(2):
         manifest = json.loads((only_run_dir_of(tmp_path / f"r{i}", "sharedenv")

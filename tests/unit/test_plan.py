@@ -30,13 +30,30 @@ def test_plan_one_invocation_per_suite(tmp_path: Path) -> None:
 
 
 def test_suite_missing_from_the_project_is_the_shipped_one(tmp_path: Path) -> None:
-    # An installed harness: the user's project has no suites/platform, the wheel has.
+    # An installed harness: a shipped matrix names suites/platform, the user's project
+    # has none, the wheel has: the path resolves to the shipped suite, whose node ids (and
+    # the shipped known_failures ids) stay relative to the shipped root.
+    import dataclasses
+
+    from harness.matrix.suite_paths import resolve_one
     from harness.roots import shipped_root
 
+    project = tmp_path / "project"
+    project.mkdir()
+    writer = shipped_root() / "matrices" / "base.yaml"
+    resolved = resolve_one("suites/platform", writer=writer, root=project, file="base.yaml",
+                           line=1, key="suites.platform.path")
+    assert resolved == str(shipped_root() / "suites" / "platform")
+    (project / "suites" / "platform").mkdir(parents=True)  # the project's own comes first
+    assert resolve_one("suites/platform", writer=writer, root=project, file="base.yaml",
+                       line=1, key="suites.platform.path") == "suites/platform"
+
     matrix = load_matrix("cpu")
-    (inv,) = plan_run(matrix, tmp_path, tmp_path / "project", options(suites=["platform"]))
-    assert inv.argv[3] == str(shipped_root() / "suites" / "platform")
-    # node ids (and known_failures ids) stay relative to where the suite lives
+    suites = dict(matrix.suites)
+    suites["platform"] = dataclasses.replace(suites["platform"], path=resolved)
+    shipped = dataclasses.replace(matrix, suites=suites)
+    (inv,) = plan_run(shipped, tmp_path, tmp_path / "elsewhere", options(suites=["platform"]))
+    assert inv.argv[3] == resolved
     assert f"--rootdir={shipped_root()}" in inv.argv
 
 
