@@ -103,7 +103,7 @@ class Day:
         return run
 
     def cancelled(self, lane: str, matrix: Path) -> None:
-        """A run stopped half-way as a person or CI stops it (the signal to its group)."""
+        """A run CI cancels half-way (Buildkite and GitHub send SIGTERM to its group)."""
         before = set((self.agent / matrix.stem).glob("*"))
         proc = subprocess.Popen(
             ["harness", "run", "--matrix", str(matrix), "--suite", "record",
@@ -119,10 +119,10 @@ class Day:
             if partial and len(partial[0].read_text().splitlines()) >= 3:
                 break
             time.sleep(0.5)
-        os.killpg(proc.pid, signal.SIGINT)
+        os.killpg(proc.pid, signal.SIGTERM)
         code = proc.wait(timeout=120)
         say(f"cancelled run -> exit {code}")
-        self.check(code == 130, f"{lane}: cancelled run exit {code}, expected 130")
+        self.check(code == 143, f"{lane}: cancelled run exit {code}, expected 143")
         (run,) = set((self.agent / matrix.stem).glob("*")) - before
         self.lanes.setdefault(lane, []).append(run)
 
