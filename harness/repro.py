@@ -199,7 +199,7 @@ def restored_env(rec: Recorded, matrix: Any, *, trust: bool = False) -> dict[str
     from harness.cache import cache_env
 
     recomputed = (_MACHINE_ENV | set(cache_env(matrix)) | set(matrix.runtime.env)
-                  | {"HARNESS_SUITE_PROPERTIES", "TRITON_INTERPRET"})
+                  | {"HARNESS_SUITE_PROPERTIES", "TRITON_INTERPRET", "TORCH_LOGS", "COLUMNS"})
     env = {k: v for k, v in rec.env.items() if k not in recomputed}
     if not trust:
         env, dropped = split_env(env, recomputed)

@@ -15,6 +15,10 @@ from runs import Runs, make_runs  # tests/ is on sys.path: this conftest's folde
 
 pytest_plugins = ("pytester",)
 
+# Triton reads this once, when it is first imported: every test here runs Triton on the
+# CPU, so set it before any test module (in any xdist worker) can import triton.
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
 
 def _once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], Any]) -> Any:
     """Make a session's shared data once for all xdist workers (the first makes it, the

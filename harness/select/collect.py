@@ -17,11 +17,18 @@ from harness.errors import InfraError
 
 def collect(python: str, root: Path, lane: str, paths: Sequence[str],
             *, timeout_s: float = 600) -> list[str]:
-    if not paths:
-        return []
+    """One pytest per suite path: suites import their own ``conftest`` helpers by that
+    module name, which would collide in one process (as in a run, one pytest a suite)."""
+    ids: list[str] = []
+    for path in paths:
+        ids += _collect_one(python, root, lane, path, timeout_s=timeout_s)
+    return ids
+
+
+def _collect_one(python: str, root: Path, lane: str, path: str,
+                 *, timeout_s: float) -> list[str]:
     argv = [python, "-m", "pytest", "--collect-only", "-q", "-p", "harness.pytest_entry",
-            "-p", "no:cacheprovider", f"--rootdir={root}", "--platform", lane,
-            *[str(root / p) for p in paths]]
+            "-p", "no:cacheprovider", f"--rootdir={root}", "--platform", lane, str(root / path)]
     env = os.environ | {"PYTHONPATH": os.pathsep.join(
         filter(None, [str(root), os.environ.get("PYTHONPATH")])), "TRITON_INTERPRET": "1"}
     try:
