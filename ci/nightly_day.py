@@ -3,7 +3,8 @@
 
 Every run folder is written by ``harness run`` as the README writes it: cpu in two
 shards, zen (real zentorch on an AMD Zen CPU, else skipped with the reason), rocm,
-cuda and xpu emulated on the CPU, s390x in docker under qemu, a user suite (a matrix
+cuda and xpu emulated on the CPU, s390x in docker under qemu (platform, kernel_parity,
+fusion and e2e at the lane's tiers), a user suite (a matrix
 outside the checkout) that passes one night and has one regression the next, a run
 that crashes half-way and a run cancelled half-way. The folders are then laid out as
 the GitHub and the Buildkite nightly steps find them after their artifact download,
@@ -139,7 +140,8 @@ class Day:
         for gpu in ("rocm", "cuda", "xpu"):
             self.run(f"{gpu} (emulated)", gpu, gpu, "--emulate", "--suite", "platform", expect=0)
         if self.docker:
-            self.run("s390x", "s390x", "s390x", "--docker", "--suite", "platform", expect=0)
+            # Every suite of the lane at its own tiers (docs/s390x.md), big-endian under qemu.
+            self.run("s390x", "s390x", "s390x", "--docker", expect=0)
         else:
             self.skipped["s390x"] = "no Docker engine here (--no-docker)"
         users = self.out / "user-project"

@@ -84,3 +84,14 @@ def test_the_page_shows_every_lane(day: dict[str, Any], provider: str) -> None:
     for lane in day["lanes"]:
         assert lane in shown["lanes"], (lane, shown["lanes"])
         assert lane in shown["grid"], (lane, shown["grid"])
+
+
+def test_the_s390x_lane_ran_its_three_suites_big_endian(day: dict[str, Any]) -> None:
+    if "s390x" in day["skipped"]:
+        pytest.skip(day["skipped"]["s390x"])
+    (run,) = day["lanes"]["s390x"]
+    manifest = json.loads((Path(run) / "manifest.json").read_text())
+    ran = {s["suite"]: s["status"] for s in manifest["suites"]}
+    assert {"kernel_parity", "fusion", "e2e"} <= set(ran), ran
+    assert set(ran.values()) == {"passed"}, ran
+    assert manifest["device_fingerprint"]["byteorder"] == "big"
