@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError
+from harness.results import layout
 from harness.roots import base_of
 
 
@@ -122,20 +123,13 @@ def override_notes(matrix: Any, options: PlanOptions) -> list[str]:
     return notes
 
 
-def junit_name(suite: str, shard: str | None) -> str:
-    if not shard:
-        return f"{suite}.xml"
-    index, _, total = shard.partition("/")
-    return f"{suite}-shard-{index}-of-{total}.xml"
-
-
 def plan_run(matrix: Any, run_dir: Path, root: Path, options: PlanOptions) -> list[Invocation]:
     invocations = []
     for suite in select_suites(matrix, options.suites):
         node_ids = options.tests.get(suite.name, ())
         shard = None if node_ids else options.shard
-        junit = run_dir / "junit" / junit_name(suite.name, shard)
-        stem = junit.stem
+        junit = run_dir / layout.junit_rel(suite.name, shard)
+        partial = run_dir / layout.partial_rel(suite.name, shard)
         place = suite_place(suite, root)
         targets = [str(place.rootdir / n) for n in node_ids] or [str(place.target)]
         argv: list[str] = [options.python, "-m", "pytest", *targets]
@@ -153,7 +147,7 @@ def plan_run(matrix: Any, run_dir: Path, root: Path, options: PlanOptions) -> li
             "no:cacheprovider",
             f"--rootdir={place.rootdir}",
             f"--harness-seed={options.seed}",
-            f"--harness-partial={run_dir / 'junit' / (stem + '.partial.jsonl')}",
+            f"--harness-partial={partial}",
             f"--timeout={matrix.runtime.test_timeout_s}",
             "-q",
             "-ra",  # every skip, xfail and failure with its reason in the log
@@ -185,8 +179,8 @@ def plan_run(matrix: Any, run_dir: Path, root: Path, options: PlanOptions) -> li
                 argv=tuple(argv),
                 env=env,
                 junit=junit,
-                log=run_dir / "logs" / f"{stem}.log",
-                partial=run_dir / "junit" / f"{stem}.partial.jsonl",
+                log=run_dir / layout.log_rel(suite.name, shard),
+                partial=partial,
                 timeout_s=float(suite.timeout_s or matrix.runtime.step_timeout_s),
                 workers=max(1, workers),
                 shard=shard,

@@ -8,12 +8,14 @@ run.
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from harness.errors import HarnessError
+from harness.results.manifest import RunRecord
 
 _QUERY = """
     SELECT s.name, s.duration FROM suites s JOIN runs r ON r.id = s.run
@@ -49,14 +51,13 @@ def folder_estimates(matrix_reports: Path, emulate: bool) -> dict[str, float]:
     found: dict[str, float] = {}
     for folder in sorted(matrix_reports.iterdir(), reverse=True)[:20]:
         try:
-            data = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            record = RunRecord.read(folder)
+        except HarnessError:  # not a run folder, or a damaged one: no estimate from it
             continue
-        if not isinstance(data, dict) or bool(data.get("emulate")) != emulate:
+        if record.emulate != emulate:
             continue
-        for suite in data.get("suites") or []:
-            if isinstance(suite, dict) and isinstance(suite.get("duration_s"), int | float):
-                found.setdefault(str(suite.get("suite")), float(suite["duration_s"]))
+        for suite in record.suites:
+            found.setdefault(suite.suite, suite.duration_s)
     return found
 
 

@@ -12,7 +12,7 @@ from harness.errors import ConfigError, ConfigErrors, HarnessError, UsageError
 from harness.repro_select import pick_tests, read_suite
 from harness.repro_trust import matrix_diff, matrix_problems, node_id_problems, split_env
 from harness.results import layout
-from harness.results.junit_read import JunitReader
+from harness.results.junit_read import suite_properties
 from harness.results.manifest import RunRecord
 from harness.workflow import RunRequest
 
@@ -95,14 +95,10 @@ def _from_loose_junit(junit: Path) -> Recorded:
     """A JUnit file on its own (a CI artifact): the plugin's suite properties name the
     platform it ran under; everything else about the run was in its folder."""
     problems: list[str] = []
-    reader = JunitReader(junit, problems.append)
-    for _ in reader:
-        pass
-    if problems and not reader.suites:
+    props = suite_properties(junit, problems.append)
+    if props is None and problems:
         raise ConfigError(f"cannot read JUnit: {problems[0]}", file=str(junit))
-    props: dict[str, str] = {}
-    for suite in reader.suites.values():
-        props.update(suite.properties)
+    props = props or {}
     if not props.get("matrix"):
         raise UsageError(
             f"{junit}: no run folder around it and no 'matrix' suite property; "

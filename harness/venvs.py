@@ -67,6 +67,18 @@ def venv_python(path: Path) -> Path:
     return path / "bin" / "python"
 
 
+def matrix_python(matrix: Any, *, emulate: bool, build: bool = True) -> Path:
+    """The interpreter a local run of ``matrix`` uses: its environment's (its emulation's
+    under --emulate), built first unless ``build`` is off (a dry run only names it)."""
+    from harness.cache import cache_root
+    from harness.results.layout import lane_name
+
+    pins = requirements_for(matrix, emulate=emulate)
+    if not build:
+        return venv_python(venv_dir(cache_root(matrix), pins))
+    return ensure_venv(pins, cache_root(matrix), label=lane_name(matrix.name, emulate))
+
+
 def ensure_venv(
     requirements: Sequence[str], cache_root: Path, *, label: str = "", echo: bool = True
 ) -> Path:

@@ -136,15 +136,12 @@ def choose_python(ctx: RunContext) -> None:
     elif choice == "current":
         ctx.python = sys.executable
     elif choice == "matrix":
-        from harness.venvs import ensure_venv, requirements_for, venv_dir, venv_python
+        from harness.venvs import matrix_python
 
         # Under --emulate: the emulation's environment (a CPU torch), not the device's.
-        pins = requirements_for(ctx.matrix, emulate=ctx.request.emulate)
-        if ctx.request.dry_run:
-            ctx.python = str(venv_python(venv_dir(cache_root(ctx.matrix), pins)))
-        else:
-            label = f"{ctx.matrix.name}{' (emulated)' if ctx.request.emulate else ''}"
-            ctx.python = str(ensure_venv(pins, cache_root(ctx.matrix), label=label))
+        ctx.python = str(
+            matrix_python(ctx.matrix, emulate=ctx.request.emulate, build=not ctx.request.dry_run)
+        )
     else:
         ctx.python = choice
 
@@ -344,7 +341,7 @@ def make_progress(ctx: RunContext) -> Any:
     from harness.history.schema import default_db_path
     from harness.progress import Progress, folder_estimates, history_estimates
 
-    lane = f"{ctx.matrix.name} (emulated)" if ctx.request.emulate else ctx.matrix.name
+    lane = layout.lane_name(ctx.matrix.name, ctx.request.emulate)
     estimates = history_estimates(default_db_path(ctx.root), lane) or folder_estimates(
         ctx.run_dir.parent, ctx.request.emulate
     )
@@ -356,21 +353,17 @@ def collect_torch_version(ctx: RunContext) -> None:
 
     (The device fingerprint is already there: the probe step or the docker runner put it.)
     """
-    from harness.results.junit_read import JunitReader
+    from harness.results.junit_read import suite_properties
 
     assert ctx.manifest is not None
     for outcome in ctx.outcomes:
         path = Path(outcome.junit)
         if not path.is_file():
             continue
-        reader = JunitReader(path, lambda line: None)
-        for _ in reader:
-            pass
-        for suite in reader.suites.values():
-            version = suite.properties.get("torch_version")
-            if version:
-                ctx.manifest.update(torch=version)
-                return
+        version = (suite_properties(path, lambda line: None) or {}).get("torch_version")
+        if version:
+            ctx.manifest.update(torch=version)
+            return
 
 
 def merge_step(ctx: RunContext) -> None:

@@ -70,13 +70,11 @@ def _in_interpreter(matrix: Any, args: argparse.Namespace) -> int:
 
     if args.python == "matrix":
         from harness.doctor import require_device
-        from harness.venvs import ensure_venv, requirements_for
+        from harness.venvs import matrix_python
 
         if not args.emulate:
             require_device(matrix, command=f"harness kernels --matrix {args.matrix}")
-        pins = requirements_for(matrix, emulate=args.emulate)
-        label = f"{matrix.name}{' (emulated)' if args.emulate else ''}"
-        python = str(ensure_venv(pins, cache_root(matrix), label=label))
+        python = str(matrix_python(matrix, emulate=args.emulate))
     else:
         python = args.python
     argv = [python, "-m", "harness", "kernels", "--matrix", args.matrix, "--python", "current"]

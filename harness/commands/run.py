@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from harness.errors import UsageError
+from harness.results import layout
 
 _SHARD = re.compile(r"^(\d+)/(\d+)$")
 
@@ -149,8 +150,8 @@ def _report(run_dir: Path) -> None:
     def warn(line: str) -> None:
         print(f"harness: warning: {line}", file=sys.stderr)
 
-    if not (run_dir / "manifest.json").is_file():
-        warn(f"{run_dir}: no manifest.json; no report")
+    if not (run_dir / layout.MANIFEST).is_file():
+        warn(f"{run_dir}: no {layout.MANIFEST}; no report")
         return
     try:
         html = write_run_report(run_dir, warn)

@@ -378,6 +378,19 @@ class JunitReader:
         yield from state.pending.values()
 
 
+def suite_properties(path: Path, warn: Warn) -> dict[str, str] | None:
+    """The ``<testsuite>`` properties of one file, merged; None when it has no suite."""
+    reader = JunitReader(path, warn)
+    for _ in reader:  # suite properties are complete once their suite has closed
+        pass
+    if not reader.suites:
+        return None
+    merged: dict[str, str] = {}
+    for suite in reader.suites.values():
+        merged.update(suite.properties)
+    return merged
+
+
 def read_junit(path: Path, warn: Warn) -> tuple[list[Case], dict[str, Suite]]:
     """Read one file completely (small files, tests and tools)."""
     reader = JunitReader(path, warn)

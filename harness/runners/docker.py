@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.errors import InfraError
+from harness.results import layout
 from harness.runners.container import Container, reap_orphans
 from harness.runners.docker_spec import (
     build_spec,
@@ -99,7 +100,7 @@ def run_invocations(matrix: Matrix, invocations: Sequence[Invocation], run_dir: 
     out = stream or open(os.devnull, "w")  # noqa: SIM115
     client = client or images.engine()
     if image is None:
-        rcp, _ = images.build(matrix, root, log_path=run_dir / "logs" / "image.log",
+        rcp, _ = images.build(matrix, root, log_path=run_dir / layout.LOGS_DIR / "image.log",
                               out=out, client=client)
         image = rcp.tag
     spec = build_spec(matrix, root, run_dir, cache_root=cache_root,
@@ -123,7 +124,7 @@ def run_invocations(matrix: Matrix, invocations: Sequence[Invocation], run_dir: 
                         keep=keep_container).__enter__()
         fingerprint = _probe(box, matrix, spec.user)
         if fingerprint is not None:
-            (run_dir / "device_fingerprint.json").write_text(json.dumps(fingerprint, indent=2))
+            (run_dir / layout.FINGERPRINT).write_text(json.dumps(fingerprint, indent=2))
             if manifest is not None:
                 manifest.update(device_fingerprint=fingerprint)
         for inv in invocations:
