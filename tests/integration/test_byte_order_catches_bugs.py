@@ -11,16 +11,11 @@ one a little-endian-only kernel shows on s390x.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-SUITE = ROOT / "suites" / "kernel_parity"
+from provider_bugs import run_suite_with
 
 WRONG_ORDER_PROVIDER = textwrap.dedent('''
     import sys
@@ -72,15 +67,8 @@ WRONG_ORDER_PROVIDER = textwrap.dedent('''
 
 @pytest.mark.slow
 def test_byte_order_checks_fail_on_the_other_byte_order(tmp_path: Path) -> None:
-    (tmp_path / "wrongorder_provider.py").write_text(WRONG_ORDER_PROVIDER)
-    env = dict(os.environ,
-               PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]),
-               REFENGINE_PROVIDER_MODULES="wrongorder=wrongorder_provider",
-               KERNEL_PARITY_PROVIDERS="wrongorder")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--platform", "cpu", str(SUITE / "test_byte_order.py"),
-         "-k", "wrongorder or native", "-q", "-p", "no:cacheprovider", "-rA"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    proc = run_suite_with(tmp_path, "wrongorder", WRONG_ORDER_PROVIDER, "test_byte_order.py",
+                          "-k", "wrongorder or native", "-rA")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     failed = {line.split(" ")[1].split("::")[-1] for line in out.splitlines()

@@ -20,31 +20,17 @@ from typing import Any
 
 import pytest
 import torch
+from provider_bugs import ROOT, SUITE, tolerance
 
 from refengine.ops import reference
 from refengine.ops.spec import OPS, bind
 
-ROOT = Path(__file__).resolve().parents[2]
-SUITE = ROOT / "suites" / "kernel_parity"
 sys.path.insert(0, str(SUITE))
-from arg_coverage import coverage  # noqa: E402
-from parity_cases import cases_for  # noqa: E402
-from parity_check import ParityError, check_case  # noqa: E402
+from arg_coverage import coverage
+from parity_cases import cases_for
+from parity_check import ParityError, check_case
 
-from refengine.ops.domains import classify, missing  # noqa: E402
-
-
-class Tol:
-    def __init__(self, atol: float, rtol: float) -> None:
-        self.atol, self.rtol, self.bitwise, self.source = atol, rtol, False, "test"
-
-
-TOLS = {torch.float32: Tol(1e-5, 1.3e-6), torch.bfloat16: Tol(1e-3, 1.6e-2),
-        torch.float16: Tol(1e-3, 1e-3), torch.float8_e4m3fn: Tol(0.1, 0.1)}
-
-
-def tolerance(dtype: torch.dtype, op: str) -> Tol:
-    return TOLS[dtype]
+from refengine.ops.domains import classify, missing
 
 
 def _run(op: str, case_id: str, impl: Any, dtype: torch.dtype,

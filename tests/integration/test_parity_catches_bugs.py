@@ -8,8 +8,6 @@ brought in through REFENGINE_PROVIDER_MODULES / KERNEL_PARITY_PROVIDERS.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
@@ -19,29 +17,14 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
+from provider_bugs import SUITE, run_suite_with, tolerance
 
 from refengine.ops import reference
 from refengine.ops.spec import fp8_max
 
-ROOT = Path(__file__).resolve().parents[2]
-SUITE = ROOT / "suites" / "kernel_parity"
 sys.path.insert(0, str(SUITE))
-from parity_cases import cases_for  # noqa: E402
-from parity_check import ParityError, check_case  # noqa: E402
-
-
-class Tol:
-    def __init__(self, atol: float, rtol: float) -> None:
-        self.atol, self.rtol, self.bitwise, self.source = atol, rtol, False, "test"
-
-
-TOLS = {torch.float32: Tol(1e-5, 1.3e-6), torch.bfloat16: Tol(1e-3, 1.6e-2),
-        torch.float16: Tol(1e-3, 1e-3), torch.float8_e4m3fn: Tol(0.1, 0.1),
-        torch.float8_e4m3fnuz: Tol(0.1, 0.1)}
-
-
-def tolerance(dtype: torch.dtype, op: str) -> Tol:
-    return TOLS[dtype]
+from parity_cases import cases_for
+from parity_check import ParityError, check_case
 
 
 def wrong_eps(x: Any, weight: Any, eps: float) -> Any:
@@ -143,15 +126,8 @@ BUGGY_PROVIDER = textwrap.dedent('''
 
 @pytest.mark.slow
 def test_suite_itself_fails_on_a_buggy_provider(tmp_path: Path) -> None:
-    (tmp_path / "buggy_provider.py").write_text(BUGGY_PROVIDER)
-    env = dict(os.environ,
-               PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]),
-               REFENGINE_PROVIDER_MODULES="buggy=buggy_provider",
-               KERNEL_PARITY_PROVIDERS="buggy")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--platform", "cpu", str(SUITE / "test_parity.py"),
-         "-k", "silu_and_mul and buggy", "-q", "-p", "no:cacheprovider"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    proc = run_suite_with(tmp_path, "buggy", BUGGY_PROVIDER, "test_parity.py",
+                          "-k", "silu_and_mul and buggy")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     assert "failed" in out and "passed" not in out.split("\n")[-2], out

@@ -4,7 +4,8 @@ import pytest
 
 from harness.errors import UsageError
 from harness.matrix import load_matrix
-from harness.plan import PlanOptions, junit_name, plan_run
+from harness.plan import PlanOptions, plan_run
+from harness.results import layout
 
 
 def options(**kw: object) -> PlanOptions:
@@ -78,5 +79,5 @@ def test_unknown_suite_suggests() -> None:
 
 
 def test_junit_name() -> None:
-    assert junit_name("e2e", None) == "e2e.xml"
-    assert junit_name("e2e", "1/4") == "e2e-shard-1-of-4.xml"
+    assert Path(layout.junit_rel("e2e", None)).name == "e2e.xml"
+    assert Path(layout.junit_rel("e2e", "1/4")).name == "e2e-shard-1-of-4.xml"
