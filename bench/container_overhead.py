@@ -43,8 +43,8 @@ def main() -> int:
     parser.add_argument("--image")
     args = parser.parse_args()
 
-    from harness import images
-    from harness.plan import Invocation
+    from harness.platform import images
+    from harness.run.plan import Invocation
     from harness.runners.docker import docker_command_line, run_invocations
 
     matrix = tiny_matrix()

@@ -1,4 +1,4 @@
-"""Shard balance: harness.shard against pytest-split's least_duration, same inputs.
+"""Shard balance: harness.shard.plan against pytest-split's least_duration, same inputs.
 
 For each synthetic duration set (seeded) and shard count, both planners see only the
 KNOWN durations; each plan is then judged with the TRUE durations:
@@ -51,8 +51,8 @@ from pytest_split.algorithms import Algorithms
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 
-import harness.shard
-from harness.shard import make_plan, module_groups
+import harness.shard.plan
+from harness.shard.plan import make_plan, module_groups
 
 
 @dataclass
@@ -153,10 +153,10 @@ def real_durations(run_dir: Path) -> dict[str, float]:
 
 def median_only(case: Case, n: int) -> list[list[str]]:
     """Ours with the module median for untimed tests (the planner before the model)."""
-    saved = harness.shard.estimate_durations
+    saved = harness.shard.plan.estimate_durations
 
     def no_model(test_ids, durations, sibling_durations=None):  # type: ignore[no-untyped-def]
-        import harness.shard_model as sm
+        import harness.shard.model as sm
 
         real_fit = sm.fit
         sm.fit = lambda d: None  # type: ignore[assignment]
@@ -165,11 +165,11 @@ def median_only(case: Case, n: int) -> list[list[str]]:
         finally:
             sm.fit = real_fit
 
-    harness.shard.estimate_durations = no_model  # type: ignore[assignment]
+    harness.shard.plan.estimate_durations = no_model  # type: ignore[assignment]
     try:
         return ours(case, n)
     finally:
-        harness.shard.estimate_durations = saved
+        harness.shard.plan.estimate_durations = saved
 
 
 def module_oracle(case: Case, seed: int, n_tests: int, n: int) -> list[list[str]]:

@@ -80,12 +80,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in str(error).splitlines() or [type(error).__name__]:
             _say(f"harness: error: {line}")
         return error.exit_code
-    except KeyboardInterrupt as stop:  # also harness.cancel.Cancelled (SIGTERM, SIGHUP)
+    except KeyboardInterrupt as stop:  # also harness.runners.cancel.Cancelled (SIGTERM, SIGHUP)
         code = int(getattr(stop, "exit_code", 130))
         _say("harness: interrupted" if code == 130 else f"harness: cancelled ({stop})")
         return code
     except Exception as error:
-        from harness.writefail import describe, is_write_failure
+        from harness.results.writefail import describe, is_write_failure
 
         if args.debug or not is_write_failure(error):
             raise

@@ -2,7 +2,7 @@
 
 Each kept lane's steps run ``harness run --changed-since <sha>``, which selects the same
 tests on every shard and balances the shards over those tests only
-(``harness.select.plugin`` deselects before ``harness.plugin_shard`` splits). The
+(``harness.select.plugin`` deselects before ``harness.plugin.shard`` splits). The
 number of shards follows the selected share of the lane's time, by the history's
 durations of that lane, else of its most-timed sibling lane (a lane with no history at
 all keeps its configured count).
@@ -68,7 +68,7 @@ def pr_targets(targets: Sequence[CiTarget], selection: Any,
 
 
 def history_durations(db: Path) -> Durations:
-    from harness.shard_durations import durations_for
+    from harness.shard.durations import durations_for
 
     def lookup(lane: str) -> Any:
         return durations_for(lane, db) if db.is_file() else None

@@ -28,8 +28,8 @@ def register(subparsers: Any) -> None:
 
 
 def run_prime(args: argparse.Namespace) -> int:
-    from harness import cache
     from harness.matrix import load_matrix
+    from harness.platform import cache
 
     matrix = load_matrix(args.matrix)
     for line in cache.prime(matrix):
@@ -40,8 +40,8 @@ def run_prime(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    from harness import cache
     from harness.matrix import load_matrix
+    from harness.platform import cache
 
     matrix = load_matrix(args.matrix)
     cache.verify(matrix)
@@ -50,9 +50,9 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def run_prune(args: argparse.Namespace) -> int:
-    from harness.cache import cache_root
     from harness.matrix import list_matrices, load_matrix
-    from harness.venvs import folder_size, in_use, prune
+    from harness.platform.cache import cache_root
+    from harness.run.venvs import folder_size, in_use, prune
 
     matrices = [load_matrix(name) for name in list_matrices()]
     roots = sorted({cache_root(m) for m in matrices})

@@ -104,7 +104,7 @@ def cmd_check_clean(args: argparse.Namespace) -> int:
 
 def cmd_durations(args: argparse.Namespace) -> int:
     from harness.history import default_db_path
-    from harness.shard_durations import dump, durations_for
+    from harness.shard.durations import dump, durations_for
 
     found = durations_for(args.matrix, args.db or default_db_path(), last_runs=args.last_runs)
     dump(found, args.out)

@@ -24,7 +24,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.doctor import (
+    from harness.platform.doctor import (
         check_binfmt_s390x,
         check_chromium,
         check_docker,
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     docker = bool(args.docker)
     if args.matrix:
         from harness.matrix import load_matrix
-        from harness.plan import select_suites
+        from harness.run.plan import select_suites
 
         matrix = load_matrix(args.matrix)
         suites = [s.name for s in select_suites(matrix, [])]

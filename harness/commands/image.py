@@ -23,8 +23,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from harness import images
     from harness.matrix import load_matrix, repo_root
+    from harness.platform import images
 
     start = time.monotonic()
     matrix = load_matrix(args.matrix)
@@ -36,7 +36,7 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _ls(args: argparse.Namespace) -> int:
-    from harness import images
+    from harness.platform import images
 
     rows = images.list_images(images.engine())
     if not rows:

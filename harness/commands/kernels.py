@@ -64,13 +64,13 @@ def _in_interpreter(matrix: Any, args: argparse.Namespace) -> int:
     import os
     import subprocess
 
-    from harness.cache import cache_root
     from harness.matrix import repo_root
+    from harness.platform.cache import cache_root
     from harness.roots import import_path
 
     if args.python == "matrix":
-        from harness.doctor import require_device
-        from harness.venvs import matrix_python
+        from harness.platform.doctor import require_device
+        from harness.run.venvs import matrix_python
 
         if not args.emulate:
             require_device(matrix, command=f"harness kernels --matrix {args.matrix}")

@@ -73,7 +73,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.matrix import repo_root
-    from harness.repro import (
+    from harness.repro.run import (
         build_request,
         check_checkout,
         choose,
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         read_recorded,
         say,
     )
-    from harness.workflow import RunContext, run_workflow
+    from harness.run.workflow import RunContext, run_workflow
 
     root = repo_root()
     rec = read_recorded(args.target)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harness.testids import normalise_test_id
+from harness.results.testids import normalise_test_id
 
 if TYPE_CHECKING:
     from harness.matrix.model import Matrix

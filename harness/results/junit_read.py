@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.parsers import expat
 
+from harness.results.testids import normalise_test_id, stable_ids
 from harness.results.xml_clean import XmlCleaner
-from harness.testids import normalise_test_id, stable_ids
 
 NODEID_PROPERTY = "nodeid"  # the plugin records pytest's node id under this name
 STATUSES = ("passed", "failed", "error", "skipped", "xfail", "xpass")

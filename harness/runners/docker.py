@@ -23,6 +23,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.errors import InfraError
 from harness.results import layout
+from harness.results.outcome import Status, SuiteOutcome
+from harness.results.writefail import QuietClose
+from harness.results.writefail import describe as describe_write_failure
 from harness.runners.container import Container, reap_orphans
 from harness.runners.docker_spec import (
     build_spec,
@@ -32,17 +35,14 @@ from harness.runners.docker_spec import (
     suite_mounts,
 )
 from harness.runners.local import classify
-from harness.runners.outcome import Status, SuiteOutcome
 from harness.runners.proc import TAIL_LINES, ProcResult
-from harness.secret_names import masked, scrub
-from harness.writefail import QuietClose
-from harness.writefail import describe as describe_write_failure
+from harness.runners.secret_names import masked, scrub
 
 if TYPE_CHECKING:
     import docker
 
     from harness.matrix.model import Matrix
-    from harness.plan import Invocation
+    from harness.run.plan import Invocation
 
 
 def _root() -> Path:
@@ -53,7 +53,7 @@ def _root() -> Path:
 
 def default_env(matrix: Matrix, root: Path) -> dict[str, str]:
     """The harness's own settings when the caller passes none."""
-    from harness.cache import cache_env
+    from harness.platform.cache import cache_env
 
     return {"HARNESS_ROOT": str(root), "PYTHONPATH": str(root),
             "PYTHONDONTWRITEBYTECODE": "1", **cache_env(matrix)}
@@ -68,7 +68,7 @@ def docker_command_line(matrix: Matrix, invocation: Invocation, *, run_dir: Path
     """The equivalent bare ``docker run`` of one invocation, for --dry-run and repro."""
     root = root or _root()
     if image is None:
-        from harness import images
+        from harness.platform import images
 
         image = images.recipe(matrix, root, None).tag
     spec = build_spec(matrix, root, run_dir, cache_root=cache_root,
@@ -93,7 +93,7 @@ def run_invocations(matrix: Matrix, invocations: Sequence[Invocation], run_dir: 
                     image: str | None = None, run_id: str | None = None,
                     cache_root: Path | None = None,
                     writable_checkout: bool = False) -> list[SuiteOutcome]:
-    from harness import images
+    from harness.platform import images
 
     root = root or _root()
     run_dir = run_dir.resolve()
@@ -144,7 +144,7 @@ def run_invocations(matrix: Matrix, invocations: Sequence[Invocation], run_dir: 
 
 
 def _probe(box: Container, matrix: Matrix, user: str) -> dict[str, Any] | None:
-    from harness import probe
+    from harness.platform import probe
 
     kind = matrix.probe.kind
     if kind in ("none", "", None):

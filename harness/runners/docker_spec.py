@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.secret_names import is_secret
+from harness.runners.secret_names import is_secret
 
 if TYPE_CHECKING:
     from harness.matrix.model import Matrix
-    from harness.plan import Invocation
+    from harness.run.plan import Invocation
 
 # Host variables always passed through besides the matrix's runtime.env_allowlist.
 HARNESS_ALLOWLIST = ("CI", "TZ", "HARNESS_SEED", "HARNESS_KEEP_CONTAINER")
@@ -62,7 +62,7 @@ def resolve_group(name: str) -> str:
 
 
 def cache_mount_root(matrix: Matrix) -> Path:
-    from harness.cache import cache_root
+    from harness.platform.cache import cache_root
 
     return cache_root(matrix)
 

@@ -8,19 +8,19 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TextIO
 
-from harness import cancel
-from harness.plan import Invocation
 from harness.results.junit_write import (
     append_error_case,
     count_junit,
     write_salvaged_junit,
 )
+from harness.results.outcome import Status, SuiteOutcome, failing
 from harness.results.skips import summarise_skips
-from harness.runners.outcome import Status, SuiteOutcome, failing
+from harness.results.writefail import describe as describe_write_failure
+from harness.results.writefail import is_write_failure
+from harness.run.plan import Invocation
+from harness.runners import cancel
 from harness.runners.proc import ProcResult, run_streaming
-from harness.secret_names import scrub_file
-from harness.writefail import describe as describe_write_failure
-from harness.writefail import is_write_failure
+from harness.runners.secret_names import scrub_file
 
 
 def describe_exit(code: int | None) -> str:

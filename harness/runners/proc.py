@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from harness import cancel
-from harness.secret_names import scrub
-from harness.writefail import QuietClose
-from harness.writefail import describe as describe_write_failure
+from harness.results.writefail import QuietClose
+from harness.results.writefail import describe as describe_write_failure
+from harness.runners import cancel
+from harness.runners.secret_names import scrub
 
 TERMINATE_TIMEOUT_S = 5.0
 # After a failed write: the child gets this long to notice SIGINT, then SIGTERM, SIGKILL.
@@ -116,7 +116,7 @@ def run_streaming(
                     timed_out = True
                     stop_group(proc, ((signal.SIGTERM, TERMINATE_TIMEOUT_S),))
                     break
-        except KeyboardInterrupt:  # Ctrl-C, or a SIGTERM / SIGHUP (harness.cancel)
+        except KeyboardInterrupt:  # Ctrl-C, or a SIGTERM / SIGHUP (harness.runners.cancel)
             interrupted = True
             after_int, after_term = cancel.grace()
             stop_group(proc, ((signal.SIGINT, after_int), (signal.SIGTERM, after_term)))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.probe import AT_HWCAP, S390X_HWCAP
+from harness.platform.probe import AT_HWCAP, S390X_HWCAP
 
 pytestmark = pytest.mark.tier("smoke")
 
@@ -81,7 +81,7 @@ def test_probe_expectations(platform):
             f"{platform.name}: the {platform.matrix.probe.kind} probe needs hardware "
             "(emulated on the CPU)"
         )
-    from harness.probe_local import probe_and_check
+    from harness.platform.probe_local import probe_and_check
 
     probe_and_check(platform.matrix)  # raises, naming what was expected and found
     if "byteorder" in expect:

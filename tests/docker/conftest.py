@@ -47,7 +47,7 @@ def client() -> Any:
 
 @pytest.fixture(scope="session")
 def tiny_image(client: Any) -> str:
-    from harness import images
+    from harness.platform import images
 
     rcp, _ = images.build(tiny_matrix(), ROOT, out=io.StringIO(), client=client)
     return rcp.tag

@@ -10,10 +10,10 @@ from pathlib import Path
 from docker_helpers import ROOT, leftovers, tiny_matrix
 
 from harness.matrix.model import Suite
-from harness.plan import PlanOptions, plan_run
 from harness.results.junit_write import read_partial
+from harness.results.outcome import Status
+from harness.run.plan import PlanOptions, plan_run
 from harness.runners.docker import run_invocations
-from harness.runners.outcome import Status
 
 TREE = {
     "enginetests/__init__.py": "",

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from docker_helpers import leftovers, tiny_matrix
 
-from harness.plan import Invocation
+from harness.results.outcome import Status
+from harness.run.plan import Invocation
 from harness.runners.docker import run_invocations
-from harness.runners.outcome import Status
 
 SUITE = '''
 import os, signal, sys, time, ctypes

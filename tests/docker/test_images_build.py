@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from docker_helpers import ROOT, tiny_matrix
 
-from harness import images
 from harness.errors import InfraError
 from harness.matrix.model import Download
+from harness.platform import images
 
 
 def test_second_build_is_a_cache_hit(client: Any, tiny_image: str) -> None:

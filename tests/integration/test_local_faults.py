@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.plan import Invocation
+from harness.results.outcome import Status
+from harness.run.plan import Invocation
 from harness.runners.local import run_invocations
-from harness.runners.outcome import Status
 
 TESTS = """
 import os, signal, time

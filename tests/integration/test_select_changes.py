@@ -249,7 +249,7 @@ def test_an_image_recipe_selects_its_lanes_docker_runs(reset: Path) -> None:
 
 
 def test_a_harness_change_runs_the_platform_suite_and_the_harness_tests(reset: Path) -> None:
-    _change(reset, "harness/workflow.py", '"""``harness run`` as', '"""``harness run``, as')
+    _change(reset, "harness/run/workflow.py", '"""``harness run`` as', '"""``harness run``, as')
     selection = select_changes(reset, "HEAD~1")
     for lane in selection.lanes.values():
         assert not lane.full and {r.path for r in lane.rules} == {"suites/platform"}

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.host import cpu_model_and_flags
 from harness.matrix import load_matrix, repo_root
+from harness.platform.host import cpu_model_and_flags
 
 ROOT = repo_root()
 _, FLAGS, VENDOR = cpu_model_and_flags()
@@ -27,8 +27,8 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def zen_python() -> Path:
-    from harness.cache import cache_root
-    from harness.venvs import ensure_venv
+    from harness.platform.cache import cache_root
+    from harness.run.venvs import ensure_venv
 
     matrix = load_matrix("zen")
     return ensure_venv(matrix.python.requirements, cache_root(matrix), label=matrix.name)

@@ -1,4 +1,4 @@
-"""harness.cache: prime, verify (missing / corrupt, one line each), cache_env."""
+"""harness.platform.cache: prime, verify (missing / corrupt, one line each), cache_env."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import cache
 from harness.errors import ConfigError, InfraError
 from harness.matrix.model import Caches
+from harness.platform import cache
 
 
 def _matrix(root: str, **caches: object) -> SimpleNamespace:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.matrix import load_matrix, repo_root
-from harness.plan import Invocation
+from harness.run.plan import Invocation
 from harness.runners.docker import docker_command_line
 from harness.runners.docker_spec import build_spec, sdk_options
 

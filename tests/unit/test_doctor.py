@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.doctor import check_headers, device_present
 from harness.matrix import load_matrix
+from harness.platform.doctor import check_headers, device_present
 
 Done = subprocess.CompletedProcess[str]
 
@@ -47,7 +47,7 @@ def test_run_stops_before_building_an_environment(tmp_path: Path) -> None:
 
 def test_platform_suite_needs_no_compiler(tmp_path: Path) -> None:
     # Only suites that compile need g++: the plan decides, here as a dry run of checks.
-    from harness.doctor import run_checks
+    from harness.platform.doctor import run_checks
 
     checks = run_checks(load_matrix("cpu"), suites=["platform"])
     assert [c.what.split(" ")[0] for c in checks] == ["Python", "venv"]
@@ -91,7 +91,7 @@ def test_headers_check_names_python3_dev(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 
 def test_cpu_matrix_probe_runs_before_its_environment(tmp_path: Path) -> None:
-    from harness.probe_local import run_probe
+    from harness.platform.probe_local import run_probe
 
     if run_probe("lscpu").get("vendor") == "AuthenticAMD":
         pytest.skip("an AMD host: the zen probe passes here")

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cache import cache_root
 from harness.commands.report import parse_since
 from harness.errors import ConfigError, UsageError
 from harness.matrix import load_matrix, repo_root
+from harness.platform.cache import cache_root
 
 NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
 
@@ -71,7 +71,7 @@ def test_invalid_characters_are_replaced_and_bad_times_clamped_not_fatal(
 
 
 def test_secret_values_are_masked_raw_xml_and_json_escaped(tmp_path: Path) -> None:
-    from harness import secret_names as sn
+    from harness.runners import secret_names as sn
 
     token = 'hf_a&b"c<d>e\\f'
     sn.register_secrets({"HF_TOKEN": token, "PLAIN": "not-a-secret-value", "MY_KEY": "true"})

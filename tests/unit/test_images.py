@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import images
 from harness.errors import InfraError
-from harness.images_fetch import fetch_verified
 from harness.matrix import load_matrix, repo_root
 from harness.matrix.model import Download
+from harness.platform import images
+from harness.platform.images_fetch import fetch_verified
 
 ROOT = repo_root().resolve()
 

@@ -4,8 +4,8 @@ import pytest
 
 from harness.errors import UsageError
 from harness.matrix import load_matrix
-from harness.plan import PlanOptions, plan_run
 from harness.results import layout
+from harness.run.plan import PlanOptions, plan_run
 
 
 def options(**kw: object) -> PlanOptions:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import probe
 from harness.errors import InfraError
+from harness.platform import probe
 
 DATA = Path(__file__).parent.parent / "data" / "probe"
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from runs import Runs, harness
 
-from harness.progress import Progress, folder_estimates, history_estimates
+from harness.run.progress import Progress, folder_estimates, history_estimates
 
 
 def test_estimates_from_the_last_run_folder(real_runs: Runs) -> None:

@@ -9,8 +9,8 @@ from runs import SUITE, Runs
 
 from harness.errors import UsageError
 from harness.matrix import load_matrix, repo_root
-from harness.repro import Recorded, build_request, choose, read_recorded, restored_env
-from harness.repro_select import pick_tests, read_suite
+from harness.repro.run import Recorded, build_request, choose, read_recorded, restored_env
+from harness.repro.select import pick_tests, read_suite
 from harness.results import layout
 
 ROOT = repo_root()
@@ -97,7 +97,7 @@ def test_test_option_node_ids_must_exist_and_belong_to_a_suite() -> None:
 def test_plan_runs_node_ids_in_place_of_the_suite_path_and_never_shards_them(
     tmp_path: Path,
 ) -> None:
-    from harness.plan import PlanOptions, plan_run
+    from harness.run.plan import PlanOptions, plan_run
 
     matrix = load_matrix("cpu")
     ids = ("suites/platform/test_dtypes.py::test_a[float16]",)

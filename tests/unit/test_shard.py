@@ -1,4 +1,4 @@
-"""harness.shard: estimates, LPT + refinement, groups, determinism, partition."""
+"""harness.shard.plan: estimates, LPT + refinement, groups, determinism, partition."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 import pytest
 
 from harness.errors import UsageError
-from harness.shard import (
+from harness.shard.plan import (
     estimate_durations,
     make_plan,
     module_groups,

@@ -1,4 +1,4 @@
-"""harness.shard_durations: the durations file, id alignment, JUnit as a source."""
+"""harness.shard.durations: the durations file, id alignment, JUnit as a source."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from runs import SUITE, Runs
 
 from harness.errors import ConfigError
 from harness.results.junit_read import read_junit
-from harness.shard_durations import (
+from harness.shard.durations import (
     DurationSet,
     align,
     dump,

@@ -1,11 +1,11 @@
-"""harness.shard_model: a never-timed test's duration from its id's parameters."""
+"""harness.shard.model: a never-timed test's duration from its id's parameters."""
 
 from __future__ import annotations
 
 import math
 
-from harness.shard import estimate_durations
-from harness.shard_model import features, fit
+from harness.shard.model import features, fit
+from harness.shard.plan import estimate_durations
 
 FACTORS = {"native": 1.0, "torch": 0.5, "triton": 20.0}
 SIZES = (16, 64, 256)

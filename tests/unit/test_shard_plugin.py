@@ -1,4 +1,4 @@
-"""harness.plugin_shard in real pytest sessions: shards partition the collection."""
+"""harness.plugin.shard in real pytest sessions: shards partition the collection."""
 
 from __future__ import annotations
 
@@ -39,14 +39,14 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def _run_shard(suite: pytest.Pytester, spec: str, *extra: str) -> pytest.RunResult:
-    return suite.runpytest("-p", "harness.plugin_shard", "--collect-only", "-q",
+    return suite.runpytest("-p", "harness.plugin.shard", "--collect-only", "-q",
                            f"--harness-shard={spec}", "--harness-durations=durations.json",
                            *extra)
 
 
 @pytest.mark.parametrize("count", [1, 2, 3, 5])
 def test_shards_are_disjoint_and_cover_everything(suite: pytest.Pytester, count: int) -> None:
-    everything = _collected(suite.runpytest("-p", "harness.plugin_shard", "--collect-only",
+    everything = _collected(suite.runpytest("-p", "harness.plugin.shard", "--collect-only",
                                             "-q"))
     assert len(everything) == 21
     shards = [_collected(_run_shard(suite, f"{i}/{count}")) for i in range(1, count + 1)]
@@ -94,7 +94,7 @@ def test_bad_durations_file_names_file_and_key(suite: pytest.Pytester) -> None:
 
 
 def test_without_durations_file_every_test_counts_the_same(suite: pytest.Pytester) -> None:
-    sizes = [len(_collected(suite.runpytest("-p", "harness.plugin_shard", "--collect-only",
+    sizes = [len(_collected(suite.runpytest("-p", "harness.plugin.shard", "--collect-only",
                                             "-q", f"--harness-shard={i}/2")))
              for i in (1, 2)]
     # 15 single tests + one group of 6: LPT gives the group one shard, 15 fill around it.
@@ -103,6 +103,6 @@ def test_without_durations_file_every_test_counts_the_same(suite: pytest.Pyteste
 
 def test_plugin_is_inert_without_shard(pytester: pytest.Pytester, tmp_path: Path) -> None:
     pytester.makepyfile(test_one="def test_x():\n    pass\n")
-    result = pytester.runpytest("-p", "harness.plugin_shard", "-q")
+    result = pytester.runpytest("-p", "harness.plugin.shard", "-q")
     result.assert_outcomes(passed=1)
     assert not any("harness shard" in x for x in result.outlines)

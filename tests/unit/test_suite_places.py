@@ -10,7 +10,7 @@ import pytest
 from harness.cli import main
 from harness.errors import ConfigError
 from harness.matrix import load_matrix, repo_root
-from harness.plan import PlanOptions, override_notes, plan_run, suite_place
+from harness.run.plan import PlanOptions, override_notes, plan_run, suite_place
 
 ROOT = repo_root()
 

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from harness.threads import CpuBudget, cpu_budget, plan_threads, read_cgroup_quota
+from harness.run.threads import CpuBudget, cpu_budget, plan_threads, read_cgroup_quota
 
 
 def test_cgroup_v2_quota_rounds_down(tmp_path: Path) -> None:

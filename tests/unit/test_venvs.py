@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from harness.matrix import load_matrix
-from harness.venvs import MARKER, USED, in_use, prune, requirements_for, venv_dir
+from harness.run.venvs import MARKER, USED, in_use, prune, requirements_for, venv_dir
 
 
 def test_equal_pins_share_one_environment(tmp_path: Path) -> None:

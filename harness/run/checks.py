@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness.plan import select_suites
+from harness.run.plan import select_suites
 
 if TYPE_CHECKING:
-    from harness.workflow import RunContext
+    from harness.run.workflow import RunContext
 
 
 def snapshot_checkout(ctx: RunContext) -> None:
-    from harness.gitinfo import untracked_files
+    from harness.platform.gitinfo import untracked_files
 
     ctx.untracked_before = untracked_files(ctx.root)
 
@@ -20,7 +20,7 @@ def snapshot_checkout(ctx: RunContext) -> None:
 def record_new_files(ctx: RunContext) -> None:
     """Files the suites left in the checkout (untracked, not ignored): one line and the
     manifest's ``new_files``, since the manifest's ``git.dirty`` was taken before the run."""
-    from harness.gitinfo import untracked_files
+    from harness.platform.gitinfo import untracked_files
 
     assert ctx.manifest is not None
     after = untracked_files(ctx.root)
@@ -57,7 +57,7 @@ def fully_collected(ctx: RunContext) -> set[str]:
 
 def report_unmatched(ctx: RunContext) -> None:
     from harness.results.manifest import UnmatchedKnownFailure
-    from harness.results.unmatched import unmatched_known_failures
+    from harness.run.unmatched import unmatched_known_failures
 
     assert ctx.manifest is not None
     found = unmatched_known_failures(

@@ -1,7 +1,7 @@
-"""pytest plugin: keep only this shard's tests (``-p harness.plugin_shard``).
+"""pytest plugin: keep only this shard's tests (``-p harness.plugin.shard``).
 
 Options: ``--harness-shard i/N`` (1-based), ``--harness-durations FILE.json`` (see
-``harness.shard_durations``), ``--harness-same-process GLOB`` (repeatable).
+``harness.shard.durations``), ``--harness-same-process GLOB`` (repeatable).
 
 Every shard collects the whole suite, plans all N shards from the same durations
 file and deselects the tests of the others, so the shards partition what ``-k`` and
@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from harness.errors import HarnessError
-from harness.shard import make_plan, module_of, parse_shard
-from harness.shard_durations import DurationSet, align, load
+from harness.shard.durations import DurationSet, align, load
+from harness.shard.plan import make_plan, module_of, parse_shard
 
 MARKER = "same_process"
 _PLAN_KEY = pytest.StashKey[str]()

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError, ConfigErrors, HarnessError, UsageError
-from harness.repro_select import pick_tests, read_suite
-from harness.repro_trust import matrix_diff, matrix_problems, node_id_problems, split_env
+from harness.repro.select import pick_tests, read_suite
+from harness.repro.trust import matrix_diff, matrix_problems, node_id_problems, split_env
 from harness.results import layout
 from harness.results.junit_read import suite_properties
 from harness.results.manifest import RunRecord
-from harness.workflow import RunRequest
+from harness.run.workflow import RunRequest
 
 # Set by the workflow for this machine; the recorded values name the run's machine.
 _MACHINE_ENV = frozenset({"HARNESS_ROOT", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE"})
@@ -132,7 +132,7 @@ def _matrix_file(rec: Recorded, root: Path) -> str | None:
 
 def load_recorded_matrix(rec: Recorded, root: Path, *, trust: bool = False) -> Any:
     """The matrix that ran (its matrix.json), checked against this checkout's matrix of
-    that name (harness.repro_trust), and shown as a diff when it differs."""
+    that name (harness.repro.trust), and shown as a diff when it differs."""
     from harness.matrix import load_matrix
 
     current: Any = None
@@ -178,7 +178,7 @@ def _refuse_or_accept(problems: list[str], rec: Recorded, trust: bool) -> None:
 
 
 def check_checkout(rec: Recorded, root: Path) -> None:
-    from harness.gitinfo import git_info
+    from harness.platform.gitinfo import git_info
 
     here = git_info(root)
     if rec.git_sha and here.sha and here.sha != rec.git_sha:
@@ -190,9 +190,9 @@ def check_checkout(rec: Recorded, root: Path) -> None:
 
 
 def restored_env(rec: Recorded, matrix: Any, *, trust: bool = False) -> dict[str, str]:
-    """The run's seed and thread settings (an allowlist, harness.repro_trust); with
+    """The run's seed and thread settings (an allowlist, harness.repro.trust); with
     ``trust``, its whole environment less what names its machine and what was masked."""
-    from harness.cache import cache_env
+    from harness.platform.cache import cache_env
 
     recomputed = (_MACHINE_ENV | set(cache_env(matrix)) | set(matrix.runtime.env)
                   | {"HARNESS_SUITE_PROPERTIES", "TRITON_INTERPRET", "TORCH_LOGS", "COLUMNS"})
@@ -218,7 +218,7 @@ class Choice:
 
 
 def choose(rec: Recorded, matrix: Any, root: Path, wanted: list[str]) -> Choice:
-    from harness.plan import suite_place
+    from harness.run.plan import suite_place
 
     rootdirs = {name: suite_place(s, root).rootdir for name, s in matrix.suites.items()}
     recorded = [read_suite(path, root, rootdirs) for path in rec.junit_files]
@@ -296,7 +296,7 @@ def build_request(
 def _note_threads(rec: Recorded, env: dict[str, str]) -> None:
     """The run's thread counts are kept (they can change reduction order); say so when
     this machine has fewer CPUs than they assume."""
-    from harness.threads import cpu_budget
+    from harness.run.threads import cpu_budget
 
     cpus = cpu_budget().cpus
     threads = env.get("OMP_NUM_THREADS", "")

@@ -13,10 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import cancel
-from harness.cache import cache_root
 from harness.errors import InfraError, Interrupted, TestsFailed
-from harness.plan import Invocation, PlanOptions, override_notes, plan_run, select_suites
+from harness.platform.cache import cache_root
 from harness.results import layout
 from harness.results.manifest import (
     GitRef,
@@ -27,13 +25,15 @@ from harness.results.manifest import (
     build_id,
     now,
 )
-from harness.runners.outcome import Status, SuiteOutcome, failing
-from harness.secret_names import masked as mask_env
-from harness.secret_names import register_secrets, scrub
-from harness.threads import ThreadPlan, cpu_budget, plan_threads
-from harness.workflow_checks import record_new_files, report_unmatched, snapshot_checkout
-from harness.writefail import describe as describe_write_failure
-from harness.writefail import is_write_failure, make_reserve, release_reserve
+from harness.results.outcome import Status, SuiteOutcome, failing
+from harness.results.writefail import describe as describe_write_failure
+from harness.results.writefail import is_write_failure, make_reserve, release_reserve
+from harness.run.checks import record_new_files, report_unmatched, snapshot_checkout
+from harness.run.plan import Invocation, PlanOptions, override_notes, plan_run, select_suites
+from harness.run.threads import ThreadPlan, cpu_budget, plan_threads
+from harness.runners import cancel
+from harness.runners.secret_names import masked as mask_env
+from harness.runners.secret_names import register_secrets, scrub
 
 # Suites that read the persistent tokenizer caches (and must find them warm).
 CACHE_SUITES = frozenset({"e2e"})
@@ -136,7 +136,7 @@ def choose_python(ctx: RunContext) -> None:
     elif choice == "current":
         ctx.python = sys.executable
     elif choice == "matrix":
-        from harness.venvs import matrix_python
+        from harness.run.venvs import matrix_python
 
         # Under --emulate: the emulation's environment (a CPU torch), not the device's.
         ctx.python = str(
@@ -182,7 +182,7 @@ def build_env(ctx: RunContext) -> None:
 
 def _cache_env(ctx: RunContext) -> dict[str, str]:
     try:
-        from harness.cache import cache_env
+        from harness.platform.cache import cache_env
     except ImportError:
         return {}
     return dict(cache_env(ctx.matrix))
@@ -222,7 +222,7 @@ def write_durations(ctx: RunContext) -> Path | None:
 
         return Path(shutil.copy(ctx.request.durations_file, ctx.run_dir / layout.DURATIONS))
     from harness.history.schema import default_db_path
-    from harness.shard_durations import DurationSet, dump, durations_for
+    from harness.shard.durations import DurationSet, dump, durations_for
 
     db = default_db_path()
     lane = layout.lane_name(ctx.matrix.name, ctx.request.emulate)
@@ -265,8 +265,8 @@ def print_plan(ctx: RunContext) -> None:
 
 
 def start_manifest(ctx: RunContext) -> None:
-    from harness.gitinfo import git_info
-    from harness.host import host_fingerprint
+    from harness.platform.gitinfo import git_info
+    from harness.platform.host import host_fingerprint
 
     git = git_info(ctx.root)
     assert ctx.threads is not None
@@ -339,7 +339,7 @@ def execute(ctx: RunContext) -> None:
 def make_progress(ctx: RunContext) -> Any:
     """Suite i of N with an estimate from the history (or the last run folder)."""
     from harness.history.schema import default_db_path
-    from harness.progress import Progress, folder_estimates, history_estimates
+    from harness.run.progress import Progress, folder_estimates, history_estimates
 
     lane = layout.lane_name(ctx.matrix.name, ctx.request.emulate)
     estimates = history_estimates(default_db_path(ctx.root), lane) or folder_estimates(
@@ -457,7 +457,7 @@ def preflight_step(ctx: RunContext) -> None:
     """
     if ctx.request.dry_run:
         return
-    from harness.doctor import preflight, require_device, run_checks
+    from harness.platform.doctor import preflight, require_device, run_checks
 
     command = f"harness run --matrix {ctx.request.matrix}"
     if not ctx.request.emulate:
@@ -476,7 +476,7 @@ def preflight_step(ctx: RunContext) -> None:
             and expect:
         # A CPU matrix that expects a vendor or flags (zen) probes in milliseconds: before
         # its environment is built, not after.
-        from harness.probe_local import probe_and_check
+        from harness.platform.probe_local import probe_and_check
 
         try:
             probe_and_check(ctx.matrix)
@@ -551,7 +551,7 @@ def probe_step(ctx: RunContext) -> None:
     """
     if ctx.request.emulate or ctx.use_docker:
         return
-    from harness.probe_local import probe_and_check
+    from harness.platform.probe_local import probe_and_check
 
     assert ctx.manifest is not None
     fingerprint = probe_and_check(ctx.matrix)
@@ -562,6 +562,6 @@ def check_caches(ctx: RunContext) -> None:
     """A cold or corrupt tokenizer cache is an infrastructure error before any suite runs."""
     if not ctx.matrix.caches.tiktoken or not any(i.suite in CACHE_SUITES for i in ctx.invocations):
         return
-    from harness.cache import verify
+    from harness.platform.cache import verify
 
     verify(ctx.matrix)

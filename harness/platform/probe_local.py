@@ -7,7 +7,7 @@ import subprocess
 from typing import Any
 
 from harness.errors import InfraError
-from harness.probe import COMMANDS, PARSERS, check
+from harness.platform.probe import COMMANDS, PARSERS, check
 
 PROBE_TIMEOUT_S = 60
 

@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from harness.shard import module_of
+from harness.shard.plan import module_of
 
 RIDGE = 0.05  # pulls rare tokens' effects toward zero (in units of tests)
 ITERATIONS = 30

@@ -22,7 +22,7 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
-from harness.threads import THREAD_VARS
+from harness.run.threads import THREAD_VARS
 
 TRUST_FLAG = "--trust-run-folder"
 # The variables a run's environment may give back: the reproducibility knobs.

@@ -90,14 +90,14 @@ def dump(durations: DurationSet, path: Path) -> None:
 def lookup_keys(nodeid: str) -> tuple[str, str, str]:
     """(pytest's node id, its normalised spelling, the device-free key) for one test:
     the history keys a test by pytest's id (older histories by the normalised one)."""
-    from harness.testids import normalise_test_id, stable_ids
+    from harness.results.testids import normalise_test_id, stable_ids
 
     return nodeid, normalise_test_id(nodeid), stable_ids(nodeid)[1]
 
 
 def align(test_ids: Sequence[str], source: DurationSet
           ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """Re-key the durations by the given test ids (what ``harness.shard`` plans over)."""
+    """Re-key the durations by the given test ids (what ``harness.shard.plan`` plans over)."""
     keys = {t: lookup_keys(t) for t in test_ids}
     own = {t: source.durations[k] for t, ks in keys.items()
            for k in _first(ks[:2], source.durations)}

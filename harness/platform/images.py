@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.errors import ConfigError, InfraError
-from harness.images_fetch import Writer, fetch_verified
+from harness.platform.images_fetch import Writer, fetch_verified
 
 if TYPE_CHECKING:
     import docker

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.plan import Invocation
 from harness.results.junit_write import read_partial
+from harness.run.plan import Invocation
 
 
 @dataclass(frozen=True, kw_only=True)

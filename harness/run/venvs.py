@@ -70,7 +70,7 @@ def venv_python(path: Path) -> Path:
 def matrix_python(matrix: Any, *, emulate: bool, build: bool = True) -> Path:
     """The interpreter a local run of ``matrix`` uses: its environment's (its emulation's
     under --emulate), built first unless ``build`` is off (a dry run only names it)."""
-    from harness.cache import cache_root
+    from harness.platform.cache import cache_root
     from harness.results.layout import lane_name
 
     pins = requirements_for(matrix, emulate=emulate)
