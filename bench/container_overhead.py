@@ -44,8 +44,8 @@ def main() -> int:
     args = parser.parse_args()
 
     from harness.platform import images
-    from harness.run.plan import Invocation
     from harness.runners.docker import docker_command_line, run_invocations
+    from harness.runners.invocation import Invocation
 
     matrix = tiny_matrix()
     client = images.engine()

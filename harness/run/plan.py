@@ -11,22 +11,7 @@ from typing import Any
 from harness.errors import UsageError
 from harness.results import layout
 from harness.roots import base_of
-
-
-@dataclass(frozen=True, kw_only=True)
-class Invocation:
-    suite: str
-    argv: tuple[str, ...]
-    env: Mapping[str, str] = field(default_factory=dict)
-    junit: Path
-    log: Path
-    partial: Path
-    timeout_s: float
-    workers: int
-    shard: str | None = None
-    rootdir: Path = Path()  # node ids (and known_failures ids) are relative to it
-    cwd: Path | None = None  # None: the harness's own working folder
-    max_skip_ratio: float = 0.5
+from harness.runners.invocation import Invocation
 
 
 @dataclass(frozen=True, kw_only=True)

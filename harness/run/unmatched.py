@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.results.junit_write import read_partial
-from harness.run.plan import Invocation
+from harness.runners.invocation import Invocation
 
 
 @dataclass(frozen=True, kw_only=True)

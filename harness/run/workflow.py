@@ -29,9 +29,10 @@ from harness.results.outcome import Status, SuiteOutcome, failing
 from harness.results.writefail import describe as describe_write_failure
 from harness.results.writefail import is_write_failure, make_reserve, release_reserve
 from harness.run.checks import record_new_files, report_unmatched, snapshot_checkout
-from harness.run.plan import Invocation, PlanOptions, override_notes, plan_run, select_suites
+from harness.run.plan import PlanOptions, override_notes, plan_run, select_suites
 from harness.run.threads import ThreadPlan, cpu_budget, plan_threads
 from harness.runners import cancel
+from harness.runners.invocation import Invocation
 from harness.runners.secret_names import masked as mask_env
 from harness.runners.secret_names import register_secrets, scrub
 

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     import docker
 
     from harness.matrix.model import Matrix
-    from harness.run.plan import Invocation
+    from harness.runners.invocation import Invocation
 
 
 def _root() -> Path:

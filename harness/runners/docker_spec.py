@@ -18,7 +18,7 @@ from harness.runners.secret_names import is_secret
 
 if TYPE_CHECKING:
     from harness.matrix.model import Matrix
-    from harness.run.plan import Invocation
+    from harness.runners.invocation import Invocation
 
 # Host variables always passed through besides the matrix's runtime.env_allowlist.
 HARNESS_ALLOWLIST = ("CI", "TZ", "HARNESS_SEED", "HARNESS_KEEP_CONTAINER")

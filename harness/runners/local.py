@@ -17,8 +17,8 @@ from harness.results.outcome import Status, SuiteOutcome, failing
 from harness.results.skips import summarise_skips
 from harness.results.writefail import describe as describe_write_failure
 from harness.results.writefail import is_write_failure
-from harness.run.plan import Invocation
 from harness.runners import cancel
+from harness.runners.invocation import Invocation
 from harness.runners.proc import ProcResult, run_streaming
 from harness.runners.secret_names import scrub_file
 

@@ -16,8 +16,8 @@ import pytest
 from docker_helpers import leftovers, tiny_matrix
 
 from harness.results.outcome import Status
-from harness.run.plan import Invocation
 from harness.runners.docker import run_invocations
+from harness.runners.invocation import Invocation
 
 SUITE = '''
 import os, signal, sys, time, ctypes

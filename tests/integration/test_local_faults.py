@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.results.outcome import Status
-from harness.run.plan import Invocation
+from harness.runners.invocation import Invocation
 from harness.runners.local import run_invocations
 
 TESTS = """

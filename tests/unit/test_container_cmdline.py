@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from harness.matrix import load_matrix, repo_root
-from harness.run.plan import Invocation
 from harness.runners.docker import docker_command_line
 from harness.runners.docker_spec import build_spec, sdk_options
+from harness.runners.invocation import Invocation
 
 ROOT = repo_root().resolve()
 RUN = ROOT / "reports" / "x" / "20261129T170000Z-abc123"
