@@ -5,7 +5,9 @@ reference), plus torch and inductor, plus every capability provider the platform
 (triton, zentorch) that has a kernel for the op, listed or not (the cpu matrix provides
 triton, and its e2e runs the triton set), plus any named in KERNEL_PARITY_PROVIDERS (how a
 test-only provider is brought in). inductor gets one case per op: every shape is a
-compile, and the suite must stay within minutes on a 2-core host.
+compile, and the suite must stay within minutes on a 2-core host; an op whose first case
+is a known failure of inductor gets one more (ONE_CASE_EXTRA), so that the op is still
+checked somewhere on it.
 
 The terminal summary lists the argument values (refengine/ops/domains.py) each provider
 never saw or declined; test_coverage.py fails on a value no case has.
@@ -32,6 +34,10 @@ else:
 
 ALWAYS_TRIED = ("torch", "inductor")
 ONE_CASE_PROVIDERS = ("inductor",)
+# fp8_block_gemm's first case (K=200: a partial last 1x128 group) is a known failure of
+# inductor's CPU code on every lane (matrices/*.yaml); without a whole-group case a bug
+# anywhere else in the compiled block GEMM (a block edge off by one) would pass unseen.
+ONE_CASE_EXTRA = {"fp8_block_gemm": ("3d-k256-fp32",)}
 # Providers named like a capability: tried wherever the platform has that capability.
 CAPABILITY_PROVIDERS = ("triton", "zentorch")
 EXTRA_ENV = "KERNEL_PARITY_PROVIDERS"
@@ -62,7 +68,10 @@ def providers_for(profile: Any, op: str) -> tuple[str, ...]:
 
 def provider_cases(op: str, provider: str) -> tuple[Any, ...]:
     cases = cases_for(op)
-    return cases[:1] if provider in ONE_CASE_PROVIDERS else cases
+    if provider not in ONE_CASE_PROVIDERS:
+        return cases
+    extra = ONE_CASE_EXTRA.get(op, ())
+    return cases[:1] + tuple(case for case in cases[1:] if case.id in extra)
 
 
 def dtypes_for(profile: Any, op: str) -> tuple[str | None, ...]:

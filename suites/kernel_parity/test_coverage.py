@@ -50,3 +50,13 @@ def test_every_argument_value_is_checked(op: str, platform: Any, record_property
         if provider == primary and row.declined_cases and not declared:
             holes.append(f"{provider} (the primary) declined {'; '.join(row.declined_cases)}")
     assert not holes, f"{op}: " + "; ".join(holes)
+
+
+def test_one_case_extras_name_real_cases() -> None:
+    """A misspelt extra would quietly leave the op unchecked on a one-case provider."""
+    from conftest import ONE_CASE_EXTRA
+    from parity_cases import cases_for
+
+    for op, ids in ONE_CASE_EXTRA.items():
+        known = {case.id for case in cases_for(op)[1:]}
+        assert set(ids) <= known, f"{op}: {sorted(set(ids) - known)} is not a later case"
