@@ -37,6 +37,7 @@ Needs pytest-split (pip install pytest-split).
 from __future__ import annotations
 
 import argparse
+import heapq
 import math
 import random
 import statistics
@@ -172,19 +173,66 @@ def median_only(case: Case, n: int) -> list[list[str]]:
         harness.shard.plan.estimate_durations = saved
 
 
-def module_oracle(case: Case, seed: int, n_tests: int, n: int) -> list[list[str]]:
-    """Ours, told each untimed test's expected seconds given all its id can tell: its
-    module's true scale (``synth`` draws the scales first, so they are re-drawn here)."""
+MEAN_SPREAD = math.exp(0.8 ** 2 / 2) * (0.99 + 0.01 * 30)  # synth: E[test] / module scale
+# synth's relative standard deviation of one test about its module's expected seconds
+SPREAD_CV = math.sqrt(math.exp(0.8 ** 2) * (0.99 + 0.01 * 900) / MEAN_SPREAD ** 2 - 1)
+FLUID_HEADROOMS = (1.0, 1.1, 1.2, 1.3, 1.5)
+
+
+def _expected(case: Case, seed: int, n_tests: int) -> dict[str, float]:
+    """Each untimed test's expected seconds given all its id can tell: its module's true
+    scale (``synth`` draws the scales first, so they are re-drawn here)."""
     rng = random.Random(seed)
     scales = [rng.lognormvariate(0.0, 1.0) for _ in range(max(1, n_tests // 20))]
-    mean_spread = math.exp(0.8 ** 2 / 2) * (0.99 + 0.01 * 30)
-    estimates = dict(case.known)
-    for test in case.ids:
-        if test not in case.known:
-            module = int(test.split("test_m", 1)[1][:3])
-            estimates[test] = scales[module] * mean_spread
-    plan = make_plan(case.ids, estimates, None, n)
-    return [list(s) for s in plan.shards]
+    return {t: scales[int(t.split("test_m", 1)[1][:3])] * MEAN_SPREAD
+            for t in case.ids if t not in case.known}
+
+
+def module_oracle(case: Case, seed: int, n_tests: int, n: int) -> list[list[str]]:
+    """Ours, told each untimed test's expected seconds and spread given its module's true
+    scale: the same plan as ours, from the best guesses an id can give."""
+    expected = _expected(case, seed, n_tests)
+    saved = harness.shard.estimate_durations
+
+    def oracle(test_ids, durations, sibling_durations=None):  # type: ignore[no-untyped-def]
+        return {t: harness.shard.Estimate(seconds=expected[t], source="module", cv=SPREAD_CV)
+                if t in expected else harness.shard.Estimate(seconds=durations[t],
+                                                             source="history")
+                for t in test_ids}
+
+    harness.shard.estimate_durations = oracle  # type: ignore[assignment]
+    try:
+        return ours(case, n)
+    finally:
+        harness.shard.estimate_durations = saved
+
+
+def fluid_oracle(case: Case, seed: int, n_tests: int, n: int, headroom: float,
+                 spread: bool = False) -> float:
+    """A relaxation that no plan from this information beats by much: the untimed tests'
+    expected seconds known (the module oracle's), the timed tests divisible at will (every
+    shard's plan met exactly), the untimed ones by LPT onto the fewest shards that hold
+    them at ``headroom`` x their estimate (``spread``: onto every shard). Only the untimed
+    tests' own spread is left. Returns the ratio (longest shard over the lower bound)."""
+    expected = _expected(case, seed, n_tests)
+    total = sum(case.true.values())
+    planned_total = total - sum(case.true[t] for t in expected) + headroom * sum(
+        expected.values())
+    plan = planned_total / n  # every shard's planned load
+    for k in range(n if spread else 1, n + 1):
+        loads = [0.0] * k  # planned seconds of untimed tests
+        truth = [0.0] * k
+        heap = [(0.0, i) for i in range(k)]
+        for t in sorted(expected, key=lambda t: (-expected[t], t)):
+            _, i = heapq.heappop(heap)
+            loads[i] += headroom * expected[t]
+            truth[i] += case.true[t]
+            heapq.heappush(heap, (loads[i], i))
+        if max(loads) <= plan:
+            break
+    # a shard of untimed tests: the rest of its plan is timed, met exactly
+    longest = max([plan] + [plan - loads[i] + truth[i] for i in range(k)])
+    return max(longest, max(case.true.values())) / lower_bound(case, n)
 
 
 def lower_bound(case: Case, n: int) -> float:
@@ -231,9 +279,10 @@ def main() -> None:
     print(f"{args.tests} tests, {args.seeds} seeds; ratio = longest shard / lower bound "
           "(true durations); median and worst over seeds")
     print(f"{'case':<24}{'N':>4}  {'ours med':>9}{'ours max':>9}  {'median med':>10}"
-          f"{'id oracle':>10}  {'split med':>9}{'split max':>10}  {'ours ms':>8}")
+          f"{'id oracle':>10}{'fluid':>7}  {'split med':>9}{'split max':>10}  {'ours ms':>8}")
     cases: dict[str, Any] = dict(CASES)
     real: dict[str, float] = {}
+    fluid_notes: list[str] = []
     if args.junit:
         real = real_durations(args.junit)
         cases[f"real:{args.junit.name[:15]}({len(real)})"] = "real"
@@ -243,6 +292,7 @@ def main() -> None:
             r_median: list[float] = []
             r_oracle: list[float] = []
             r_split: list[float] = []
+            r_fluid: dict[str, list[float]] = {}
             elapsed = 0.0
             for seed in range(args.seeds):
                 if params is None:
@@ -257,6 +307,11 @@ def main() -> None:
                 if name == "30%-no-sibling":
                     r_oracle.append(judge(module_oracle(case, seed, args.tests, n),
                                           case.true) / bound)
+                    r_fluid.setdefault("spread over all shards", []).append(
+                        fluid_oracle(case, seed, args.tests, n, 1.0, spread=True))
+                    for h in FLUID_HEADROOMS:
+                        r_fluid.setdefault(f"fewest shards, headroom {h}", []).append(
+                            fluid_oracle(case, seed, args.tests, n, h))
                 start = time.perf_counter()
                 mine = ours(case, n)
                 elapsed += time.perf_counter() - start
@@ -268,8 +323,18 @@ def main() -> None:
             split_max = f"{max(r_split):10.3f}" if r_split else f"{'n/a':>10}"
             med = f"{statistics.median(r_median):10.3f}" if r_median else f"{'-':>10}"
             oracle = f"{statistics.median(r_oracle):10.3f}" if r_oracle else f"{'-':>10}"
+            medians = {policy: statistics.median(r) for policy, r in r_fluid.items()}
+            fluid = f"{min(medians.values()):7.3f}" if medians else f"{'-':>7}"
             print(f"{name:<24}{n:>4}  {statistics.median(r_ours):9.3f}{max(r_ours):9.3f}  "
-                  f"{med}{oracle}  {split_med}{split_max}  {1000 * elapsed / args.seeds:8.1f}")
+                  f"{med}{oracle}{fluid}  {split_med}{split_max}  "
+                  f"{1000 * elapsed / args.seeds:8.1f}")
+            if medians:
+                fluid_notes.append(f"  N={n}: " + ", ".join(
+                    f"{policy} {m:.3f}" for policy, m in medians.items()))
+    if fluid_notes:
+        print("fluid (30%-no-sibling), median ratio per policy; the column is the best of them,"
+              " chosen in hindsight:")
+        print("\n".join(fluid_notes))
 
 
 if __name__ == "__main__":
