@@ -16,7 +16,15 @@ Cases:
                    ours estimates from the module (its median, or the model's module
                    effect); "id oracle" is ours told each untimed test's expected
                    seconds given its module's true scale, all such an id can tell: no
-                   estimator from the id does much better
+                   estimator from the id does much better. "fluid" relaxes further: the
+                   timed tests divisible at will (every shard's plan met exactly), the
+                   untimed ones with their true module scale onto the fewest shards that
+                   hold them (or onto all), the best of a few headrooms chosen in
+                   hindsight (printed per policy below the table). What is left is the
+                   untimed tests' own spread (per test sigma 0.8 and 1% x30: a relative
+                   standard deviation of about 3.2 per test, about 0.37 of a shard's mean
+                   load for the ~19 untimed tests a shard of 16 holds), which no plan from
+                   the id can know; fluid at N = 16 is about 1.12 over 200 seeds
   30%-no-sibling-params
                    30% never timed anywhere; ids name what the test does, like the
                    suites' (``[op-k<size>-dtype-provider]``); the same spread as

@@ -155,3 +155,31 @@ def test_more_shards_than_tests_leaves_empty_shards() -> None:
 def test_zero_shards_is_a_usage_error() -> None:
     with pytest.raises(UsageError):
         plan_shards(["a.py::t"], {}, {}, 0)
+
+
+def test_a_module_guess_is_the_expected_seconds_not_the_median() -> None:
+    # three tests at 1 s and one at 9 s: the median says 1 s, a new test costs 3 s on average
+    ours = {"a.py::t1": 1.0, "a.py::t2": 1.0, "a.py::t3": 1.0, "a.py::t4": 9.0}
+    est = estimate_durations(["a.py::new"], ours, {})
+    assert (est["a.py::new"].source, est["a.py::new"].seconds) == ("module", 3.0)
+    assert est["a.py::new"].guessed and not estimate_durations(["a.py::t1"], ours)[
+        "a.py::t1"].guessed
+
+
+def test_guessed_tests_go_onto_the_fewest_shards_that_hold_them() -> None:
+    timed = {f"suites/x/test_m.py::test_{k}": 1.0 for k in range(60)}
+    new = [f"suites/x/test_m.py::test_new{k}" for k in range(6)]
+    plan = make_plan([*timed, *new], timed, {}, 4)
+    holding = [i for i, s in enumerate(plan.shards) if set(s) & set(new)]
+    assert len(holding) == 1  # ~6 s of guesses fit on one ~16 s shard
+    assert all(plan.shards)  # the timed tests fill the rest
+    # that shard keeps headroom for its guesses' spread: planned no fuller than the others
+    assert plan.loads[holding[0]] <= min(plan.loads) + 1.0
+
+
+def test_guesses_that_fill_many_shards_spread_over_them() -> None:
+    timed = {f"suites/x/test_m.py::test_{k}": 1.0 for k in range(10)}
+    new = [f"suites/x/test_m.py::test_new{k}" for k in range(90)]
+    plan = make_plan([*timed, *new], timed, {}, 4)
+    assert all(set(s) & set(new) for s in plan.shards)
+    assert max(plan.loads) - min(plan.loads) <= 1.0 + 1e-9
