@@ -200,19 +200,19 @@ def module_oracle(case: Case, seed: int, n_tests: int, n: int) -> list[list[str]
     """Ours, told each untimed test's expected seconds and spread given its module's true
     scale: the same plan as ours, from the best guesses an id can give."""
     expected = _expected(case, seed, n_tests)
-    saved = harness.shard.estimate_durations
+    saved = harness.shard.plan.estimate_durations
 
     def oracle(test_ids, durations, sibling_durations=None):  # type: ignore[no-untyped-def]
-        return {t: harness.shard.Estimate(seconds=expected[t], source="module", cv=SPREAD_CV)
-                if t in expected else harness.shard.Estimate(seconds=durations[t],
-                                                             source="history")
+        estimate = harness.shard.plan.Estimate
+        return {t: estimate(seconds=expected[t], source="module", cv=SPREAD_CV)
+                if t in expected else estimate(seconds=durations[t], source="history")
                 for t in test_ids}
 
-    harness.shard.estimate_durations = oracle  # type: ignore[assignment]
+    harness.shard.plan.estimate_durations = oracle  # type: ignore[assignment]
     try:
         return ours(case, n)
     finally:
-        harness.shard.estimate_durations = saved
+        harness.shard.plan.estimate_durations = saved
 
 
 def fluid_oracle(case: Case, seed: int, n_tests: int, n: int, headroom: float,
