@@ -67,10 +67,11 @@ class DurationModel:
     effects: Mapping[str, float]
     slopes: Mapping[str, float]
     num_means: Mapping[str, float]
-    # log of the mean of exp(residual) over the timed tests (Duan's smearing): exp(log
-    # estimate + this) is the expected seconds, which is what shard loads add up (the
-    # median would undercount, and a log-normal's exp(variance / 2) undercounts a heavy
-    # tail: a rare test at 30x its module's time)
+    # half the residual variance: exp(log estimate + this) is the expected seconds of a
+    # log-normal spread, which is what shard loads add up (the median would undercount).
+    # The mean of exp(residual) (smearing) fits a heavy tail better on paper, but on a
+    # real run, whose tail is a first compile in each process, it multiplied every guess
+    # by ~3 and unbalanced the plan (bench/shard_balance.py --junit)
     spread: float = 0.0
     # the relative standard deviation of a test's seconds about its estimate, from the
     # same residuals: how far one guess strays (a shard's sum of m guesses, ~cv/sqrt(m))
@@ -133,7 +134,8 @@ def fit(durations: Mapping[str, float]) -> DurationModel | None:
                 for i, x in pairs:
                     resid[i] -= (new - old) * x
                 slopes[p] = new
+    var = sum(r * r for r in resid) / max(1, len(resid) - 1)
     first = sum(math.exp(r) for r in resid) / len(resid)
     second = sum(math.exp(2 * r) for r in resid) / len(resid)
     return DurationModel(mean=mean, effects=effects, slopes=slopes, num_means=num_means,
-                         spread=math.log(first), cv=math.sqrt(max(0.0, second / first ** 2 - 1)))
+                         spread=var / 2, cv=math.sqrt(max(0.0, second / first ** 2 - 1)))

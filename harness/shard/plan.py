@@ -124,11 +124,6 @@ def estimate_durations(
             by_module.setdefault(module_of(test), []).append(seconds)
     global_median = _median(durations.values())
     module_medians = {m: statistics.median(v) for m, v in by_module.items()}
-    # a module's median undercounts its tests' expected seconds when their spread is
-    # skewed: scale it by the mean ratio of a timed test to its module's median
-    ratios = [s / module_medians[m] for m, v in by_module.items() for s in v
-              if module_medians[m] > 0]
-    module_factor = sum(ratios) / len(ratios) if ratios else 1.0
 
     out: dict[str, Estimate] = {}
     model: Any = False  # fitted on first need: most plans time every test
@@ -146,8 +141,7 @@ def estimate_durations(
             if model is not None and model.knows(test):
                 estimate = Estimate(seconds=model.predict(test), source="model", cv=model.cv)
         if estimate is None and module_of(test) in module_medians:
-            estimate = Estimate(seconds=module_medians[module_of(test)] * module_factor,
-                                source="module",
+            estimate = Estimate(seconds=module_medians[module_of(test)], source="module",
                                 cv=GUESS_CV)
         if estimate is None and global_median is not None:
             estimate = Estimate(seconds=global_median, source="global", cv=GUESS_CV)

@@ -157,13 +157,12 @@ def test_zero_shards_is_a_usage_error() -> None:
         plan_shards(["a.py::t"], {}, {}, 0)
 
 
-def test_a_module_guess_is_the_expected_seconds_not_the_median() -> None:
-    # three tests at 1 s and one at 9 s: the median says 1 s, a new test costs 3 s on average
-    ours = {"a.py::t1": 1.0, "a.py::t2": 1.0, "a.py::t3": 1.0, "a.py::t4": 9.0}
-    est = estimate_durations(["a.py::new"], ours, {})
-    assert (est["a.py::new"].source, est["a.py::new"].seconds) == ("module", 3.0)
-    assert est["a.py::new"].guessed and not estimate_durations(["a.py::t1"], ours)[
-        "a.py::t1"].guessed
+def test_only_estimates_from_other_tests_are_guesses() -> None:
+    ours = {"a.py::t1": 1.0, "a.py::t2": 3.0}
+    est = estimate_durations(["a.py::t1", "a.py::new", "b.py::new"], ours, {})
+    assert [est[t].guessed for t in ("a.py::t1", "a.py::new", "b.py::new")] == [
+        False, True, True]
+    assert est["a.py::t1"].cv == 0.0 and est["a.py::new"].cv > 0
 
 
 def test_guessed_tests_go_onto_the_fewest_shards_that_hold_them() -> None:
