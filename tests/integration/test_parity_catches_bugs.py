@@ -81,6 +81,10 @@ BUGS: dict[str, tuple[str, str, Callable[..., Any], torch.dtype, torch.dtype | N
                       torch.bfloat16, None),
     "block-edge-off-by-one": ("fp8_block_gemm", "k200-n130-bf16", block_edge_off_by_one,
                               torch.bfloat16, torch.float8_e4m3fn),
+    # the case inductor also runs: its K=200 case is a known failure of its own
+    "block-edge-off-by-one-whole-groups": ("fp8_block_gemm", "3d-k256-fp32",
+                                           block_edge_off_by_one, torch.float32,
+                                           torch.float8_e5m2),
     "strided-read-as-contiguous": ("rms_norm", "x-strided", strided_read_as_contiguous,
                                    torch.float32, None),
     "undeclared-mutation": ("rms_norm", "2d-odd", writes_its_input, torch.float32, None),
