@@ -12,15 +12,14 @@ module, the median of the suite, 1 second.
 
 Tests that must share a process travel as one unit (a group); see ``module_groups``.
 
-Measured and sibling durations are planned as they are. A duration from the model or a
-median is a guess (an expected value) whose error is skewed: most such tests take less,
-a rare one 30x more. The guessed units go, longest first, onto the fewest shards that
-hold them at ``UNCERTAIN_FILL`` of a shard, with headroom for their spread (``cv`` of one
-guess from the model's residuals; ``HEADROOM_SD`` standard deviations of a shard's sum of
-m guesses, about cv / sqrt(m)); the measured units fill the rest. The shards planned from
-measurements alone finish when planned, and a shard of many guesses strays less,
-relative to its plan, than a few guesses on every shard would. bench/shard_balance.py
-(``30%-no-sibling``) measures it.
+Measured, sibling and median durations are planned together. The model's duration is a
+guess (an expected value) whose error is skewed: most such tests take less, a rare one
+30x more. The model's guesses go, longest first, onto the fewest shards that hold them at
+``UNCERTAIN_FILL`` of a shard, with headroom for their spread (``cv`` of one guess from
+the model's residuals; ``HEADROOM_SD`` standard deviations of a shard's sum of m guesses,
+about cv / sqrt(m)); the rest fill all shards. The shards planned without guesses finish
+when planned, and a shard of many guesses strays less, relative to its plan, than a few
+guesses on every shard would. bench/shard_balance.py (``30%-no-sibling``) measures it.
 """
 
 from __future__ import annotations
@@ -40,14 +39,15 @@ from harness.errors import UsageError
 # A sibling needs this many tests in common before its speed ratio is trusted.
 MIN_COMMON = 3
 DEFAULT_SECONDS = 1.0
-# Estimates that are guesses from other tests, not this test's own time (here or on a
-# sibling): planned apart, with headroom.
-GUESSES = ("model", "module", "global", "default")
+# Estimates that are guesses from other tests with a known spread (an expected value, not
+# this test's own time here or on a sibling): planned apart, with headroom. A median is
+# not an expected value (it undercounts a skewed module): it is planned with the rest, so
+# that its shortfall spreads over every shard instead of piling onto a few.
+GUESSES = ("model",)
 UNCERTAIN_FILL = 0.9  # of a shard's mean load, at most, from guessed units
 # A shard of m guesses, each off by a relative standard deviation cv, is planned with
 # HEADROOM_SD * cv / sqrt(m) of its guessed seconds to spare.
 HEADROOM_SD = 0.5
-GUESS_CV = 1.0  # a median's guess: as uncertain as its own size
 
 
 def parse_shard(spec: str) -> tuple[int, int]:
@@ -80,11 +80,11 @@ def _median(values: Iterable[float]) -> float | None:
 class Estimate:
     seconds: float
     source: str  # "history" | "sibling:<matrix>" | "model" | "module" | "global" | "default"
-    cv: float = 0.0  # a guess's relative standard deviation (0: measured)
+    cv: float = 0.0  # a model guess's relative standard deviation
 
     @property
     def guessed(self) -> bool:
-        """From other tests' times (the model, a median), not this test's own."""
+        """The model's expected seconds from other tests' times, with their spread."""
         return self.source in GUESSES
 
 
@@ -141,12 +141,10 @@ def estimate_durations(
             if model is not None and model.knows(test):
                 estimate = Estimate(seconds=model.predict(test), source="model", cv=model.cv)
         if estimate is None and module_of(test) in module_medians:
-            estimate = Estimate(seconds=module_medians[module_of(test)], source="module",
-                                cv=GUESS_CV)
+            estimate = Estimate(seconds=module_medians[module_of(test)], source="module")
         if estimate is None and global_median is not None:
-            estimate = Estimate(seconds=global_median, source="global", cv=GUESS_CV)
-        out[test] = estimate or Estimate(seconds=DEFAULT_SECONDS, source="default",
-                                         cv=GUESS_CV)
+            estimate = Estimate(seconds=global_median, source="global")
+        out[test] = estimate or Estimate(seconds=DEFAULT_SECONDS, source="default")
     return out
 
 
@@ -204,7 +202,7 @@ def make_plan(
         # the guesses' relative spread, weighted by their seconds; per shard of m guesses
         # the sum strays about cv / sqrt(m)
         total = sum(e.seconds for e in guesses)
-        cv = sum(e.cv * e.seconds for e in guesses) / total if total > 0 else GUESS_CV
+        cv = sum(e.cv * e.seconds for e in guesses) / total if total > 0 else 0.0
         headroom = 1.0 + HEADROOM_SD * cv / math.sqrt(len(guesses) / k)
         planned.update({key: sizes[key] * headroom for key in guessed})
         k = _guess_shards(planned, guessed, n)

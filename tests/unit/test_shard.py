@@ -157,17 +157,24 @@ def test_zero_shards_is_a_usage_error() -> None:
         plan_shards(["a.py::t"], {}, {}, 0)
 
 
-def test_only_estimates_from_other_tests_are_guesses() -> None:
-    ours = {"a.py::t1": 1.0, "a.py::t2": 3.0}
-    est = estimate_durations(["a.py::t1", "a.py::new", "b.py::new"], ours, {})
-    assert [est[t].guessed for t in ("a.py::t1", "a.py::new", "b.py::new")] == [
-        False, True, True]
-    assert est["a.py::t1"].cv == 0.0 and est["a.py::new"].cv > 0
+def _param_id(k: int | str) -> str:
+    name = "".join(chr(ord("a") + int(d)) for d in str(k)) if isinstance(k, int) else k
+    return f"suites/x/test_m.py::test_t[gemm-x{name}]"  # the model knows "gemm"
+
+
+def test_only_the_models_estimates_are_planned_apart() -> None:
+    timed = {_param_id(k): 1.0 for k in range(60)}
+    ids = [_param_id(0), _param_id("new"), "suites/x/test_m.py::test_u",
+           "suites/y/test_n.py::test_other"]
+    est = estimate_durations(ids, timed, {})
+    assert [est[t].source for t in ids] == ["history", "model", "module", "global"]
+    # a median undercounts a skewed module: it is planned with the measured tests
+    assert [est[t].guessed for t in ids] == [False, True, False, False]
 
 
 def test_guessed_tests_go_onto_the_fewest_shards_that_hold_them() -> None:
-    timed = {f"suites/x/test_m.py::test_{k}": 1.0 for k in range(60)}
-    new = [f"suites/x/test_m.py::test_new{k}" for k in range(6)]
+    timed = {_param_id(k): 1.0 for k in range(60)}
+    new = [_param_id(f"new{chr(ord('a') + k)}") for k in range(6)]
     plan = make_plan([*timed, *new], timed, {}, 4)
     holding = [i for i, s in enumerate(plan.shards) if set(s) & set(new)]
     assert len(holding) == 1  # ~6 s of guesses fit on one ~16 s shard
@@ -177,8 +184,9 @@ def test_guessed_tests_go_onto_the_fewest_shards_that_hold_them() -> None:
 
 
 def test_guesses_that_fill_many_shards_spread_over_them() -> None:
-    timed = {f"suites/x/test_m.py::test_{k}": 1.0 for k in range(10)}
-    new = [f"suites/x/test_m.py::test_new{k}" for k in range(90)]
+    timed = {_param_id(k): 1.0 for k in range(10)}
+    new = [_param_id(f"new{k}x") for k in range(90)]
     plan = make_plan([*timed, *new], timed, {}, 4)
+    assert plan.sources == {"history": 10, "model": 90}
     assert all(set(s) & set(new) for s in plan.shards)
     assert max(plan.loads) - min(plan.loads) <= 1.0 + 1e-9
