@@ -198,13 +198,14 @@ def _expected(case: Case, seed: int, n_tests: int) -> dict[str, float]:
 
 def module_oracle(case: Case, seed: int, n_tests: int, n: int) -> list[list[str]]:
     """Ours, told each untimed test's expected seconds and spread given its module's true
-    scale: the same plan as ours, from the best guesses an id can give."""
+    scale: planned as ours plans the model's guesses, from the best guesses an id can
+    give."""
     expected = _expected(case, seed, n_tests)
     saved = harness.shard.plan.estimate_durations
 
     def oracle(test_ids, durations, sibling_durations=None):  # type: ignore[no-untyped-def]
         estimate = harness.shard.plan.Estimate
-        return {t: estimate(seconds=expected[t], source="module", cv=SPREAD_CV)
+        return {t: estimate(seconds=expected[t], source="model", cv=SPREAD_CV)
                 if t in expected else estimate(seconds=durations[t], source="history")
                 for t in test_ids}
 
