@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Sequence
+from pathlib import Path
 
 from harness import __version__
 from harness.errors import HarnessError
+from harness.results.writefail import describe, is_write_failure
 
 # Each name is a module under harness/commands/ with ``register(subparsers)``.
 COMMANDS: tuple[str, ...] = (
@@ -64,9 +67,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     if args.root:
-        import os
-        from pathlib import Path
-
         root = Path(args.root).expanduser().resolve()
         if not root.is_dir():
             print(f"harness: error: --root {args.root}: no such folder", file=sys.stderr)
@@ -85,8 +85,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say("harness: interrupted" if code == 130 else f"harness: cancelled ({stop})")
         return code
     except Exception as error:
-        from harness.results.writefail import describe, is_write_failure
-
         if args.debug or not is_write_failure(error):
             raise
         _say(f"harness: error: {describe(error)}")

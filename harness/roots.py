@@ -18,6 +18,8 @@ first, then under the shipped root (``locate``).
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import os
 import re
 from pathlib import Path
@@ -116,9 +118,6 @@ def import_path(cache: Path) -> Path:
     checkout = checkout_root()
     if checkout is not None:
         return checkout
-    import hashlib
-    import importlib.util
-
     sources = {"harness": _PACKAGE}
     spec = importlib.util.find_spec("refengine")
     if spec is not None and spec.submodule_search_locations:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.ci.pipeline import CiTarget
+from harness.shard.durations import durations_for
 
 # lane -> the durations file of that lane, or None where there is no history
 Durations = Callable[[str], Any]
@@ -68,8 +69,6 @@ def pr_targets(targets: Sequence[CiTarget], selection: Any,
 
 
 def history_durations(db: Path) -> Durations:
-    from harness.shard.durations import durations_for
-
     def lookup(lane: str) -> Any:
         return durations_for(lane, db) if db.is_file() else None
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness.ci.pipeline import CiTarget
 from harness.errors import UsageError
+from harness.matrix import list_matrices, load_matrix
 
 
 def targets_from_matrices(root: Path | None, wanted: Sequence[str] = (), *,
@@ -17,8 +18,6 @@ def targets_from_matrices(root: Path | None, wanted: Sequence[str] = (), *,
     A nightly pipeline keeps the matrices with ``ci.nightly: true``; naming a matrix
     explicitly overrides that, since asking for it is the stronger statement.
     """
-    from harness.matrix import list_matrices, load_matrix
-
     available = list_matrices(root)
     for name in wanted:
         if name not in available:

@@ -7,9 +7,12 @@ rejected and the reason, as the registry decides it on this machine.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import InfraError, UsageError
+
+if TYPE_CHECKING:
+    from harness.matrix.model import Matrix
 
 
 def register(subparsers: Any) -> None:
@@ -55,7 +58,7 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     return 0
 
 
-def _in_interpreter(matrix: Any, args: argparse.Namespace) -> int:
+def _in_interpreter(matrix: Matrix, args: argparse.Namespace) -> int:
     """Re-run this command where the matrix's providers live (zentorch is in zen's venv).
 
     Under --emulate that is the emulation's environment (a CPU torch); without it, a GPU
@@ -90,7 +93,7 @@ def _in_interpreter(matrix: Any, args: argparse.Namespace) -> int:
 
 
 def explain_rows(
-    matrix: Any, ops: list[str], dtype: str | None, emulate: bool
+    matrix: Matrix, ops: list[str], dtype: str | None, emulate: bool
 ) -> list[tuple[str, str, str, bool, str]]:
     import importlib
 

@@ -15,7 +15,7 @@ from harness.matrix.merge import Chain, load_chain
 from harness.matrix.model import Matrix
 from harness.matrix.suite_paths import resolve_suite_paths
 from harness.matrix.validate import check_types
-from harness.matrix.yamlsafe import LDict, LList
+from harness.matrix.yamlsafe import LDict, LList, ldict, llist
 from harness.roots import locate, matrix_dirs, project_root, shipped_root
 
 
@@ -162,8 +162,6 @@ def matrix_from_json(text: str, shown: str) -> Matrix:
 
 
 def _as_located(data: Any, shown: str) -> Any:
-    from harness.matrix.yamlsafe import ldict, llist
-
     if isinstance(data, dict):
         return ldict({k: _as_located(v, shown) for k, v in data.items()}, (shown, None))
     if isinstance(data, list):

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError
+from harness.errors import ConfigError, ConfigErrors
 from harness.matrix.yamlsafe import LDict, LList, ldict, llist, read_yaml
 
 APPEND = "+"
@@ -174,7 +174,5 @@ def load_chain(path: Path, matrices_dir: Path, show: Callable[[Path], str]) -> C
                 merged.pop(key, None)
                 merged.loc.pop(key, None)
     if errors:
-        from harness.errors import ConfigErrors
-
         raise errors[0] if len(errors) == 1 else ConfigErrors(errors)
     return Chain(files, merged)

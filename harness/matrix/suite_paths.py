@@ -17,6 +17,7 @@ from typing import Any
 
 from harness.errors import ConfigError
 from harness.matrix.yamlsafe import LDict
+from harness.roots import shipped_root
 
 PATH_KEYS = ("path", "rootdir", "cwd")
 
@@ -57,8 +58,6 @@ def resolve_one(
 
 
 def _shipped_root() -> Path:
-    from harness.roots import shipped_root
-
     return shipped_root()
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from harness.errors import ConfigError
+from harness.errors import ConfigError, ConfigErrors
 
 MAX_BYTES = 1 << 20
 # Nodes after expanding every alias; the largest shipped matrix has under 2,000.
@@ -222,8 +222,6 @@ class _SyntaxError(Exception):
 
 
 def _parse(text: str, display: str, loader_class: Any, final: bool = False) -> Any:
-    from harness.errors import ConfigErrors
-
     loader = loader_class(text)
     loader.display = display
     try:

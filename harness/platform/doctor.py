@@ -9,6 +9,7 @@ touching Docker.
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import shutil
 import sys
@@ -16,9 +17,9 @@ import sysconfig
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from harness.errors import InfraError
+from harness.matrix.model import Matrix
 
 # Shipped suites that compile with torch.compile (inductor builds C++ on the CPU).
 COMPILING_SUITES = frozenset({"kernel_parity", "fusion", "e2e"})
@@ -61,8 +62,6 @@ def check_python() -> Check:
 
 def check_venv() -> Check:
     """Building a matrix's environment needs venv with ensurepip (Debian: python3-venv)."""
-    import importlib.util
-
     ok = importlib.util.find_spec("ensurepip") is not None
     return Check(
         what="venv with pip (builds the matrix's environment)",
@@ -172,7 +171,7 @@ def device_present(kind: str) -> tuple[bool, str]:
     return True, "no device to probe"
 
 
-def check_device(matrix: Any) -> Check:
+def check_device(matrix: Matrix) -> Check:
     kind = matrix.probe.kind
     label = _GPU.get(kind, "device")
     ok, detail = device_present(kind)
@@ -184,7 +183,7 @@ def check_device(matrix: Any) -> Check:
     )
 
 
-def require_device(matrix: Any, *, command: str) -> None:
+def require_device(matrix: Matrix, *, command: str) -> None:
     """Exit 3 in one line when a GPU matrix's GPU is absent, pointing at --emulate."""
     if matrix.probe.kind not in _GPU:
         return
@@ -197,7 +196,7 @@ def require_device(matrix: Any, *, command: str) -> None:
 
 
 def run_checks(
-    matrix: Any | None,
+    matrix: Matrix | None,
     *,
     emulate: bool = False,
     docker: bool = False,

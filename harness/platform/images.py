@@ -19,11 +19,13 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.errors import ConfigError, InfraError
 from harness.platform.images_fetch import Writer, fetch_verified
+from harness.roots import base_of, locate
 
 if TYPE_CHECKING:
     import docker
@@ -114,8 +116,6 @@ def recipe(matrix: Matrix, root: Path, client: docker.DockerClient | None) -> Re
     if not matrix.image.dockerfile:
         raise ConfigError(f"{matrix.name} has no image.dockerfile", file=matrix.file,
                           key="image.dockerfile")
-    from harness.roots import base_of, locate
-
     # The project's recipe, else the shipped one (an installed harness).
     dockerfile = locate(matrix.image.dockerfile, root).resolve()
     if not dockerfile.is_file():
@@ -154,8 +154,6 @@ def recipe(matrix: Matrix, root: Path, client: docker.DockerClient | None) -> Re
 
 
 def harness_pins(*, native: bool) -> list[str]:
-    from importlib.metadata import PackageNotFoundError, version
-
     pins = []
     for name, pure in HARNESS_PINS.items():
         if not (pure or native):

@@ -17,6 +17,8 @@ import urllib.request
 from pathlib import Path
 from typing import Protocol
 
+from harness.errors import InfraError
+
 
 class Writer(Protocol):
     def write(self, text: str, /) -> object: ...
@@ -36,8 +38,6 @@ def cache_dir() -> Path:
 
 
 def _from_network(url: str, dest: Path) -> None:
-    from harness.errors import InfraError
-
     try:
         with urllib.request.urlopen(url, timeout=60) as response, dest.open("wb") as f:
             shutil.copyfileobj(response, f)
@@ -47,8 +47,6 @@ def _from_network(url: str, dest: Path) -> None:
 
 def fetch_verified(url: str, sha256: str, dest: Path, *, matrix: str, out: Writer) -> None:
     """Put the file pinned by (url, sha256) at ``dest``, or raise InfraError."""
-    from harness.errors import InfraError
-
     name = Path(urllib.parse.urlparse(url).path).name or "download"
     cached = cache_dir() / sha256
     mirror = os.environ.get("HARNESS_DOWNLOAD_MIRROR")

@@ -7,6 +7,7 @@ import subprocess
 from typing import Any
 
 from harness.errors import InfraError
+from harness.matrix.model import Matrix
 from harness.platform.probe import COMMANDS, PARSERS, check
 
 PROBE_TIMEOUT_S = 60
@@ -35,7 +36,7 @@ def run_probe(kind: str) -> dict[str, Any]:
     raise InfraError(f"probe {kind}: {last}")
 
 
-def probe_and_check(matrix: Any) -> dict[str, Any]:
+def probe_and_check(matrix: Matrix) -> dict[str, Any]:
     fingerprint = run_probe(matrix.probe.kind)
     if matrix.probe.kind != "none":
         check(matrix.probe.kind, matrix.probe.expect, fingerprint)

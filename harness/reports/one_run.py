@@ -11,15 +11,15 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.history import ingest_paths
+from harness.reports.build import build_report
+from harness.reports.render import write_reports
+
 REPORT_DIR = "report"
 
 
 def write_run_report(run_dir: Path, warn: Callable[[str], None]) -> Path:
     """Write report.html / .md / .json for ``run_dir``; return the HTML's path."""
-    from harness.history import ingest_paths
-    from harness.reports.build import build_report
-    from harness.reports.render import write_reports
-
     with tempfile.TemporaryDirectory(prefix="harness-report-") as tmp:
         db = Path(tmp) / "history.sqlite"
         ingest_paths(db, [run_dir], warn, workers=0)

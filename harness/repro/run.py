@@ -9,11 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError, ConfigErrors, HarnessError, UsageError
+from harness.matrix import load_matrix
+from harness.matrix.model import Matrix
+from harness.platform.cache import cache_env
+from harness.platform.gitinfo import git_info
 from harness.repro.select import pick_tests, read_suite
 from harness.repro.trust import matrix_diff, matrix_problems, node_id_problems, split_env
 from harness.results import layout
 from harness.results.junit_read import suite_properties
 from harness.results.manifest import RunRecord
+from harness.run.plan import suite_place
+from harness.run.threads import cpu_budget
 from harness.run.workflow import RunRequest
 
 # Set by the workflow for this machine; the recorded values name the run's machine.
@@ -130,12 +136,10 @@ def _matrix_file(rec: Recorded, root: Path) -> str | None:
     return None if any(target.is_relative_to(d) for d in shipped) else str(target)
 
 
-def load_recorded_matrix(rec: Recorded, root: Path, *, trust: bool = False) -> Any:
+def load_recorded_matrix(rec: Recorded, root: Path, *, trust: bool = False) -> Matrix:
     """The matrix that ran (its matrix.json), checked against this checkout's matrix of
     that name (harness.repro.trust), and shown as a diff when it differs."""
-    from harness.matrix import load_matrix
-
-    current: Any = None
+    current: Matrix | None = None
     file = _matrix_file(rec, root)
     try:
         current = load_matrix(file or rec.matrix_name, root=root)
@@ -157,6 +161,7 @@ def load_recorded_matrix(rec: Recorded, root: Path, *, trust: bool = False) -> A
                 print(f"  {line}")
         _refuse_or_accept(matrix_problems(matrix, rec.matrix_hash, current), rec, trust)
         return matrix
+    assert current is not None  # without a recorded matrix, a load failure was raised
     if rec.matrix_hash and current.hash != rec.matrix_hash:
         say(
             f"matrix {rec.matrix_name} changed since run {rec.run_id} "
@@ -178,8 +183,6 @@ def _refuse_or_accept(problems: list[str], rec: Recorded, trust: bool) -> None:
 
 
 def check_checkout(rec: Recorded, root: Path) -> None:
-    from harness.platform.gitinfo import git_info
-
     here = git_info(root)
     if rec.git_sha and here.sha and here.sha != rec.git_sha:
         say(f"checkout is at {here.sha[:12]}, the run was at {rec.git_sha[:12]}")
@@ -189,11 +192,9 @@ def check_checkout(rec: Recorded, root: Path) -> None:
         say(f"run {rec.run_id} ran on a checkout with uncommitted changes")
 
 
-def restored_env(rec: Recorded, matrix: Any, *, trust: bool = False) -> dict[str, str]:
+def restored_env(rec: Recorded, matrix: Matrix, *, trust: bool = False) -> dict[str, str]:
     """The run's seed and thread settings (an allowlist, harness.repro.trust); with
     ``trust``, its whole environment less what names its machine and what was masked."""
-    from harness.platform.cache import cache_env
-
     recomputed = (_MACHINE_ENV | set(cache_env(matrix)) | set(matrix.runtime.env)
                   | {"HARNESS_SUITE_PROPERTIES", "TRITON_INTERPRET", "TORCH_LOGS", "COLUMNS"})
     env = {k: v for k, v in rec.env.items() if k not in recomputed}
@@ -217,9 +218,7 @@ class Choice:
     shard: str | None = None
 
 
-def choose(rec: Recorded, matrix: Any, root: Path, wanted: list[str]) -> Choice:
-    from harness.run.plan import suite_place
-
+def choose(rec: Recorded, matrix: Matrix, root: Path, wanted: list[str]) -> Choice:
     rootdirs = {name: suite_place(s, root).rootdir for name, s in matrix.suites.items()}
     recorded = [read_suite(path, root, rootdirs) for path in rec.junit_files]
     if wanted:
@@ -264,7 +263,7 @@ def build_request(
     rec: Recorded,
     choice: Choice,
     *,
-    matrix: Any,
+    matrix: Matrix,
     emulate: bool,
     docker: bool | None,
     trust: bool = False,
@@ -296,8 +295,6 @@ def build_request(
 def _note_threads(rec: Recorded, env: dict[str, str]) -> None:
     """The run's thread counts are kept (they can change reduction order); say so when
     this machine has fewer CPUs than they assume."""
-    from harness.run.threads import cpu_budget
-
     cpus = cpu_budget().cpus
     threads = env.get("OMP_NUM_THREADS", "")
     workers = rec.workers or 1

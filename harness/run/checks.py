@@ -5,23 +5,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from harness.platform.gitinfo import untracked_files
+from harness.results.manifest import UnmatchedKnownFailure
 from harness.run.plan import select_suites
+from harness.run.unmatched import unmatched_known_failures
 
 if TYPE_CHECKING:
     from harness.run.workflow import RunContext
 
 
 def snapshot_checkout(ctx: RunContext) -> None:
-    from harness.platform.gitinfo import untracked_files
-
     ctx.untracked_before = untracked_files(ctx.root)
 
 
 def record_new_files(ctx: RunContext) -> None:
     """Files the suites left in the checkout (untracked, not ignored): one line and the
     manifest's ``new_files``, since the manifest's ``git.dirty`` was taken before the run."""
-    from harness.platform.gitinfo import untracked_files
-
     assert ctx.manifest is not None
     after = untracked_files(ctx.root)
     if ctx.untracked_before is None or after is None:
@@ -56,9 +55,6 @@ def fully_collected(ctx: RunContext) -> set[str]:
 
 
 def report_unmatched(ctx: RunContext) -> None:
-    from harness.results.manifest import UnmatchedKnownFailure
-    from harness.run.unmatched import unmatched_known_failures
-
     assert ctx.manifest is not None
     found = unmatched_known_failures(
         ctx.matrix, ctx.invocations, emulate=ctx.request.emulate, full=fully_collected(ctx)

@@ -6,9 +6,9 @@ import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from harness.errors import UsageError
+from harness.matrix.model import Matrix, Suite
 from harness.results import layout
 from harness.roots import base_of
 from harness.runners.invocation import Invocation
@@ -32,7 +32,7 @@ class PlanOptions:
     tests: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
-def select_suites(matrix: Any, wanted: Sequence[str]) -> list[Any]:
+def select_suites(matrix: Matrix, wanted: Sequence[str]) -> list[Suite]:
     available = dict(matrix.suites)
     if not wanted:
         return [s for s in available.values() if s.enabled]
@@ -62,7 +62,7 @@ def _absolute(value: str, root: Path) -> Path:
     return path if path.is_absolute() else root / path
 
 
-def suite_place(suite: Any, root: Path) -> SuitePlace:
+def suite_place(suite: Suite, root: Path) -> SuitePlace:
     """Where a suite's tests are, which rootdir its node ids are relative to, where it runs.
 
     A suite in the checkout keeps the checkout as rootdir (the shipped known_failures ids
@@ -88,7 +88,7 @@ def suite_place(suite: Any, root: Path) -> SuitePlace:
     return SuitePlace(target=target, rootdir=rootdir, cwd=cwd, inside=inside)
 
 
-def override_notes(matrix: Any, options: PlanOptions) -> list[str]:
+def override_notes(matrix: Matrix, options: PlanOptions) -> list[str]:
     """One line for each command-line value a suite's matrix entry caps or replaces."""
     notes = []
     asked = options.workers_asked
@@ -108,7 +108,7 @@ def override_notes(matrix: Any, options: PlanOptions) -> list[str]:
     return notes
 
 
-def plan_run(matrix: Any, run_dir: Path, root: Path, options: PlanOptions) -> list[Invocation]:
+def plan_run(matrix: Matrix, run_dir: Path, root: Path, options: PlanOptions) -> list[Invocation]:
     invocations = []
     for suite in select_suites(matrix, options.suites):
         node_ids = options.tests.get(suite.name, ())

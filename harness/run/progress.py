@@ -8,6 +8,7 @@ run.
 
 from __future__ import annotations
 
+import sqlite3
 import statistics
 import time
 from collections.abc import Mapping, Sequence
@@ -27,8 +28,6 @@ _QUERY = """
 def history_estimates(db: Path, lane: str) -> dict[str, float]:
     if not db.is_file():
         return {}
-    import sqlite3
-
     try:
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
         try:

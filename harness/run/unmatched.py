@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from harness.matrix.known_failures import entries_for, glob_to_regex, match
+from harness.matrix.model import Matrix
 from harness.results.junit_write import read_partial
 from harness.runners.invocation import Invocation
 
@@ -31,11 +32,9 @@ class Unmatched:
 
 
 def unmatched_known_failures(
-    matrix: Any, invocations: Sequence[Invocation], *, emulate: bool, full: set[str]
+    matrix: Matrix, invocations: Sequence[Invocation], *, emulate: bool, full: set[str]
 ) -> list[Unmatched]:
     """``full``: the suites collected in full (no -k, -m, shard, tier or node-id choice)."""
-    from harness.matrix.known_failures import entries_for, glob_to_regex, match
-
     out: list[Unmatched] = []
     for inv in invocations:
         if inv.suite not in full:

@@ -19,9 +19,12 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from harness.errors import InfraError
+from harness.filelock import file_lock
+from harness.matrix.model import Matrix
+from harness.platform.cache import cache_root
+from harness.results.layout import lane_name
 
 # What the plugin and the suites' runner need besides the matrix's own pins; pinned to
 # the versions the harness runs with, so the venv runs the same pytest.
@@ -42,7 +45,7 @@ def runtime_pins() -> list[str]:
     return pins
 
 
-def requirements_for(matrix: Any, *, emulate: bool = False) -> tuple[str, ...]:
+def requirements_for(matrix: Matrix, *, emulate: bool = False) -> tuple[str, ...]:
     """The pins of the environment a run of ``matrix`` uses (its emulation's under --emulate)."""
     if emulate and matrix.emulation.requirements:
         return tuple(matrix.emulation.requirements)
@@ -67,12 +70,9 @@ def venv_python(path: Path) -> Path:
     return path / "bin" / "python"
 
 
-def matrix_python(matrix: Any, *, emulate: bool, build: bool = True) -> Path:
+def matrix_python(matrix: Matrix, *, emulate: bool, build: bool = True) -> Path:
     """The interpreter a local run of ``matrix`` uses: its environment's (its emulation's
     under --emulate), built first unless ``build`` is off (a dry run only names it)."""
-    from harness.platform.cache import cache_root
-    from harness.results.layout import lane_name
-
     pins = requirements_for(matrix, emulate=emulate)
     if not build:
         return venv_python(venv_dir(cache_root(matrix), pins))
@@ -87,8 +87,6 @@ def ensure_venv(
     Two jobs sharing the cache build it once: the second waits on the lock, then finds
     the first one's finished environment.
     """
-    from harness.filelock import file_lock
-
     target = venv_dir(cache_root, requirements)
     lock = venv_root(cache_root) / f".{target.name}.lock"
     with file_lock(lock, f"building the environment for {label or target.name}"):
@@ -159,7 +157,7 @@ def _check(argv: list[str], what: str) -> None:
         raise InfraError(f"could not {what}: {' | '.join(tail)}")
 
 
-def in_use(matrices: Sequence[Any], cache_root: Path) -> set[Path]:
+def in_use(matrices: Sequence[Matrix], cache_root: Path) -> set[Path]:
     """The environments these matrices (and their emulations) would use now."""
     return {
         venv_dir(cache_root, requirements_for(m, emulate=emulate)).resolve()

@@ -7,15 +7,22 @@ import json
 import os
 import secrets
 import shlex
+import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from harness.errors import InfraError, Interrupted, TestsFailed
-from harness.platform.cache import cache_root
+from harness.history.schema import default_db_path
+from harness.matrix.model import Matrix
+from harness.platform.cache import cache_root, verify
+from harness.platform.doctor import preflight, require_device, run_checks
+from harness.platform.gitinfo import git_info
+from harness.platform.host import host_fingerprint
+from harness.platform.probe_local import probe_and_check
 from harness.results import layout
+from harness.results.junit_read import suite_properties
 from harness.results.manifest import (
     GitRef,
     InfraFailure,
@@ -25,16 +32,26 @@ from harness.results.manifest import (
     build_id,
     now,
 )
+from harness.results.merge import merge_junit
 from harness.results.outcome import Status, SuiteOutcome, failing
 from harness.results.writefail import describe as describe_write_failure
 from harness.results.writefail import is_write_failure, make_reserve, release_reserve
+from harness.roots import import_path
 from harness.run.checks import record_new_files, report_unmatched, snapshot_checkout
 from harness.run.plan import PlanOptions, override_notes, plan_run, select_suites
+from harness.run.progress import Progress, folder_estimates, history_estimates
 from harness.run.threads import ThreadPlan, cpu_budget, plan_threads
+from harness.run.venvs import matrix_python
 from harness.runners import cancel
+from harness.runners.docker import docker_command_line
+from harness.runners.docker import run_invocations as run_in_docker
 from harness.runners.invocation import Invocation
+from harness.runners.local import run_invocations
 from harness.runners.secret_names import masked as mask_env
 from harness.runners.secret_names import register_secrets, scrub
+from harness.select import dump_lane
+from harness.select.rules import LaneSelection
+from harness.shard.durations import DurationSet, dump, durations_for
 
 # Suites that read the persistent tokenizer caches (and must find them warm).
 CACHE_SUITES = frozenset({"e2e"})
@@ -68,14 +85,14 @@ class RunRequest:
     # harness run --changed-since: the commit diffed against, and this lane's selection
     # (a harness.select.LaneSelection) when only part of the lane is affected.
     changed_since: str | None = None
-    selection: Any = None
+    selection: LaneSelection | None = None
 
 
 @dataclass(kw_only=True)
 class RunContext:
     request: RunRequest
     root: Path
-    matrix: Any
+    matrix: Matrix
     run_id: str = ""
     run_dir: Path = Path()
     threads: ThreadPlan | None = None
@@ -137,8 +154,6 @@ def choose_python(ctx: RunContext) -> None:
     elif choice == "current":
         ctx.python = sys.executable
     elif choice == "matrix":
-        from harness.run.venvs import matrix_python
-
         # Under --emulate: the emulation's environment (a CPU torch), not the device's.
         ctx.python = str(
             matrix_python(ctx.matrix, emulate=ctx.request.emulate, build=not ctx.request.dry_run)
@@ -156,8 +171,6 @@ def build_env(ctx: RunContext) -> None:
     env: dict[str, str] = {"HARNESS_ROOT": str(ctx.root), "PYTHONDONTWRITEBYTECODE": "1"}
     # The suites import harness and refengine from this checkout (or, installed, from a
     # folder holding just those two), in any interpreter.
-    from harness.roots import import_path
-
     env["PYTHONPATH"] = os.pathsep.join(
         [str(import_path(cache_root(ctx.matrix))), *filter(None, [os.environ.get("PYTHONPATH")])]
     )
@@ -170,8 +183,6 @@ def build_env(ctx: RunContext) -> None:
         env["TORCH_LOGS"] = "-all"
     if "COLUMNS" not in os.environ:
         # Output lines carry a "[suite] " prefix: keep pytest's lines inside the terminal.
-        import shutil
-
         names = [s.name for s in select_suites(ctx.matrix, ctx.request.suites)] or [""]
         width = shutil.get_terminal_size((80, 24)).columns
         env["COLUMNS"] = str(max(40, width - 3 - max(map(len, names))))
@@ -219,12 +230,7 @@ def write_durations(ctx: RunContext) -> Path | None:
     if not ctx.request.shard or ctx.request.dry_run:
         return None
     if ctx.request.durations_file:  # a repro balances its shard as the run did
-        import shutil
-
         return Path(shutil.copy(ctx.request.durations_file, ctx.run_dir / layout.DURATIONS))
-    from harness.history.schema import default_db_path
-    from harness.shard.durations import DurationSet, dump, durations_for
-
     db = default_db_path()
     lane = layout.lane_name(ctx.matrix.name, ctx.request.emulate)
     durations = durations_for(lane, db) if db.is_file() else DurationSet(matrix=lane)
@@ -241,8 +247,6 @@ def write_selection(ctx: RunContext) -> tuple[str, ...]:
     """For --changed-since: this lane's selection as a file every pytest process reads."""
     if ctx.request.selection is None:
         return ()
-    from harness.select import dump_lane
-
     path = ctx.run_dir / "select.json"
     if not ctx.request.dry_run:
         dump_lane(ctx.request.selection, path)
@@ -252,8 +256,6 @@ def write_selection(ctx: RunContext) -> tuple[str, ...]:
 def print_plan(ctx: RunContext) -> None:
     """The commands a developer can paste: ``docker run`` lines for a docker run."""
     if ctx.use_docker:
-        from harness.runners.docker import docker_command_line
-
         for inv in ctx.invocations:
             line = docker_command_line(ctx.matrix, inv, run_dir=ctx.run_dir, env=ctx.env,
                                        writable_checkout=ctx.request.update_expectations)
@@ -266,9 +268,6 @@ def print_plan(ctx: RunContext) -> None:
 
 
 def start_manifest(ctx: RunContext) -> None:
-    from harness.platform.gitinfo import git_info
-    from harness.platform.host import host_fingerprint
-
     git = git_info(ctx.root)
     assert ctx.threads is not None
     threads = ctx.threads.as_dict() | {
@@ -304,8 +303,6 @@ def execute(ctx: RunContext) -> None:
     assert ctx.manifest is not None
     manifest = ctx.manifest
     if ctx.use_docker:
-        from harness.runners.docker import run_invocations as run_in_docker
-
         ctx.outcomes = run_in_docker(
             ctx.matrix,
             ctx.invocations,
@@ -318,8 +315,6 @@ def execute(ctx: RunContext) -> None:
         for outcome in ctx.outcomes:
             manifest.add_outcome(outcome)
         return
-    from harness.runners.local import run_invocations
-
     progress = make_progress(ctx)
     count = iter(range(len(ctx.invocations)))
 
@@ -337,11 +332,8 @@ def execute(ctx: RunContext) -> None:
     )
 
 
-def make_progress(ctx: RunContext) -> Any:
+def make_progress(ctx: RunContext) -> Progress:
     """Suite i of N with an estimate from the history (or the last run folder)."""
-    from harness.history.schema import default_db_path
-    from harness.run.progress import Progress, folder_estimates, history_estimates
-
     lane = layout.lane_name(ctx.matrix.name, ctx.request.emulate)
     estimates = history_estimates(default_db_path(ctx.root), lane) or folder_estimates(
         ctx.run_dir.parent, ctx.request.emulate
@@ -354,8 +346,6 @@ def collect_torch_version(ctx: RunContext) -> None:
 
     (The device fingerprint is already there: the probe step or the docker runner put it.)
     """
-    from harness.results.junit_read import suite_properties
-
     assert ctx.manifest is not None
     for outcome in ctx.outcomes:
         path = Path(outcome.junit)
@@ -368,8 +358,6 @@ def collect_torch_version(ctx: RunContext) -> None:
 
 
 def merge_step(ctx: RunContext) -> None:
-    from harness.results.merge import merge_junit
-
     files = [Path(o.junit) for o in ctx.outcomes if Path(o.junit).is_file()]
     if files:
         merge_junit(files, ctx.run_dir / layout.MERGED)
@@ -458,8 +446,6 @@ def preflight_step(ctx: RunContext) -> None:
     """
     if ctx.request.dry_run:
         return
-    from harness.platform.doctor import preflight, require_device, run_checks
-
     command = f"harness run --matrix {ctx.request.matrix}"
     if not ctx.request.emulate:
         require_device(ctx.matrix, command=command)
@@ -477,8 +463,6 @@ def preflight_step(ctx: RunContext) -> None:
             and expect:
         # A CPU matrix that expects a vendor or flags (zen) probes in milliseconds: before
         # its environment is built, not after.
-        from harness.platform.probe_local import probe_and_check
-
         try:
             probe_and_check(ctx.matrix)
         except InfraError as error:
@@ -552,8 +536,6 @@ def probe_step(ctx: RunContext) -> None:
     """
     if ctx.request.emulate or ctx.use_docker:
         return
-    from harness.platform.probe_local import probe_and_check
-
     assert ctx.manifest is not None
     fingerprint = probe_and_check(ctx.matrix)
     ctx.manifest.update(device_fingerprint=fingerprint)
@@ -563,6 +545,4 @@ def check_caches(ctx: RunContext) -> None:
     """A cold or corrupt tokenizer cache is an infrastructure error before any suite runs."""
     if not ctx.matrix.caches.tiktoken or not any(i.suite in CACHE_SUITES for i in ctx.invocations):
         return
-    from harness.platform.cache import verify
-
     verify(ctx.matrix)

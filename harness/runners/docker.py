@@ -22,6 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.errors import InfraError
+from harness.matrix import repo_root
+from harness.platform import images, probe
+from harness.platform.cache import cache_env
 from harness.results import layout
 from harness.results.outcome import Status, SuiteOutcome
 from harness.results.writefail import QuietClose
@@ -46,15 +49,11 @@ if TYPE_CHECKING:
 
 
 def _root() -> Path:
-    from harness.matrix import repo_root
-
     return repo_root().resolve()
 
 
 def default_env(matrix: Matrix, root: Path) -> dict[str, str]:
     """The harness's own settings when the caller passes none."""
-    from harness.platform.cache import cache_env
-
     return {"HARNESS_ROOT": str(root), "PYTHONPATH": str(root),
             "PYTHONDONTWRITEBYTECODE": "1", **cache_env(matrix)}
 
@@ -68,8 +67,6 @@ def docker_command_line(matrix: Matrix, invocation: Invocation, *, run_dir: Path
     """The equivalent bare ``docker run`` of one invocation, for --dry-run and repro."""
     root = root or _root()
     if image is None:
-        from harness.platform import images
-
         image = images.recipe(matrix, root, None).tag
     spec = build_spec(matrix, root, run_dir, cache_root=cache_root,
                       extra_mounts=suite_mounts([invocation]),
@@ -93,8 +90,6 @@ def run_invocations(matrix: Matrix, invocations: Sequence[Invocation], run_dir: 
                     image: str | None = None, run_id: str | None = None,
                     cache_root: Path | None = None,
                     writable_checkout: bool = False) -> list[SuiteOutcome]:
-    from harness.platform import images
-
     root = root or _root()
     run_dir = run_dir.resolve()
     out = stream or open(os.devnull, "w")  # noqa: SIM115
@@ -144,8 +139,6 @@ def run_invocations(matrix: Matrix, invocations: Sequence[Invocation], run_dir: 
 
 
 def _probe(box: Container, matrix: Matrix, user: str) -> dict[str, Any] | None:
-    from harness.platform import probe
-
     kind = matrix.probe.kind
     if kind in ("none", "", None):
         return None

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.platform.cache import cache_root
 from harness.runners.secret_names import is_secret
 
 if TYPE_CHECKING:
@@ -62,8 +63,6 @@ def resolve_group(name: str) -> str:
 
 
 def cache_mount_root(matrix: Matrix) -> Path:
-    from harness.platform.cache import cache_root
-
     return cache_root(matrix)
 
 

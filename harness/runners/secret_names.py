@@ -10,6 +10,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 SECRET_WORDS = frozenset(
     {"TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS", "APIKEY", "PAT"}
@@ -65,6 +66,4 @@ def scrub_file(path: Path) -> None:
 
 
 def _xml_escaped(value: str) -> str:
-    from xml.sax.saxutils import escape
-
     return escape(value, {'"': "&quot;"})

@@ -15,6 +15,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.matrix import list_matrices
+from harness.select.changes import changed_files, resolve_ref
 from harness.select.derive import Lane, derive, lanes_from_matrices
 from harness.select.engine import EngineLayout, read_engine
 from harness.select.imports import build_graph
@@ -31,8 +33,6 @@ def graph_cache() -> Path:
 
 def select_files(root: Path, changed: Sequence[str], *, ref: str = "",
                  matrices: Sequence[str] = (), layout: EngineLayout | None = None) -> Selection:
-    from harness.matrix import list_matrices
-
     layout = layout or EngineLayout()
     graph = build_graph(root, [t for t in layout.sources if (root / t).exists()],
                         cache=graph_cache())
@@ -42,7 +42,5 @@ def select_files(root: Path, changed: Sequence[str], *, ref: str = "",
 
 
 def select_changes(root: Path, ref: str, *, matrices: Sequence[str] = ()) -> Selection:
-    from harness.select.changes import changed_files, resolve_ref
-
     commit = resolve_ref(root, ref)
     return select_files(root, changed_files(root, commit), ref=commit, matrices=matrices)

@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from harness.matrix import load_matrix
 from harness.select.engine import Engine, EngineLayout
 from harness.select.imports import ImportGraph
 from harness.select.rules import LaneSelection, Rule, Selection
@@ -64,8 +65,6 @@ class _Acc:
 
 
 def lanes_from_matrices(root: Path, names: Sequence[str]) -> list[Lane]:
-    from harness.matrix import load_matrix
-
     out = []
     for name in names:
         matrix = load_matrix(name, root)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import HarnessError
+from harness.select.rules import load_lane
 
 _LINE = pytest.StashKey[str]()
 
@@ -26,8 +27,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     path = config.getoption("--harness-select")
     if path is None:
         return
-    from harness.select.rules import load_lane
-
     try:
         lane = load_lane(Path(path))
     except HarnessError as error:

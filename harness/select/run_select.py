@@ -6,12 +6,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from harness.select import select_changes
+from harness.select.changes import resolve_ref
+
 
 def narrow_request(request: Any, root: Path, matrix: Any, ref: str) -> Any | None:
     """The request narrowed to the lane's selection; None when nothing is affected."""
-    from harness.select import select_changes
-    from harness.select.changes import resolve_ref
-
     commit = resolve_ref(root, ref)
     selection = select_changes(root, commit, matrices=[matrix.file])
     lane = next(iter(selection.lanes.values()))
