@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
+from harness.matrix.model import Matrix
+from harness.run.workflow import RunRequest
 from harness.select import select_changes
 from harness.select.changes import resolve_ref
 
 
-def narrow_request(request: Any, root: Path, matrix: Any, ref: str) -> Any | None:
+def narrow_request(request: RunRequest, root: Path, matrix: Matrix, ref: str) -> RunRequest | None:
     """The request narrowed to the lane's selection; None when nothing is affected."""
     commit = resolve_ref(root, ref)
     selection = select_changes(root, commit, matrices=[matrix.file])
