@@ -19,10 +19,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from harness.results.writefail import QuietClose
 from harness.results.writefail import describe as describe_write_failure
@@ -46,7 +46,7 @@ class ProcResult:
     tail: list[str] = field(default_factory=list)
 
 
-def _wait(proc: subprocess.Popen[bytes], seconds: float) -> bool:
+def _wait(proc: subprocess.Popen[Any], seconds: float) -> bool:
     """Wait up to ``seconds``, in slices, giving up early when a second signal hurries."""
     deadline = time.monotonic() + seconds
     while True:
@@ -59,7 +59,7 @@ def _wait(proc: subprocess.Popen[bytes], seconds: float) -> bool:
 
 
 def stop_group(
-    proc: subprocess.Popen[bytes], steps: tuple[tuple[signal.Signals, float], ...]
+    proc: subprocess.Popen[Any], steps: tuple[tuple[signal.Signals, float], ...]
 ) -> None:
     """Send each signal to the child's process group with its bound, then SIGKILL."""
     for sig, wait in (*steps, (signal.SIGKILL, TERMINATE_TIMEOUT_S)):
@@ -83,6 +83,7 @@ def run_streaming(
     timeout_s: float,
     cwd: Path | None = None,
     echo: TextIO | None = sys.stdout,
+    on_line: Callable[[str], None] | None = None,
 ) -> ProcResult:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
@@ -101,7 +102,7 @@ def run_streaming(
             start_new_session=True,
         )
 
-        sink = _Sink(log, log_path, echo, prefix, tail)
+        sink = _Sink(log, log_path, echo, prefix, tail, on_line)
         reader = threading.Thread(target=sink.pump, args=(proc,), daemon=True)
         reader.start()
         timed_out = interrupted = False
@@ -133,6 +134,46 @@ def run_streaming(
     )
 
 
+@dataclass(frozen=True)
+class Captured:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_captured(argv: Sequence[str], *, timeout_s: float, cwd: Path | None = None,
+                 env: Mapping[str, str] | None = None) -> Captured:
+    """A short command whose output is read whole (git, a device probe, a collection, pip).
+
+    The child has its own process group, as in ``run_streaming``: at the timeout, or on
+    Ctrl-C / a CI cancel, the whole tree is stopped (SIGTERM, then SIGKILL) and
+    ``subprocess.TimeoutExpired`` (or the interrupt) is raised. A program that cannot be
+    started raises OSError, for the caller to word.
+    """
+    proc = subprocess.Popen(list(argv), cwd=cwd, env=None if env is None else dict(env),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except BaseException:  # the timeout, Ctrl-C, SIGTERM / SIGHUP (harness.runners.cancel)
+        stop_group(proc, ((signal.SIGTERM, TERMINATE_TIMEOUT_S),))
+        proc.communicate()
+        raise
+    return Captured(returncode=proc.returncode, stdout=out, stderr=err)
+
+
+def run_attached(argv: Sequence[str], *, env: Mapping[str, str]) -> int:
+    """A command whose output goes straight to this terminal (``harness kernels`` run again
+    in the matrix's interpreter); Ctrl-C stops its whole process group. Its exit code."""
+    proc = subprocess.Popen(list(argv), env=dict(env), start_new_session=True)
+    try:
+        return proc.wait()
+    except BaseException:
+        after_int, after_term = cancel.grace()
+        stop_group(proc, ((signal.SIGINT, after_int), (signal.SIGTERM, after_term)))
+        raise
+
+
 class _Sink:
     """Where the child's lines go: the tail, the log file, the console.
 
@@ -141,9 +182,11 @@ class _Sink:
     """
 
     def __init__(self, log: TextIO, log_path: Path, echo: TextIO | None, prefix: str,
-                 tail: collections.deque[str]) -> None:
+                 tail: collections.deque[str],
+                 on_line: Callable[[str], None] | None = None) -> None:
         self.log, self.log_path, self.echo, self.prefix, self.tail = (
             log, log_path, echo, prefix, tail)
+        self.on_line = on_line
         self.error = ""
 
     def pump(self, proc: subprocess.Popen[bytes]) -> None:
@@ -155,6 +198,8 @@ class _Sink:
         line = scrub(line)
         self.tail.append(line)
         self.note(line)
+        if self.on_line is not None:
+            self.on_line(line)
         if self.echo is not None:
             try:
                 self.echo.write(f"{self.prefix}{line}\n")
