@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in str(error).splitlines() or [type(error).__name__]:
             _say(f"harness: error: {line}")
         return error.exit_code
-    except KeyboardInterrupt as stop:  # also harness.runners.cancel.Cancelled (SIGTERM, SIGHUP)
+    except KeyboardInterrupt as stop:  # also harness.process.cancel.Cancelled (SIGTERM, SIGHUP)
         code = int(getattr(stop, "exit_code", 130))
         _say("harness: interrupted" if code == 130 else f"harness: cancelled ({stop})")
         return code

@@ -21,6 +21,9 @@ from harness.platform.doctor import preflight, require_device, run_checks
 from harness.platform.gitinfo import git_info
 from harness.platform.host import host_fingerprint
 from harness.platform.probe_local import probe_and_check
+from harness.process import cancel
+from harness.process.secret_names import masked as mask_env
+from harness.process.secret_names import register_secrets, scrub
 from harness.results import layout
 from harness.results.junit_read import suite_properties
 from harness.results.manifest import (
@@ -42,13 +45,10 @@ from harness.run.plan import PlanOptions, override_notes, plan_run, select_suite
 from harness.run.progress import Progress, folder_estimates, history_estimates
 from harness.run.threads import ThreadPlan, cpu_budget, plan_threads
 from harness.run.venvs import matrix_python
-from harness.runners import cancel
 from harness.runners.docker import docker_command_line
 from harness.runners.docker import run_invocations as run_in_docker
 from harness.runners.invocation import Invocation
 from harness.runners.local import run_invocations
-from harness.runners.secret_names import masked as mask_env
-from harness.runners.secret_names import register_secrets, scrub
 from harness.select import dump_lane
 from harness.select.rules import LaneSelection
 from harness.shard.durations import DurationSet, dump, durations_for

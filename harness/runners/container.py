@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import InfraError
-from harness.runners import cancel
+from harness.process import cancel
 
 if TYPE_CHECKING:
     import docker
@@ -291,7 +291,7 @@ class Container:
                     timed_out = True
                     self._stop_exec(pidfile, reader, (INTERRUPT_GRACE_S, TERMINATE_GRACE_S))
                     break
-        except KeyboardInterrupt:  # Ctrl-C, or a SIGTERM / SIGHUP (harness.runners.cancel)
+        except KeyboardInterrupt:  # Ctrl-C, or a SIGTERM / SIGHUP (harness.process.cancel)
             interrupted = True
             self._stop_exec(pidfile, reader, cancel.grace())
         reader.join(timeout=5)

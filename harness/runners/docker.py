@@ -25,6 +25,8 @@ from harness.errors import InfraError
 from harness.matrix import repo_root
 from harness.platform import images, probe
 from harness.platform.cache import cache_env
+from harness.process.run import TAIL_LINES, ProcResult
+from harness.process.secret_names import masked, scrub
 from harness.results import layout
 from harness.results.outcome import Status, SuiteOutcome
 from harness.results.writefail import QuietClose
@@ -38,8 +40,6 @@ from harness.runners.docker_spec import (
     suite_mounts,
 )
 from harness.runners.local import classify
-from harness.runners.proc import TAIL_LINES, ProcResult
-from harness.runners.secret_names import masked, scrub
 
 if TYPE_CHECKING:
     import docker

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.platform.cache import cache_root
-from harness.runners.secret_names import is_secret
+from harness.process.secret_names import is_secret
 
 if TYPE_CHECKING:
     from harness.matrix.model import Matrix

@@ -8,6 +8,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TextIO
 
+from harness.process import cancel
+from harness.process.run import ProcResult, run_streaming
+from harness.process.secret_names import scrub_file
 from harness.results.junit_write import (
     append_error_case,
     count_junit,
@@ -17,10 +20,7 @@ from harness.results.outcome import Status, SuiteOutcome, failing
 from harness.results.skips import summarise_skips
 from harness.results.writefail import describe as describe_write_failure
 from harness.results.writefail import is_write_failure
-from harness.runners import cancel
 from harness.runners.invocation import Invocation
-from harness.runners.proc import ProcResult, run_streaming
-from harness.runners.secret_names import scrub_file
 
 
 def describe_exit(code: int | None) -> str:

@@ -71,7 +71,7 @@ def test_invalid_characters_are_replaced_and_bad_times_clamped_not_fatal(
 
 
 def test_secret_values_are_masked_raw_xml_and_json_escaped(tmp_path: Path) -> None:
-    from harness.runners import secret_names as sn
+    from harness.process import secret_names as sn
 
     token = 'hf_a&b"c<d>e\\f'
     sn.register_secrets({"HF_TOKEN": token, "PLAIN": "not-a-secret-value", "MY_KEY": "true"})

@@ -1,4 +1,4 @@
-from harness.runners.secret_names import is_secret, masked
+from harness.process.secret_names import is_secret, masked
 
 
 def test_secret_words_are_whole_words() -> None:

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from harness.process import cancel
+from harness.process.secret_names import scrub
 from harness.results.writefail import QuietClose
 from harness.results.writefail import describe as describe_write_failure
-from harness.runners import cancel
-from harness.runners.secret_names import scrub
 
 TERMINATE_TIMEOUT_S = 5.0
 # After a failed write: the child gets this long to notice SIGINT, then SIGTERM, SIGKILL.
@@ -117,7 +117,7 @@ def run_streaming(
                     timed_out = True
                     stop_group(proc, ((signal.SIGTERM, TERMINATE_TIMEOUT_S),))
                     break
-        except KeyboardInterrupt:  # Ctrl-C, or a SIGTERM / SIGHUP (harness.runners.cancel)
+        except KeyboardInterrupt:  # Ctrl-C, or a SIGTERM / SIGHUP (harness.process.cancel)
             interrupted = True
             after_int, after_term = cancel.grace()
             stop_group(proc, ((signal.SIGINT, after_int), (signal.SIGTERM, after_term)))
@@ -155,7 +155,7 @@ def run_captured(argv: Sequence[str], *, timeout_s: float, cwd: Path | None = No
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout_s)
-    except BaseException:  # the timeout, Ctrl-C, SIGTERM / SIGHUP (harness.runners.cancel)
+    except BaseException:  # the timeout, Ctrl-C, SIGTERM / SIGHUP (harness.process.cancel)
         stop_group(proc, ((signal.SIGTERM, TERMINATE_TIMEOUT_S),))
         proc.communicate()
         raise
