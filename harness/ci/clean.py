@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 from harness.errors import InfraError
+from harness.process.run import run_captured
 
 _TIMEOUT_S = 60
 
@@ -30,8 +31,7 @@ def dirty_paths(path: Path) -> list[str]:
     command = [git, "-c", "core.fileMode=false", "-C", str(path), "status", "--porcelain=v1",
                "--untracked-files=all", "--ignore-submodules=none"]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=_TIMEOUT_S,
-                              check=False)
+        done = run_captured(command, timeout_s=_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         raise InfraError(f"{path}: git status took over {_TIMEOUT_S}s") from None
     except OSError as error:

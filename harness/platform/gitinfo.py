@@ -6,6 +6,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.process.run import run_captured
+
 
 @dataclass(frozen=True)
 class GitInfo:
@@ -15,24 +17,24 @@ class GitInfo:
 
 def _git(root: Path, *args: str) -> str | None:
     try:
-        done = subprocess.run(
-            ["git", "-c", "core.fileMode=false", "-C", str(root), *args],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
+        done = run_captured(["git", "-c", "core.fileMode=false", "-C", str(root), *args],
+                            timeout_s=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout if done.returncode == 0 else None
 
 
-def git_info(root: Path) -> GitInfo:
+def head_sha(root: Path) -> str | None:
     sha = _git(root, "rev-parse", "HEAD")
+    return None if sha is None else sha.strip()
+
+
+def git_info(root: Path) -> GitInfo:
+    sha = head_sha(root)
     if sha is None:
         return GitInfo(None, None)
     status = _git(root, "status", "--porcelain", "--untracked-files=no")
-    return GitInfo(sha.strip(), None if status is None else bool(status.strip()))
+    return GitInfo(sha, None if status is None else bool(status.strip()))
 
 
 def untracked_files(root: Path) -> frozenset[str] | None:

@@ -9,6 +9,7 @@ from typing import Any
 from harness.errors import InfraError
 from harness.matrix.model import Matrix
 from harness.platform.probe import COMMANDS, PARSERS, check
+from harness.process.run import run_captured
 
 PROBE_TIMEOUT_S = 60
 
@@ -24,9 +25,7 @@ def run_probe(kind: str) -> dict[str, Any]:
             last = f"{argv[0]} not found"
             continue
         try:
-            done = subprocess.run(
-                argv, capture_output=True, text=True, check=False, timeout=PROBE_TIMEOUT_S
-            )
+            done = run_captured(argv, timeout_s=PROBE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             last = f"{argv[0]} did not answer within {PROBE_TIMEOUT_S} s"
             continue

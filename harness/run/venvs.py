@@ -14,7 +14,6 @@ import hashlib
 import importlib.metadata
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -24,6 +23,8 @@ from harness.errors import InfraError
 from harness.filelock import file_lock
 from harness.matrix.model import Matrix
 from harness.platform.cache import cache_root
+from harness.process import cancel
+from harness.process.run import run_captured, run_streaming
 from harness.results.layout import lane_name
 
 # What the plugin and the suites' runner need besides the matrix's own pins; pinned to
@@ -32,6 +33,7 @@ RUNTIME_PACKAGES = ("pytest", "pytest-xdist", "pytest-timeout", "pyyaml")
 MARKER = ".harness-complete"
 USED = ".harness-used"
 # pip's lines worth echoing while an environment builds (one per package, no bars).
+PIP_TIMEOUT_S = 3600.0  # a hung index or build is an infrastructure error, not a hang
 PIP_PROGRESS = ("Collecting ", "Processing ", "Downloading ", "Installing collected")
 
 
@@ -130,28 +132,32 @@ def _touch(path: Path) -> None:
 
 
 def _pip_install(python: Path, requirements: list[str], *, echo: bool) -> None:
-    """pip install, showing one progress line per package pip starts on (not its bars)."""
+    """pip install, showing one progress line per package pip starts on (not its bars);
+    pip's whole output is kept in the environment's pip.log."""
     argv = [str(python), "-m", "pip", "install", "--disable-pip-version-check",
             "--progress-bar", "off", *requirements]
-    env = os.environ | {"PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
-    )
-    assert proc.stdout is not None
-    tail: list[str] = []
-    for line in proc.stdout:
-        line = line.rstrip()
-        tail = [*tail[-19:], line]
+
+    def progress(line: str) -> None:
         if echo and line.startswith(PIP_PROGRESS):
             text = line.strip()
             print(f"harness:   pip: {text if len(text) <= 62 else text[:59] + '...'}", flush=True)
-    if proc.wait() != 0:
+
+    result = run_streaming(argv, env=os.environ | {"PYTHONUNBUFFERED": "1"},
+                           log_path=python.parent.parent / "pip.log", prefix="",
+                           timeout_s=PIP_TIMEOUT_S, echo=None, on_line=progress)
+    if result.interrupted:
+        signum = cancel.received()
+        raise cancel.Cancelled(signum) if signum and cancel.is_ci_cancel() else KeyboardInterrupt
+    if result.exit_code != 0:
+        tail = [line.rstrip() for line in result.tail]
         errors = [t for t in tail if "ERROR" in t] or tail[-3:]
+        if result.timed_out:
+            errors = [f"pip ran over {PIP_TIMEOUT_S:g} s", *errors[-2:]]
         raise InfraError(f"could not install {' '.join(requirements)}: {' | '.join(errors[-3:])}")
 
 
 def _check(argv: list[str], what: str) -> None:
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    done = run_captured(argv, timeout_s=PIP_TIMEOUT_S)
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         raise InfraError(f"could not {what}: {' | '.join(tail)}")

@@ -6,12 +6,12 @@ import subprocess
 from pathlib import Path
 
 from harness.errors import InfraError, UsageError
+from harness.process.run import run_captured
 
 
 def _git(root: Path, *args: str) -> str:
     try:
-        proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                              check=False, timeout=60)
+        proc = run_captured(["git", "-C", str(root), *args], timeout_s=60)
     except (OSError, subprocess.TimeoutExpired) as error:
         raise InfraError(f"git {' '.join(args)}: {error}") from None
     if proc.returncode != 0:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.errors import InfraError
+from harness.process.run import run_captured
 
 
 def collect(python: str, root: Path, lane: str, paths: Sequence[str],
@@ -32,8 +33,7 @@ def _collect_one(python: str, root: Path, lane: str, path: str,
     env = os.environ | {"PYTHONPATH": os.pathsep.join(
         filter(None, [str(root), os.environ.get("PYTHONPATH")])), "TRITON_INTERPRET": "1"}
     try:
-        proc = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True,
-                              timeout=timeout_s, check=False)
+        proc = run_captured(argv, cwd=root, env=env, timeout_s=timeout_s)
     except (OSError, subprocess.TimeoutExpired) as error:
         raise InfraError(f"collecting {lane}: {error}") from None
     ids = [line.strip() for line in proc.stdout.splitlines() if "::" in line]
