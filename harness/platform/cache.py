@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.digest import file_sha256
 from harness.errors import ConfigError, InfraError
 
 if TYPE_CHECKING:
@@ -116,10 +117,6 @@ def planned_files(matrix: Matrix) -> list[CacheFile]:
     return files
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _write_atomic(path: Path, data: bytes) -> None:
     # Another job may read the cache while we prime it: never expose a half file.
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -140,7 +137,7 @@ def prime(matrix: Matrix) -> list[str]:
                 f"(rerun scripts/build_tokenizer.py)"
             )
         target = root / item.rel
-        if target.is_file() and _sha256(target) == item.sha256:
+        if target.is_file() and file_sha256(target) == item.sha256:
             continue
         _write_atomic(target, data)
         written.append(f"wrote {target} ({item.purpose})")
@@ -179,7 +176,7 @@ def problems(matrix: Matrix) -> list[str]:
         path = root / rel
         if not path.is_file():
             found.append(f"missing: {path}")
-        elif (got := _sha256(path)) != sha:
+        elif (got := file_sha256(path)) != sha:
             found.append(f"corrupt: {path} (sha256 {got[:12]}..., expected {sha[:12]}...)")
     for rel, sha in sorted(recorded.items()):
         if rel in expected:
@@ -187,7 +184,7 @@ def problems(matrix: Matrix) -> list[str]:
         path = root / rel
         if not path.is_file():
             found.append(f"missing: {path} (listed in {MANIFEST})")
-        elif _sha256(path) != sha:
+        elif file_sha256(path) != sha:
             found.append(f"corrupt: {path} (listed in {MANIFEST})")
     found += [f"missing folder: {root / d}" for d in _folders(matrix) if not (root / d).is_dir()]
     return found

@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -23,8 +22,11 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from harness.digest import file_sha256
 from harness.errors import ConfigError, InfraError
+from harness.platform.gitinfo import head_sha
 from harness.platform.images_fetch import Writer, fetch_verified
+from harness.process.run import run_captured
 from harness.roots import base_of, locate
 
 if TYPE_CHECKING:
@@ -43,6 +45,8 @@ RECIPE_VERSION = "1"  # bump when the way a context is assembled changes
 # so it can be resolved for another architecture too; the s390x base brings Debian's
 # python3-yaml instead.
 HARNESS_PINS = {"pytest": True, "pytest-timeout": True, "pytest-xdist": True, "pyyaml": False}
+
+PIP_TIMEOUT_S = 3600.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,7 +135,7 @@ def recipe(matrix: Matrix, root: Path, client: docker.DockerClient | None) -> Re
     h = hashlib.sha256()
     for path in _recipe_files(dockerfile.parent):
         h.update(str(path.relative_to(dockerfile.parent)).encode() + b"\0")
-        h.update(hashlib.sha256(path.read_bytes()).digest())
+        h.update(bytes.fromhex(file_sha256(path)))
     meta = {
         "v": RECIPE_VERSION,
         "dockerfile": dockerfile.name,
@@ -166,12 +170,7 @@ def harness_pins(*, native: bool) -> list[str]:
 
 
 def git_sha(root: Path) -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=True,
-                             capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return out.stdout.strip()
+    return head_sha(root) or "unknown"
 
 
 def _base_python(client: docker.DockerClient, base: str) -> tuple[str, str]:
@@ -212,7 +211,7 @@ def _wheelhouse(rcp: Recipe, context: Path, client: docker.DockerClient,
                     f"linux_{machine}"):
             cmd += ["--platform", tag]
     out.write(f"[image] $ {' '.join(cmd)}\n")
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = run_captured(cmd, timeout_s=PIP_TIMEOUT_S)  # a hung index is an error, not a hang
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-5:]
         raise InfraError(f"image {rcp.matrix}: pip could not resolve the pins: "

@@ -8,7 +8,6 @@ refused wherever it came from: the build stops and no image is tagged.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -17,19 +16,12 @@ import urllib.request
 from pathlib import Path
 from typing import Protocol
 
+from harness.digest import file_sha256
 from harness.errors import InfraError
 
 
 class Writer(Protocol):
     def write(self, text: str, /) -> object: ...
-
-
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def cache_dir() -> Path:
@@ -61,7 +53,7 @@ def fetch_verified(url: str, sha256: str, dest: Path, *, matrix: str, out: Write
         out.write(f"[image] downloading {url}\n")
         try:
             _from_network(url, Path(tmp))
-            found = sha256_of(Path(tmp))
+            found = file_sha256(Path(tmp))
             if found != sha256:
                 raise InfraError(f"image {matrix}: download {url}: sha256 mismatch: "
                                  f"expected {sha256}, got {found}; no image built")
@@ -69,7 +61,7 @@ def fetch_verified(url: str, sha256: str, dest: Path, *, matrix: str, out: Write
         finally:
             Path(tmp).unlink(missing_ok=True)
         source, origin = cached, "network"
-    found = sha256_of(source)
+    found = file_sha256(source)
     if found != sha256:
         raise InfraError(f"image {matrix}: download {url} ({origin}): sha256 mismatch: "
                          f"expected {sha256}, got {found}; no image built")
