@@ -39,16 +39,15 @@ def register(subparsers: Any) -> None:
 
 def cmd_kernels(args: argparse.Namespace) -> int:
     from harness.matrix import load_matrix
+    from harness.runners.suite_env import triton_interpreted
 
     matrix = load_matrix(args.matrix)
     if args.python != "current":
         return _in_interpreter(matrix, args)
-    if args.emulate or matrix.device == "cpu":
+    if triton_interpreted(matrix, emulate=args.emulate):
         import os
 
-        # As in a suite run: Triton kernels run on the CPU through the interpreter,
-        # which must be chosen before triton is first imported.
-        os.environ.setdefault("TRITON_INTERPRET", "1")
+        os.environ.setdefault("TRITON_INTERPRET", "1")  # as in a suite run
     rows = explain_rows(matrix, args.op, args.dtype, args.emulate)
     width = max(len(r[0]) for r in rows) if rows else 10
     print(f"{'op':<{width}}  {'dtype':<16} {'provider':<10} {'':<8} reason")
@@ -65,11 +64,12 @@ def _in_interpreter(matrix: Matrix, args: argparse.Namespace) -> int:
     matrix needs its GPU here, checked before any environment is built.
     """
     import os
-    import subprocess
 
     from harness.matrix import repo_root
     from harness.platform.cache import cache_root
+    from harness.process.run import run_attached
     from harness.roots import import_path
+    from harness.runners.suite_env import suite_env
 
     if args.python == "matrix":
         from harness.platform.doctor import require_device
@@ -84,12 +84,10 @@ def _in_interpreter(matrix: Matrix, args: argparse.Namespace) -> int:
     argv += [f"--op={op}" for op in args.op]
     argv += [f"--dtype={args.dtype}"] if args.dtype else []
     argv += ["--emulate"] if args.emulate else []
-    path = str(import_path(cache_root(matrix)))
-    env = os.environ | {
-        "HARNESS_ROOT": str(repo_root()),
-        "PYTHONPATH": os.pathsep.join(filter(None, [path, os.environ.get("PYTHONPATH")])),
-    }
-    return subprocess.run(argv, env=env, check=False).returncode
+    env = os.environ | suite_env(matrix, repo_root(), import_root=import_path(cache_root(matrix)),
+                                 inherited_pythonpath=os.environ.get("PYTHONPATH"),
+                                 emulate=args.emulate)
+    return run_attached(argv, env=env)
 
 
 def explain_rows(

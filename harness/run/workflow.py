@@ -49,6 +49,7 @@ from harness.runners.docker import docker_command_line
 from harness.runners.docker import run_invocations as run_in_docker
 from harness.runners.invocation import Invocation
 from harness.runners.local import run_invocations
+from harness.runners.suite_env import suite_env
 from harness.select import dump_lane
 from harness.select.rules import LaneSelection
 from harness.shard.durations import DurationSet, dump, durations_for
@@ -168,36 +169,22 @@ def plan_threads_step(ctx: RunContext) -> None:
 
 def build_env(ctx: RunContext) -> None:
     assert ctx.threads is not None
-    env: dict[str, str] = {"HARNESS_ROOT": str(ctx.root), "PYTHONDONTWRITEBYTECODE": "1"}
-    # The suites import harness and refengine from this checkout (or, installed, from a
-    # folder holding just those two), in any interpreter.
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(import_path(cache_root(ctx.matrix))), *filter(None, [os.environ.get("PYTHONPATH")])]
-    )
-    env.update(ctx.threads.env())
-    if ctx.request.emulate or ctx.matrix.device == "cpu":
-        env["TRITON_INTERPRET"] = "1"
+    defaults = ctx.threads.env()
     if "TORCH_LOGS" not in os.environ:
         # torch's own logging at ERROR unless asked for (TORCH_LOGS=+dynamo etc. in the
         # shell): a failing compile otherwise buries the result in thousands of lines.
-        env["TORCH_LOGS"] = "-all"
+        defaults["TORCH_LOGS"] = "-all"
     if "COLUMNS" not in os.environ:
         # Output lines carry a "[suite] " prefix: keep pytest's lines inside the terminal.
         names = [s.name for s in select_suites(ctx.matrix, ctx.request.suites)] or [""]
         width = shutil.get_terminal_size((80, 24)).columns
-        env["COLUMNS"] = str(max(40, width - 3 - max(map(len, names))))
-    env.update(dict(ctx.matrix.runtime.env))
-    env.update(_cache_env(ctx))
-    env.update(ctx.request.env)
-    ctx.env = env
-
-
-def _cache_env(ctx: RunContext) -> dict[str, str]:
-    try:
-        from harness.platform.cache import cache_env
-    except ImportError:
-        return {}
-    return dict(cache_env(ctx.matrix))
+        defaults["COLUMNS"] = str(max(40, width - 3 - max(map(len, names))))
+    # The suites import harness and refengine from this checkout (or, installed, from a
+    # folder holding just those two), in any interpreter.
+    ctx.env = suite_env(ctx.matrix, ctx.root, import_root=import_path(cache_root(ctx.matrix)),
+                        inherited_pythonpath=os.environ.get("PYTHONPATH"),
+                        emulate=ctx.request.emulate, defaults=defaults,
+                        overrides=ctx.request.env)
 
 
 def plan_step(ctx: RunContext) -> None:

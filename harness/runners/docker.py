@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 from harness.errors import InfraError
 from harness.matrix import repo_root
 from harness.platform import images, probe
-from harness.platform.cache import cache_env
 from harness.process.run import TAIL_LINES, ProcResult
 from harness.process.secret_names import masked, scrub
 from harness.results import layout
@@ -40,6 +39,7 @@ from harness.runners.docker_spec import (
     suite_mounts,
 )
 from harness.runners.local import classify
+from harness.runners.suite_env import suite_env
 
 if TYPE_CHECKING:
     import docker
@@ -53,9 +53,9 @@ def _root() -> Path:
 
 
 def default_env(matrix: Matrix, root: Path) -> dict[str, str]:
-    """The harness's own settings when the caller passes none."""
-    return {"HARNESS_ROOT": str(root), "PYTHONPATH": str(root),
-            "PYTHONDONTWRITEBYTECODE": "1", **cache_env(matrix)}
+    """The harness's own settings when the caller passes none: the checkout, mounted at
+    its own path, is what the container imports harness from."""
+    return suite_env(matrix, root, import_root=root)
 
 
 def docker_command_line(matrix: Matrix, invocation: Invocation, *, run_dir: Path,
@@ -77,10 +77,6 @@ def docker_command_line(matrix: Matrix, invocation: Invocation, *, run_dir: Path
         spec = dataclasses.replace(spec, workdir=str(invocation.cwd))
     return ["docker", "run", "--rm", "--name", f"harness-{matrix.name}-{invocation.suite}",
             *cli_args(spec, full_env), image, *invocation.argv]
-
-
-def format_command_line(argv: Sequence[str]) -> str:
-    return shlex.join(argv)
 
 
 def run_invocations(matrix: Matrix, invocations: Sequence[Invocation], run_dir: Path, *,

@@ -1,0 +1,37 @@
+"""The environment of a suite process, built here for every way one starts: ``harness run``
+(locally or in a container) and ``harness kernels`` in the matrix's interpreter."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from harness.matrix.model import Matrix
+from harness.platform.cache import cache_env
+
+
+def triton_interpreted(matrix: Matrix, *, emulate: bool) -> bool:
+    """Triton kernels on the CPU run through Triton's interpreter, which must be chosen
+    before triton is first imported."""
+    return emulate or matrix.device == "cpu"
+
+
+def suite_env(matrix: Matrix, root: Path, *, import_root: Path,
+              inherited_pythonpath: str | None = None, emulate: bool = False,
+              defaults: Mapping[str, str] | None = None,
+              overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The project root (HARNESS_ROOT), where harness and refengine import from (PYTHONPATH,
+    ahead of an inherited one), no bytecode written into the checkout, then ``defaults``
+    (the run's thread settings and the like), the Triton interpreter where it is needed,
+    the matrix's ``runtime.env``, its persistent caches, and last ``overrides``."""
+    pythonpath = [str(import_root), *filter(None, [inherited_pythonpath])]
+    env = {"HARNESS_ROOT": str(root), "PYTHONDONTWRITEBYTECODE": "1",
+           "PYTHONPATH": os.pathsep.join(pythonpath)}
+    env.update(defaults or {})
+    if triton_interpreted(matrix, emulate=emulate):
+        env["TRITON_INTERPRET"] = "1"
+    env.update(dict(matrix.runtime.env))
+    env.update(cache_env(matrix))
+    env.update(overrides or {})
+    return env
