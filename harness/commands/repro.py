@@ -82,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
         read_recorded,
         say,
     )
-    from harness.run.workflow import RunContext, run_workflow
+    from harness.run.request import RunContext
+    from harness.run.workflow import run_workflow
 
     root = repo_root()
     rec = read_recorded(args.target)

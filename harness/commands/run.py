@@ -99,7 +99,8 @@ def _check_shard(text: str | None) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.matrix import load_matrix, repo_root
-    from harness.run.workflow import RunContext, RunRequest, run_workflow
+    from harness.run.request import RunContext, RunRequest
+    from harness.run.workflow import run_workflow
 
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers {args.workers}: expected 1 or more")

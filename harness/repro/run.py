@@ -19,8 +19,8 @@ from harness.results import layout
 from harness.results.junit_read import suite_properties
 from harness.results.manifest import RunRecord
 from harness.run.plan import suite_place
+from harness.run.request import RunRequest
 from harness.run.threads import cpu_budget
-from harness.run.workflow import RunRequest
 
 # Set by the workflow for this machine; the recorded values name the run's machine.
 _MACHINE_ENV = frozenset({"HARNESS_ROOT", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE"})

@@ -6,7 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.matrix.model import Matrix
-from harness.run.workflow import RunRequest
+from harness.run.request import RunRequest
 from harness.select import select_changes
 from harness.select.changes import resolve_ref
 

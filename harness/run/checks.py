@@ -11,7 +11,7 @@ from harness.run.plan import select_suites
 from harness.run.unmatched import unmatched_known_failures
 
 if TYPE_CHECKING:
-    from harness.run.workflow import RunContext
+    from harness.run.request import RunContext
 
 
 def snapshot_checkout(ctx: RunContext) -> None:

@@ -12,6 +12,7 @@ kill or a container killed from outside keeps what was written and adds an error
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import json
 import os
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     import docker
 
     from harness.matrix.model import Matrix
+    from harness.results.manifest import ManifestWriter
     from harness.runners.invocation import Invocation
 
 
@@ -79,58 +81,68 @@ def docker_command_line(matrix: Matrix, invocation: Invocation, *, run_dir: Path
             *cli_args(spec, full_env), image, *invocation.argv]
 
 
-def run_invocations(matrix: Matrix, invocations: Sequence[Invocation], run_dir: Path, *,
-                    keep_container: bool = False, env: Mapping[str, str] | None = None,
-                    manifest: Any = None, stream: TextIO | None = sys.stdout,
-                    root: Path | None = None, client: docker.DockerClient | None = None,
-                    image: str | None = None, run_id: str | None = None,
-                    cache_root: Path | None = None,
-                    writable_checkout: bool = False) -> list[SuiteOutcome]:
-    root = root or _root()
-    run_dir = run_dir.resolve()
-    out = stream or open(os.devnull, "w")  # noqa: SIM115
-    client = client or images.engine()
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DockerRun:
+    """One run in the platform's container; the defaults are ``harness run``'s."""
+
+    matrix: Matrix
+    run_dir: Path
+    keep_container: bool = False
+    env: Mapping[str, str] | None = None  # None: default_env
+    manifest: ManifestWriter | None = None
+    stream: TextIO | None = sys.stdout
+    root: Path | None = None  # None: the project root
+    client: docker.DockerClient | None = None
+    image: str | None = None  # None: build (or reuse) the matrix's image
+    run_id: str | None = None  # None: the run folder's name
+    cache_root: Path | None = None
+    writable_checkout: bool = False
+
+
+def run_invocations(run: DockerRun, invocations: Sequence[Invocation]) -> list[SuiteOutcome]:
+    matrix, root, run_dir = run.matrix, run.root or _root(), run.run_dir.resolve()
+    out = run.stream or open(os.devnull, "w")  # noqa: SIM115
+    client = run.client or images.engine()
+    image = run.image
     if image is None:
         rcp, _ = images.build(matrix, root, log_path=run_dir / layout.LOGS_DIR / "image.log",
                               out=out, client=client)
         image = rcp.tag
-    spec = build_spec(matrix, root, run_dir, cache_root=cache_root,
+    spec = build_spec(matrix, root, run_dir, cache_root=run.cache_root,
                       extra_mounts=suite_mounts(invocations),
-                      writable_checkout=writable_checkout)
+                      writable_checkout=run.writable_checkout)
     for mount in spec.mounts:
         if not mount.read_only:
             Path(mount.source).mkdir(parents=True, exist_ok=True)  # else docker makes it root's
-    base_env = container_env(matrix, dict(env if env is not None else default_env(matrix, root)),
-                             os.environ)
-    if manifest is not None:
-        manifest.update(image=image, container_env=masked(base_env))
-    run_id = run_id or run_dir.name
+    env = run.env if run.env is not None else default_env(matrix, root)
+    base_env = container_env(matrix, dict(env), os.environ)
+    if run.manifest is not None:
+        run.manifest.update(image=image, container_env=masked(base_env))
+    run_id = run.run_id or run_dir.name
     for name in reap_orphans(client):
         out.write(f"harness: removed container {name}: the harness run that owned it is gone\n")
     options = sdk_options(spec)
+
+    def new_box() -> Container:
+        return Container(client, image=image, run_id=run_id, options=options,
+                         keep=run.keep_container)
+
     outcomes: list[SuiteOutcome] = []
-    box: Container | None = None
-    try:
-        box = Container(client, image=image, run_id=run_id, options=options,
-                        keep=keep_container).__enter__()
+    with contextlib.ExitStack() as boxes:
+        box = boxes.enter_context(new_box())
         fingerprint = _probe(box, matrix, spec.user)
         if fingerprint is not None:
             (run_dir / layout.FINGERPRINT).write_text(json.dumps(fingerprint, indent=2))
-            if manifest is not None:
-                manifest.update(device_fingerprint=fingerprint)
+            if run.manifest is not None:
+                run.manifest.update(device_fingerprint=fingerprint)
         for inv in invocations:
             if not box.alive():  # killed from outside, or by a timeout: a fresh one
-                box.close()
-                box = Container(client, image=image, run_id=run_id, options=options,
-                                keep=keep_container).__enter__()
-            outcome = run_one(box, inv, base_env, spec.user, out,
-                              argv=list(inv.argv))
+                boxes.close()
+                box = boxes.enter_context(new_box())
+            outcome = run_one(box, inv, base_env, spec.user, out, argv=list(inv.argv))
             outcomes.append(outcome)
             if outcome.status in (Status.INTERRUPTED, Status.WRITE_FAILED):
                 break
-    finally:
-        if box is not None:
-            box.close()
     return outcomes
 
 

@@ -24,7 +24,6 @@ MODULE_EXCEPTIONS: dict[str, str] = {
     "matrix/schema.py": "the declared keys of a matrix, one table; splitting it scatters them",
     "reports/build.py": "report assembly; to be split into sections",
     "results/manifest.py": "the typed run record and its reader; to be split",
-    "run/workflow.py": "the run pipeline; to become a list of steps",
 }
 # "path::function" -> why it is longer
 FUNCTION_EXCEPTIONS: dict[str, str] = {

@@ -1,0 +1,113 @@
+"""The steps that run the suites: start the manifest, check the caches and the device,
+and run every invocation through the local or the docker runner."""
+
+from __future__ import annotations
+
+import os
+
+from harness.history.schema import default_db_path
+from harness.platform.cache import verify
+from harness.platform.gitinfo import git_info
+from harness.platform.host import host_fingerprint
+from harness.platform.probe_local import probe_and_check
+from harness.process.secret_names import masked as mask_env
+from harness.process.secret_names import register_secrets, scrub
+from harness.results import layout
+from harness.results.manifest import GitRef, ManifestWriter, MatrixRef, RunRecord, build_id, now
+from harness.results.outcome import SuiteOutcome
+from harness.run.progress import Progress, folder_estimates, history_estimates
+from harness.run.request import RunContext
+from harness.runners.docker import DockerRun
+from harness.runners.docker import run_invocations as run_in_docker
+from harness.runners.local import run_invocations
+
+# Suites that read the persistent tokenizer caches (and must find them warm).
+CACHE_SUITES = frozenset({"e2e"})
+
+
+def start_manifest(ctx: RunContext) -> None:
+    git = git_info(ctx.root)
+    assert ctx.threads is not None
+    threads = ctx.threads.as_dict() | {
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS")
+        if ctx.threads.user_set
+        else ctx.threads.threads_per_worker
+    }
+    record = RunRecord(
+        run_id=ctx.run_id,
+        matrix=MatrixRef(name=ctx.matrix.name, hash=ctx.matrix.hash, file=ctx.matrix.file),
+        family=ctx.matrix.family,
+        emulate=ctx.request.emulate,
+        runner="docker" if ctx.use_docker else "local",
+        git=GitRef(sha=git.sha, dirty=git.dirty),
+        python=ctx.python,
+        host=host_fingerprint(),
+        threads=threads,
+        seed=ctx.request.seed,
+        shard=ctx.request.shard,
+        suites_planned=[inv.suite for inv in ctx.invocations],
+        env=mask_env(dict(ctx.env)),
+        command=list(ctx.request.command_line),
+        repro_of=ctx.request.repro_of,
+        build=build_id(os.environ),
+        changed_since=ctx.request.changed_since,
+        started=now(),
+    )
+    register_secrets(os.environ | ctx.env)
+    ctx.manifest = ManifestWriter(ctx.run_dir, record, mask=scrub)
+
+
+def check_caches(ctx: RunContext) -> None:
+    """A cold or corrupt tokenizer cache is an infrastructure error before any suite runs."""
+    if not ctx.matrix.caches.tiktoken or not any(i.suite in CACHE_SUITES for i in ctx.invocations):
+        return
+    verify(ctx.matrix)
+
+
+def probe_step(ctx: RunContext) -> None:
+    """Locally, probe the device before any suite: a contradiction is exit 3.
+
+    Emulated runs have no device to probe; the docker runner probes inside the container.
+    """
+    if ctx.request.emulate or ctx.use_docker:
+        return
+    assert ctx.manifest is not None
+    fingerprint = probe_and_check(ctx.matrix)
+    ctx.manifest.update(device_fingerprint=fingerprint)
+
+
+def execute(ctx: RunContext) -> None:
+    assert ctx.manifest is not None
+    manifest = ctx.manifest
+    if ctx.use_docker:
+        run = DockerRun(matrix=ctx.matrix, run_dir=ctx.run_dir, env=ctx.env, manifest=manifest,
+                        keep_container=ctx.request.keep_container,
+                        writable_checkout=ctx.request.update_expectations)
+        ctx.outcomes = run_in_docker(run, ctx.invocations)
+        for outcome in ctx.outcomes:
+            manifest.add_outcome(outcome)
+        return
+    progress = make_progress(ctx)
+    count = iter(range(len(ctx.invocations)))
+
+    def record(outcome: SuiteOutcome) -> None:
+        # Kept first: a manifest that cannot be written (a full disk) loses no outcome.
+        ctx.outcomes.append(outcome)
+        manifest.add_outcome(outcome)
+        progress.end(next(count), outcome.suite, outcome.status.value, outcome.counts)
+
+    run_invocations(
+        ctx.invocations,
+        os.environ | ctx.env,
+        on_outcome=record,
+        on_start=lambda i, inv: progress.start(i, inv.suite),
+    )
+
+
+def make_progress(ctx: RunContext) -> Progress:
+    """Suite i of N with an estimate from the history (or the last run folder)."""
+    lane = layout.lane_name(ctx.matrix.name, ctx.request.emulate)
+    estimates = history_estimates(default_db_path(ctx.root), lane) or folder_estimates(
+        ctx.run_dir.parent, ctx.request.emulate
+    )
+    return Progress([inv.suite for inv in ctx.invocations], estimates)

@@ -1,0 +1,114 @@
+"""The steps that finish a run folder whatever happened: the torch version, merged.xml,
+the summary table, and the exit code with its one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.errors import InfraError, Interrupted, TestsFailed
+from harness.process import cancel
+from harness.results import layout
+from harness.results.junit_read import suite_properties
+from harness.results.manifest import InfraFailure
+from harness.results.merge import merge_junit
+from harness.results.outcome import Status, failing
+from harness.results.writefail import describe as describe_write_failure
+from harness.results.writefail import is_write_failure
+from harness.run.request import RunContext
+
+
+def collect_torch_version(ctx: RunContext) -> None:
+    """The plugin records torch's version as a suite property; lift it into the manifest.
+
+    (The device fingerprint is already there: the probe step or the docker runner put it.)
+    """
+    assert ctx.manifest is not None
+    for outcome in ctx.outcomes:
+        path = Path(outcome.junit)
+        if not path.is_file():
+            continue
+        version = (suite_properties(path, lambda line: None) or {}).get("torch_version")
+        if version:
+            ctx.manifest.update(torch=version)
+            return
+
+
+def merge_step(ctx: RunContext) -> None:
+    files = [Path(o.junit) for o in ctx.outcomes if Path(o.junit).is_file()]
+    if files:
+        merge_junit(files, ctx.run_dir / layout.MERGED)
+
+
+def print_table(ctx: RunContext) -> None:
+    print()
+    print(
+        f"{'suite':<16} {'status':<12} {'passed':>7} {'failed':>7} {'error':>6} "
+        f"{'skipped':>8} {'xfailed':>8} {'time':>8}  note"
+    )
+    for o in ctx.outcomes:
+        c = o.counts
+        print(
+            f"{o.suite:<16} {o.status.value:<12} {c.get('passed', 0):>7} "
+            f"{c.get('failed', 0) + c.get('xpassed', 0):>7} {c.get('error', 0):>6} "
+            f"{c.get('skipped', 0):>8} {c.get('xfailed', 0):>8} "
+            f"{o.duration_s:>7.1f}s  {o.reason}"
+        )
+    for o in ctx.outcomes:
+        if o.mostly_skipped:
+            reasons = "; ".join(f"{r['count']}x {r['reason']}" for r in o.skip_reasons)
+            print(f"{o.suite}: mostly skipped; top skip reasons: {reasons}")
+    print(f"run folder: {ctx.run_dir}")
+
+
+def finish(ctx: RunContext) -> int:
+    """Exit code: 1 if a test failed or a suite ran no test (unless ``allow_empty``), else 3
+    on infrastructure trouble; 130 if interrupted, 143 / 129 if cancelled by SIGTERM /
+    SIGHUP (the run folder is finished either way)."""
+    assert ctx.manifest is not None
+    tests_failed = any(o.status is Status.FAILED or failing(o.counts) for o in ctx.outcomes)
+    empty = [o.suite for o in ctx.outcomes if o.status is Status.NO_TESTS]
+    failed = tests_failed or bool(empty and not ctx.request.allow_empty)
+    infra = [o for o in ctx.outcomes if o.status.is_infra]
+    stopped = cancel.received() is not None or any(
+        o.status is Status.INTERRUPTED for o in ctx.outcomes
+    )
+    infra_error = None
+    if ctx.write_error:
+        infra_error = InfraFailure(kind=Status.WRITE_FAILED.value, message=ctx.write_error)
+    elif infra:
+        first = infra[0]
+        infra_error = InfraFailure(kind=first.status.value, suite=first.suite, message=first.reason)
+    if stopped:
+        code = cancel.exit_code() or 130
+        status = "cancelled" if cancel.is_ci_cancel() else "interrupted"
+    elif ctx.write_error:
+        code, status = 3, "error"  # the run stopped early: its failures are not the story
+    elif failed:
+        code, status = 1, "failed" if tests_failed else "no-tests"
+    elif infra:
+        code, status = 3, "error"
+    else:
+        code, status = 0, "passed"
+    try:
+        ctx.manifest.finish(status=status, exit_code=code, infra_error=infra_error)
+    except OSError as error:
+        if not is_write_failure(error):
+            raise
+        infra_error = infra_error or InfraFailure(kind=Status.WRITE_FAILED.value,
+                                                  message=describe_write_failure(
+                                                      error, str(ctx.manifest.path)))
+        code = code if stopped else 3
+    if stopped:
+        raise Interrupted(f"{cancel.describe()}; results so far are in {ctx.run_dir}",
+                          exit_code=code)
+    if code == 3:
+        assert infra_error is not None
+        where = f"{infra_error.suite}: " if infra_error.suite else ""
+        raise InfraError(f"{where}{infra_error.message} (run folder {ctx.run_dir})")
+    if failed and not tests_failed:
+        raise TestsFailed(
+            f"no test ran in {', '.join(empty)} (--allow-empty to accept); see {ctx.run_dir}"
+        )
+    if failed:
+        raise TestsFailed(f"tests failed; see {ctx.run_dir}")
+    return code

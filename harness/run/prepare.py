@@ -1,0 +1,204 @@
+"""The steps before any suite runs: show the resolved config, check the host, choose the
+threads, the run folder, the interpreter and the environment, and plan the invocations."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import secrets
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+from harness.errors import InfraError
+from harness.history.schema import default_db_path
+from harness.platform.cache import cache_root
+from harness.platform.doctor import preflight, require_device, run_checks
+from harness.platform.probe_local import probe_and_check
+from harness.process.secret_names import masked as mask_env
+from harness.results import layout
+from harness.results.writefail import make_reserve
+from harness.roots import import_path
+from harness.run.plan import PlanOptions, override_notes, plan_run, select_suites
+from harness.run.request import RunContext
+from harness.run.threads import cpu_budget, plan_threads
+from harness.run.venvs import matrix_python
+from harness.runners.docker import docker_command_line
+from harness.runners.suite_env import suite_env
+from harness.select import dump_lane
+from harness.shard.durations import DurationSet, dump, durations_for
+
+
+def new_run_id() -> str:
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def print_config(ctx: RunContext) -> None:
+    m = ctx.matrix
+    how = "emulated on the CPU" if ctx.request.emulate else m.device
+    runner = "docker" if ctx.use_docker else "local"
+    suites = ", ".join(s.name for s in select_suites(m, ctx.request.suites))
+    # Short lines: nothing here should wrap in an 80-column terminal.
+    print(f"harness: matrix {m.name} from {m.file} (hash {m.hash[:12]})")
+    print(f"harness: {m.hardware}; {how}")
+    print(f"harness: suites {suites}")
+    print(
+        f"harness: runner {runner}; seed {ctx.request.seed}"
+        + (f"; shard {ctx.request.shard}" if ctx.request.shard else "")
+    )
+
+
+def preflight_step(ctx: RunContext) -> None:
+    """Before anything is built or Docker is touched: does this host have what the run needs?
+
+    A GPU matrix without its GPU is one line pointing at --emulate; anything else missing
+    is one line each with the command that installs it (exit 3).
+    """
+    if ctx.request.dry_run:
+        return
+    command = f"harness run --matrix {ctx.request.matrix}"
+    if not ctx.request.emulate:
+        require_device(ctx.matrix, command=command)
+    suites = [s.name for s in select_suites(ctx.matrix, ctx.request.suites)]
+    checks = run_checks(
+        ctx.matrix,
+        emulate=ctx.request.emulate,
+        docker=ctx.use_docker,
+        build_venv=ctx.request.python == "matrix",
+        suites=suites,
+    )
+    preflight(checks)
+    expect = {k: v for k, v in ctx.matrix.probe.expect.items() if k != "min_devices"}
+    if not ctx.request.emulate and not ctx.use_docker and ctx.matrix.probe.kind == "lscpu" \
+            and expect:
+        # A CPU matrix that expects a vendor or flags (zen) probes in milliseconds: before
+        # its environment is built, not after.
+        try:
+            probe_and_check(ctx.matrix)
+        except InfraError as error:
+            raise InfraError(
+                f"{error}; to run the {ctx.matrix.name} profile on this CPU: {command} --emulate"
+            ) from None
+
+
+def plan_threads_step(ctx: RunContext) -> None:
+    ctx.threads = plan_threads(ctx.request.workers, cpu_budget())
+
+
+def prepare_run_dir(ctx: RunContext) -> None:
+    reports = ctx.request.reports or ctx.root / "reports"
+    ctx.run_id = new_run_id()
+    ctx.run_dir = layout.run_dir(reports, ctx.matrix.name, ctx.run_id).resolve()
+    if ctx.request.dry_run:
+        return
+    for sub in (layout.JUNIT_DIR, layout.LOGS_DIR):
+        (ctx.run_dir / sub).mkdir(parents=True, exist_ok=True)
+    (ctx.run_dir / layout.MATRIX).write_text(
+        json.dumps(ctx.matrix.resolved, indent=2, sort_keys=True, default=str) + "\n"
+    )
+    make_reserve(ctx.run_dir)  # room to finish the run folder if the disk fills
+
+
+def choose_python(ctx: RunContext) -> None:
+    choice = ctx.request.python
+    if ctx.use_docker:
+        ctx.python = "python3"
+    elif choice == "current":
+        ctx.python = sys.executable
+    elif choice == "matrix":
+        # Under --emulate: the emulation's environment (a CPU torch), not the device's.
+        ctx.python = str(
+            matrix_python(ctx.matrix, emulate=ctx.request.emulate, build=not ctx.request.dry_run)
+        )
+    else:
+        ctx.python = choice
+
+
+def build_env(ctx: RunContext) -> None:
+    assert ctx.threads is not None
+    defaults = ctx.threads.env()
+    if "TORCH_LOGS" not in os.environ:
+        # torch's own logging at ERROR unless asked for (TORCH_LOGS=+dynamo etc. in the
+        # shell): a failing compile otherwise buries the result in thousands of lines.
+        defaults["TORCH_LOGS"] = "-all"
+    if "COLUMNS" not in os.environ:
+        # Output lines carry a "[suite] " prefix: keep pytest's lines inside the terminal.
+        names = [s.name for s in select_suites(ctx.matrix, ctx.request.suites)] or [""]
+        width = shutil.get_terminal_size((80, 24)).columns
+        defaults["COLUMNS"] = str(max(40, width - 3 - max(map(len, names))))
+    # The suites import harness and refengine from this checkout (or, installed, from a
+    # folder holding just those two), in any interpreter.
+    ctx.env = suite_env(ctx.matrix, ctx.root, import_root=import_path(cache_root(ctx.matrix)),
+                        inherited_pythonpath=os.environ.get("PYTHONPATH"),
+                        emulate=ctx.request.emulate, defaults=defaults,
+                        overrides=ctx.request.env)
+
+
+def plan_step(ctx: RunContext) -> None:
+    assert ctx.threads is not None
+    # The suites load exactly the resolved matrix this run recorded (repro relies on it).
+    dry_spec = str(ctx.request.platform_file or ctx.matrix.file)
+    spec = dry_spec if ctx.request.dry_run else str(ctx.run_dir / layout.MATRIX)
+    options = PlanOptions(
+        python=ctx.python,
+        platform_spec=spec,
+        emulate=ctx.request.emulate,
+        suites=ctx.request.suites,
+        keyword=ctx.request.keyword,
+        workers=ctx.threads.workers,
+        workers_asked=ctx.request.workers,
+        seed=ctx.request.seed,
+        shard=ctx.request.shard,
+        durations=write_durations(ctx),
+        update_expectations=ctx.request.update_expectations,
+        tests=ctx.request.tests,
+        extra_pytest_args=(*ctx.request.pytest_args, *write_selection(ctx)),
+    )
+    for note in override_notes(ctx.matrix, options):
+        print(f"harness: {note}")
+    ctx.invocations = plan_run(ctx.matrix, ctx.run_dir, ctx.root, options)
+
+
+def write_durations(ctx: RunContext) -> Path | None:
+    """For a shard: this matrix's durations from the history, to balance the shards."""
+    if not ctx.request.shard or ctx.request.dry_run:
+        return None
+    if ctx.request.durations_file:  # a repro balances its shard as the run did
+        return Path(shutil.copy(ctx.request.durations_file, ctx.run_dir / layout.DURATIONS))
+    db = default_db_path()
+    lane = layout.lane_name(ctx.matrix.name, ctx.request.emulate)
+    durations = durations_for(lane, db) if db.is_file() else DurationSet(matrix=lane)
+    path = ctx.run_dir / layout.DURATIONS
+    dump(durations, path)
+    print(
+        f"harness: shard {ctx.request.shard} balanced by {len(durations.durations)} timed "
+        f"tests from {db if db.is_file() else 'no history (every test counts the same)'}"
+    )
+    return path
+
+
+def write_selection(ctx: RunContext) -> tuple[str, ...]:
+    """For --changed-since: this lane's selection as a file every pytest process reads."""
+    if ctx.request.selection is None:
+        return ()
+    path = ctx.run_dir / "select.json"
+    if not ctx.request.dry_run:
+        dump_lane(ctx.request.selection, path)
+    return (f"--harness-select={path}",)
+
+
+def print_plan(ctx: RunContext) -> None:
+    """The commands a developer can paste: ``docker run`` lines for a docker run."""
+    if ctx.use_docker:
+        for inv in ctx.invocations:
+            line = docker_command_line(ctx.matrix, inv, run_dir=ctx.run_dir, env=ctx.env,
+                                       writable_checkout=ctx.request.update_expectations)
+            print(f"[{inv.suite}] {shlex.join(line)}")
+        return
+    for inv in ctx.invocations:
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(mask_env(dict(inv.env)).items()))
+        where = f"cd {shlex.quote(str(inv.cwd))} && " if inv.cwd else ""
+        print(f"[{inv.suite}] {where}{env} {shlex.join(inv.argv)}")

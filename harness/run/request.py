@@ -1,0 +1,71 @@
+"""What ``harness run`` was asked (RunRequest) and what its steps have decided so far
+(RunContext): the data every step reads and writes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.matrix.model import Matrix
+from harness.results.manifest import ManifestWriter
+from harness.results.outcome import SuiteOutcome
+from harness.run.threads import ThreadPlan
+from harness.runners.invocation import Invocation
+from harness.select.rules import LaneSelection
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRequest:
+    matrix: str
+    suites: tuple[str, ...] = ()
+    keyword: str | None = None
+    emulate: bool = False
+    workers: int | None = None
+    reports: Path | None = None
+    dry_run: bool = False
+    python: str = "matrix"  # "matrix" (per-matrix venv) | "current" | a path
+    docker: bool | None = None  # None: the matrix's runtime.docker decides
+    keep_container: bool = False
+    shard: str | None = None
+    seed: int = 0
+    update_expectations: bool = False
+    allow_empty: bool = False  # a suite that ran no test passes (else it is exit 1)
+    command_line: tuple[str, ...] = ()
+    pytest_args: tuple[str, ...] = ()  # `harness run ... -- ARGS`: after the suite's own
+    # harness repro: suite -> node ids to run instead of the suite path, the recorded
+    # matrix.json, environment restored from the run, its durations file, its run id.
+    tests: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    platform_file: Path | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    durations_file: Path | None = None
+    repro_of: str | None = None
+    # harness run --changed-since: the commit diffed against, and this lane's selection
+    # (a harness.select.LaneSelection) when only part of the lane is affected.
+    changed_since: str | None = None
+    selection: LaneSelection | None = None
+
+
+@dataclass(kw_only=True)
+class RunContext:
+    request: RunRequest
+    root: Path
+    matrix: Matrix
+    run_id: str = ""
+    run_dir: Path = Path()
+    threads: ThreadPlan | None = None
+    python: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    invocations: list[Invocation] = field(default_factory=list)
+    manifest: ManifestWriter | None = None
+    outcomes: list[SuiteOutcome] = field(default_factory=list)
+    untracked_before: frozenset[str] | None = None
+    write_error: str = ""  # a write that failed for good (full disk, read-only)
+
+    @property
+    def use_docker(self) -> bool:
+        req = self.request.docker
+        if req is None:
+            # Emulation runs on this CPU: the platform's image would need its device.
+            return bool(self.matrix.runtime.docker) and not self.request.emulate
+        return req
