@@ -109,69 +109,74 @@ def override_notes(matrix: Matrix, options: PlanOptions) -> list[str]:
 
 
 def plan_run(matrix: Matrix, run_dir: Path, root: Path, options: PlanOptions) -> list[Invocation]:
-    invocations = []
-    for suite in select_suites(matrix, options.suites):
-        node_ids = options.tests.get(suite.name, ())
-        shard = None if node_ids else options.shard
-        junit = run_dir / layout.junit_rel(suite.name, shard)
-        partial = run_dir / layout.partial_rel(suite.name, shard)
-        place = suite_place(suite, root)
-        targets = [str(place.rootdir / n) for n in node_ids] or [str(place.target)]
-        argv: list[str] = [options.python, "-m", "pytest", *targets]
-        # Loads the plugin whether or not this interpreter has the entry point.
-        argv += ["-p", "harness.pytest_entry"]
-        argv += [
-            "--platform",
-            options.platform_spec,
-            f"--junitxml={junit}",
-            "-o",
-            "junit_family=xunit1",
-            "-o",
-            f"junit_suite_name={suite.name}",
-            "-p",
-            "no:cacheprovider",
-            f"--rootdir={place.rootdir}",
-            f"--harness-seed={options.seed}",
-            f"--harness-partial={partial}",
-            f"--timeout={matrix.runtime.test_timeout_s}",
-            "-q",
-            "-ra",  # every skip, xfail and failure with its reason in the log
-        ]
-        if options.emulate:
-            argv.append("--emulate")
-        workers = (
-            options.workers if suite.workers == "auto" else min(int(suite.workers), options.workers)
-        )
-        if workers > 1:
-            argv += ["-n", str(workers)]
-        if suite.markers:
-            argv += ["-m", suite.markers]
-        keyword = " and ".join(f"({k})" for k in (suite.k, options.keyword) if k)
-        if keyword:
-            argv += ["-k", keyword]
-        if shard:
-            argv += [f"--harness-shard={shard}"]
-            if options.durations:
-                argv += [f"--harness-durations={options.durations}"]
-        if options.update_expectations:
-            argv.append("--update-expectations")
-        argv += list(suite.pytest_args)
-        argv += list(options.extra_pytest_args)
-        env = {"HARNESS_TIER": suite.tier}
-        invocations.append(
-            Invocation(
-                suite=suite.name,
-                argv=tuple(argv),
-                env=env,
-                junit=junit,
-                log=run_dir / layout.log_rel(suite.name, shard),
-                partial=partial,
-                timeout_s=float(suite.timeout_s or matrix.runtime.step_timeout_s),
-                workers=max(1, workers),
-                shard=shard,
-                rootdir=place.rootdir,
-                cwd=place.cwd,
-                max_skip_ratio=float(suite.max_skip_ratio),
-            )
-        )
-    return invocations
+    return [plan_suite(matrix, suite, run_dir, root, options)
+            for suite in select_suites(matrix, options.suites)]
+
+
+def plan_suite(matrix: Matrix, suite: Suite, run_dir: Path, root: Path,
+               options: PlanOptions) -> Invocation:
+    node_ids = options.tests.get(suite.name, ())
+    shard = None if node_ids else options.shard
+    junit = run_dir / layout.junit_rel(suite.name, shard)
+    partial = run_dir / layout.partial_rel(suite.name, shard)
+    place = suite_place(suite, root)
+    targets = [str(place.rootdir / n) for n in node_ids] or [str(place.target)]
+    workers = (
+        options.workers if suite.workers == "auto" else min(int(suite.workers), options.workers)
+    )
+    argv: list[str] = [options.python, "-m", "pytest", *targets]
+    # Loads the plugin whether or not this interpreter has the entry point.
+    argv += ["-p", "harness.pytest_entry"]
+    argv += [
+        "--platform",
+        options.platform_spec,
+        f"--junitxml={junit}",
+        "-o",
+        "junit_family=xunit1",
+        "-o",
+        f"junit_suite_name={suite.name}",
+        "-p",
+        "no:cacheprovider",
+        f"--rootdir={place.rootdir}",
+        f"--harness-seed={options.seed}",
+        f"--harness-partial={partial}",
+        f"--timeout={matrix.runtime.test_timeout_s}",
+        "-q",
+        "-ra",  # every skip, xfail and failure with its reason in the log
+    ]
+    argv += _selection_args(suite, options, workers, shard)
+    return Invocation(
+        suite=suite.name,
+        argv=tuple(argv),
+        env={"HARNESS_TIER": suite.tier},
+        junit=junit,
+        log=run_dir / layout.log_rel(suite.name, shard),
+        partial=partial,
+        timeout_s=float(suite.timeout_s or matrix.runtime.step_timeout_s),
+        workers=max(1, workers),
+        shard=shard,
+        rootdir=place.rootdir,
+        cwd=place.cwd,
+        max_skip_ratio=float(suite.max_skip_ratio),
+    )
+
+
+def _selection_args(suite: Suite, options: PlanOptions, workers: int,
+                    shard: str | None) -> list[str]:
+    """What narrows or spreads one suite's run: emulation, workers, markers, -k, the shard,
+    then the suite's own pytest arguments and the run's."""
+    argv = ["--emulate"] if options.emulate else []
+    if workers > 1:
+        argv += ["-n", str(workers)]
+    if suite.markers:
+        argv += ["-m", suite.markers]
+    keyword = " and ".join(f"({k})" for k in (suite.k, options.keyword) if k)
+    if keyword:
+        argv += ["-k", keyword]
+    if shard:
+        argv += [f"--harness-shard={shard}"]
+        if options.durations:
+            argv += [f"--harness-durations={options.durations}"]
+    if options.update_expectations:
+        argv.append("--update-expectations")
+    return [*argv, *suite.pytest_args, *options.extra_pytest_args]
