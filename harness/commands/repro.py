@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.commands.run import add_runner_options
+
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
@@ -47,21 +49,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="interpreter: the matrix's venv (default), the current one, or a path",
     )
     p.add_argument("--reports", type=Path, metavar="DIR", help="reports folder (default: reports/)")
-    docker = p.add_mutually_exclusive_group()
-    docker.add_argument(
-        "--docker",
-        dest="docker",
-        action="store_true",
-        default=None,
-        help="run in the platform's container (default: as the run did)",
-    )
-    docker.add_argument(
-        "--local",
-        dest="docker",
-        action="store_false",
-        help="run locally even if the run used docker",
-    )
-    p.add_argument("--keep-container", action="store_true", help="keep the container for debugging")
+    add_runner_options(p, docker_help="run in the platform's container (default: as the run did)",
+                       local_help="run locally even if the run used docker")
     p.add_argument(
         "--trust-run-folder",
         action="store_true",

@@ -13,6 +13,16 @@ from harness.results import layout
 _SHARD = re.compile(r"^(\d+)/(\d+)$")
 
 
+def add_runner_options(p: argparse.ArgumentParser, *, docker_help: str, local_help: str) -> None:
+    """--docker / --local (one of them; neither: the default decides) and --keep-container,
+    for ``harness run`` and ``harness repro``."""
+    docker = p.add_mutually_exclusive_group()
+    docker.add_argument("--docker", dest="docker", action="store_true", default=None,
+                        help=docker_help)
+    docker.add_argument("--local", dest="docker", action="store_false", help=local_help)
+    p.add_argument("--keep-container", action="store_true", help="keep the container for debugging")
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "run",
@@ -46,21 +56,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="matrix|current|PATH",
         help="interpreter: the matrix's venv (default), the current one, or a path",
     )
-    docker = p.add_mutually_exclusive_group()
-    docker.add_argument(
-        "--docker",
-        dest="docker",
-        action="store_true",
-        default=None,
-        help="run in the platform's container",
-    )
-    docker.add_argument(
-        "--local",
-        dest="docker",
-        action="store_false",
-        help="run locally even if the matrix defaults to docker",
-    )
-    p.add_argument("--keep-container", action="store_true", help="keep the container for debugging")
+    add_runner_options(p, docker_help="run in the platform's container",
+                       local_help="run locally even if the matrix defaults to docker")
     p.add_argument("--shard", metavar="I/N", help="run only shard I of N (1-based)")
     p.add_argument(
         "--report",

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ConfigError, UsageError
-from harness.matrix import Matrix, Tol, list_matrices, load_matrix, repo_root
+from harness.matrix import Matrix, list_matrices, load_matrix, repo_root
 from harness.matrix.merge import merge
+from harness.matrix.model import Tol
 from harness.matrix.yamlsafe import ldict, llist
 
 ROOT = repo_root()
