@@ -27,14 +27,11 @@ MODULE_EXCEPTIONS: dict[str, str] = {
 }
 # "path::function" -> why it is longer
 FUNCTION_EXCEPTIONS: dict[str, str] = {
-    "commands/repro.py::register": "argparse declarations, one per option",
-    "commands/run.py::register": "argparse declarations, one per option",
     "history/ingest.py::ingest_paths": "one transaction over parse, write and skip bookkeeping",
     "matrix/build.py::build": "one keyword per matrix field",
     "matrix/checks.py::check_semantics": "a flat list of independent checks",
     "reports/build.py::build_report": "report assembly; to be split into sections",
     "reports/charts.py::line_chart": "SVG geometry in one place",
-    "run/plan.py::plan_run": "the argv of one invocation, built in order",
     "runners/docker.py::run_one": "one container's life: start, exec, salvage, stop",
     "runners/local.py::classify": "one exit-status table",
 }
