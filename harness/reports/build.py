@@ -30,6 +30,7 @@ from harness.reports.model import (
     Lane,
     Report,
     SkipChange,
+    Streak,
     SuiteCell,
     TestRow,
     Tonight,
@@ -55,6 +56,7 @@ class _Runs:
     """
 
     def __init__(self, db: sqlite3.Connection, since: str, until: str) -> None:
+        self.start, self.until = since, until
         self.by_lane: dict[str, list[tuple[int, str]]] = defaultdict(list)
         self.rows: dict[int, tuple[str, str, str, str | None, str | None, str | None]] = {}
         self.members: dict[int, list[int]] = {}
@@ -366,6 +368,44 @@ def _known_failures(
     return found
 
 
+def _changes(
+    db: sqlite3.Connection, runs: _Runs, lanes: list[str]
+) -> tuple[list[Change], list[Change], list[Streak]]:
+    """Per lane: what its last night broke and fixed against the night before, and streaks."""
+    regressions: list[Change] = []
+    fixes: list[Change] = []
+    streaks: list[Streak] = []
+    for lane in lanes:
+        lane_runs = runs.by_lane.get(lane, [])
+        if len(lane_runs) >= 2:
+            got = queries.changes(
+                db, lane, runs.night(lane_runs[-2][0]), runs.night(lane_runs[-1][0])
+            )
+            regressions += got[0]
+            fixes += got[1]
+        streaks += queries.streaks(db, lane, lane_runs)
+    return regressions, fixes, streaks
+
+
+def _report_lanes(runs: _Runs, lanes: list[str]) -> list[Lane]:
+    out = []
+    for lane in lanes:
+        rid = runs.latest(lane)
+        row = runs.rows.get(rid) if rid is not None else None
+        out.append(
+            Lane(
+                lane,
+                row[2] if row else lane,
+                len(runs.by_lane.get(lane, [])),
+                row[0] if row else None,
+                runs.by_lane[lane][-1][1] if row else None,
+                row[3] if row else None,
+                row[4] if row else None,
+            )
+        )
+    return out
+
+
 def build_report(
     db_path: Path,
     *,
@@ -376,7 +416,6 @@ def build_report(
     warn: Callable[[str], None] = lambda line: None,
 ) -> Report:
     now = now or dt.datetime.now(dt.UTC)
-    start, until = _iso(now - since), _iso(now)
     warnings: list[str] = []
 
     def note(line: str) -> None:
@@ -385,77 +424,51 @@ def build_report(
 
     db = connect(db_path, create=False)
     try:
-        runs = _Runs(db, start, until)
+        runs = _Runs(db, _iso(now - since), _iso(now))
         facts = _lane_facts(runs, load_declared(matrices, note) if declared else {}, note)
-        lanes = sorted(set(runs.by_lane) | set(facts))
-        latest = runs.latest_map(lanes)
-        suites, suite_grid = _suite_grid(db, runs, lanes, facts)
-        grid = _test_grid(db, runs, lanes)
-        capabilities, uncovered = _capabilities(db, runs, lanes, facts)
-        regressions: list[Change] = []
-        fixes: list[Change] = []
-        streaks = []
-        for lane in lanes:
-            lane_runs = runs.by_lane.get(lane, [])
-            if len(lane_runs) >= 2:
-                got = queries.changes(
-                    db, lane, runs.night(lane_runs[-2][0]), runs.night(lane_runs[-1][0])
-                )
-                regressions += got[0]
-                fixes += got[1]
-            streaks += queries.streaks(db, lane, lane_runs)
-        flaky = queries.flaky(db, runs.ids)
-        infra = queries.infra_events(db, runs.ids)
-        report_lanes = []
-        for lane in lanes:
-            rid = runs.latest(lane)
-            row = runs.rows.get(rid) if rid is not None else None
-            report_lanes.append(
-                Lane(
-                    lane,
-                    row[2] if row else lane,
-                    len(runs.by_lane.get(lane, [])),
-                    row[0] if row else None,
-                    runs.by_lane[lane][-1][1] if row else None,
-                    row[3] if row else None,
-                    row[4] if row else None,
-                )
-            )
-        report = Report(
-            generated=_iso(dt.datetime.now(dt.UTC)),
-            since=start,
-            until=until,
-            database=str(db_path),
-            headline="",
-            lanes=report_lanes,
-            suites=suites,
-            suite_grid=suite_grid,
-            test_grid=grid,
-            test_rows_total=len(grid),
-            capabilities=capabilities,
-            uncovered=uncovered,
-            regressions=regressions,
-            fixes=fixes,
-            streaks=streaks,
-            flaky=flaky,
-            infra=infra,
-            headroom=_headroom(db, latest),
-            error_trends=queries.error_trends(db, runs.ids),
-            pass_rates=queries.pass_rates(db, runs.ids),
-            fusion=queries.fusion_drift(db, runs.ids),
-            known_failures=_known_failures(db, runs, facts, now.date()),
-            tonight=Tonight(
-                regressions,
-                fixes,
-                _new_infra(runs, lanes, infra),
-                _skipping(db, runs, lanes, suite_grid),
-            ),
-            warnings=warnings,
-        )
+        report = _assemble(db, runs, facts, now=now, database=str(db_path), warnings=warnings)
     finally:
         db.close()
     report.headline = headline(report)
     return report
+
+
+def _assemble(db: sqlite3.Connection, runs: _Runs, facts: dict[str, MatrixFacts], *,
+              now: dt.datetime, database: str, warnings: list[str]) -> Report:
+    """Every section of the report, from the runs of the window and the declared facts."""
+    lanes = sorted(set(runs.by_lane) | set(facts))
+    suites, suite_grid = _suite_grid(db, runs, lanes, facts)
+    grid = _test_grid(db, runs, lanes)
+    capabilities, uncovered = _capabilities(db, runs, lanes, facts)
+    regressions, fixes, streaks = _changes(db, runs, lanes)
+    infra = queries.infra_events(db, runs.ids)
+    return Report(
+        generated=_iso(dt.datetime.now(dt.UTC)),
+        since=runs.start,
+        until=runs.until,
+        database=database,
+        headline="",
+        lanes=_report_lanes(runs, lanes),
+        suites=suites,
+        suite_grid=suite_grid,
+        test_grid=grid,
+        test_rows_total=len(grid),
+        capabilities=capabilities,
+        uncovered=uncovered,
+        regressions=regressions,
+        fixes=fixes,
+        streaks=streaks,
+        flaky=queries.flaky(db, runs.ids),
+        infra=infra,
+        headroom=_headroom(db, runs.latest_map(lanes)),
+        error_trends=queries.error_trends(db, runs.ids),
+        pass_rates=queries.pass_rates(db, runs.ids),
+        fusion=queries.fusion_drift(db, runs.ids),
+        known_failures=_known_failures(db, runs, facts, now.date()),
+        tonight=Tonight(regressions, fixes, _new_infra(runs, lanes, infra),
+                        _skipping(db, runs, lanes, suite_grid)),
+        warnings=warnings,
+    )
 
 
 def headline(report: Report) -> str:

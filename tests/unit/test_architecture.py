@@ -30,7 +30,6 @@ FUNCTION_EXCEPTIONS: dict[str, str] = {
     "history/ingest.py::ingest_paths": "one transaction over parse, write and skip bookkeeping",
     "matrix/build.py::build": "one keyword per matrix field",
     "matrix/checks.py::check_semantics": "a flat list of independent checks",
-    "reports/build.py::build_report": "report assembly; to be split into sections",
     "reports/charts.py::line_chart": "SVG geometry in one place",
     "runners/docker.py::run_one": "one container's life: start, exec, salvage, stop",
     "runners/local.py::classify": "one exit-status table",
