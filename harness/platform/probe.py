@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from harness.errors import InfraError
@@ -136,6 +136,31 @@ def parse_s390x(text: str) -> dict[str, Any]:
 PARSERS = {"nvidia-smi": parse_nvidia_smi, "amd-smi": parse_amd_smi,
            "xpu-smi": parse_xpu_smi, "lscpu": parse_lscpu, "s390x": parse_s390x}
 VENDOR_WORD = {"nvidia-smi": "NVIDIA GPU", "amd-smi": "AMD GPU", "xpu-smi": "Intel GPU"}
+
+
+class ProbeFailed(InfraError):
+    """No command of the probe answered (unlike a fingerprint that contradicts the matrix)."""
+
+
+# Runs one probe command where the probe runs (here, or in the container): its exit code
+# (0 when it answered) and its output, or why it could not run.
+CommandRunner = Callable[[list[str]], tuple[int, str]]
+
+
+def probe(kind: str, expect: Mapping[str, Any], run: CommandRunner) -> dict[str, Any]:
+    """The one probe walk: the kind's commands in turn until one answers, its output parsed
+    and checked against ``expect``. ProbeFailed with the last reason when none answers."""
+    if kind in ("none", ""):
+        return {"kind": "none"}
+    last = ""
+    for argv in COMMANDS[kind]:
+        code, text = run(argv)
+        if code == 0:
+            fingerprint = PARSERS[kind](text)
+            check(kind, expect, fingerprint)
+            return fingerprint
+        last = text
+    raise ProbeFailed(f"probe {kind}: {last}")
 
 
 def check(kind: str, expect: Mapping[str, Any], fingerprint: Mapping[str, Any]) -> None:

@@ -6,37 +6,30 @@ import shutil
 import subprocess
 from typing import Any
 
-from harness.errors import InfraError
 from harness.matrix.model import Matrix
-from harness.platform.probe import COMMANDS, PARSERS, check
+from harness.platform.probe import probe
 from harness.process.run import run_captured
 
 PROBE_TIMEOUT_S = 60
 
 
+def run_here(argv: list[str]) -> tuple[int, str]:
+    """One probe command on this machine: (0, its output), or (non-zero, why not)."""
+    if shutil.which(argv[0]) is None:
+        return 127, f"{argv[0]} not found"
+    try:
+        done = run_captured(argv, timeout_s=PROBE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return 124, f"{argv[0]} did not answer within {PROBE_TIMEOUT_S} s"
+    if done.returncode == 0:
+        return 0, done.stdout
+    return done.returncode or 1, f"{argv[0]} exited {done.returncode}: {done.stderr.strip()[:200]}"
+
+
 def run_probe(kind: str) -> dict[str, Any]:
-    """The fingerprint the probe reports here; InfraError when the tool is absent or fails."""
-    if kind == "none":
-        return {"kind": "none"}
-    attempts = COMMANDS[kind]
-    last = ""
-    for argv in attempts:
-        if shutil.which(argv[0]) is None:
-            last = f"{argv[0]} not found"
-            continue
-        try:
-            done = run_captured(argv, timeout_s=PROBE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            last = f"{argv[0]} did not answer within {PROBE_TIMEOUT_S} s"
-            continue
-        if done.returncode == 0:
-            return PARSERS[kind](done.stdout)
-        last = f"{argv[0]} exited {done.returncode}: {done.stderr.strip()[:200]}"
-    raise InfraError(f"probe {kind}: {last}")
+    """The fingerprint the probe reports here, unchecked; InfraError when no tool answers."""
+    return probe(kind, {}, run_here)
 
 
 def probe_and_check(matrix: Matrix) -> dict[str, Any]:
-    fingerprint = run_probe(matrix.probe.kind)
-    if matrix.probe.kind != "none":
-        check(matrix.probe.kind, matrix.probe.expect, fingerprint)
-    return fingerprint
+    return probe(matrix.probe.kind, matrix.probe.expect, run_here)

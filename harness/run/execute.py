@@ -72,7 +72,7 @@ def probe_step(ctx: RunContext) -> None:
     if ctx.request.emulate or ctx.use_docker:
         return
     assert ctx.manifest is not None
-    fingerprint = probe_and_check(ctx.matrix)
+    fingerprint = ctx.fingerprint or probe_and_check(ctx.matrix)  # once per run
     ctx.manifest.update(device_fingerprint=fingerprint)
 
 

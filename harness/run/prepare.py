@@ -77,7 +77,7 @@ def preflight_step(ctx: RunContext) -> None:
         # A CPU matrix that expects a vendor or flags (zen) probes in milliseconds: before
         # its environment is built, not after.
         try:
-            probe_and_check(ctx.matrix)
+            ctx.fingerprint = probe_and_check(ctx.matrix)  # probe_step records it
         except InfraError as error:
             raise InfraError(
                 f"{error}; to run the {ctx.matrix.name} profile on this CPU: {command} --emulate"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness.matrix.model import Matrix
 from harness.results.manifest import ManifestWriter
@@ -61,6 +62,7 @@ class RunContext:
     outcomes: list[SuiteOutcome] = field(default_factory=list)
     untracked_before: frozenset[str] | None = None
     write_error: str = ""  # a write that failed for good (full disk, read-only)
+    fingerprint: dict[str, Any] | None = None  # the local device probe's, once taken
 
     @property
     def use_docker(self) -> bool:
