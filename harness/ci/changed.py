@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.ci.pipeline import CiTarget
+from harness.select.rules import Selection
 from harness.shard.durations import durations_for
 
 # lane -> the durations file of that lane, or None where there is no history
@@ -39,7 +40,7 @@ def selected_share(lane: Any, durations: Any) -> tuple[float, str] | None:
     return sum(s for t, s in timed.items() if s > 0 and lane.selects(t)) / total, source
 
 
-def pr_targets(targets: Sequence[CiTarget], selection: Any,
+def pr_targets(targets: Sequence[CiTarget], selection: Selection,
                durations: Durations) -> tuple[list[CiTarget], list[str]]:
     """The affected lanes' targets and one note line per lane (kept or dropped, why)."""
     kept: list[CiTarget] = []

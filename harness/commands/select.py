@@ -10,8 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.select.rules import Rule, Selection
 
 
 def register(subparsers: Any) -> None:
@@ -52,14 +56,14 @@ def cmd_select(args: argparse.Namespace) -> int:
     return 0
 
 
-def _rule_text(rule: Any) -> str:
+def _rule_text(rule: Rule) -> str:
     if rule.kind == "module":
         return f"tests in {rule.path}"
     ops = ", ".join(rule.ops) if rule.ops else "every op"
     return f"tests running provider {rule.provider} ({ops})"
 
 
-def render(selection: Any, *, explain: bool) -> list[str]:
+def render(selection: Selection, *, explain: bool) -> list[str]:
     lines = [f"harness select: {len(selection.changed)} changed file(s) since "
              f"{selection.ref[:12]}"]
     lines += [f"  {path}" for path in selection.changed]
@@ -84,8 +88,8 @@ def render(selection: Any, *, explain: bool) -> list[str]:
     return lines
 
 
-def _grouped(rules: Any, explain: bool) -> list[str]:
-    seen: dict[str, list[Any]] = {}
+def _grouped(rules: Iterable[Rule], explain: bool) -> list[str]:
+    seen: dict[str, list[Rule]] = {}
     for rule in rules:
         seen.setdefault(_rule_text(rule), []).append(rule)
     lines = []
@@ -96,7 +100,7 @@ def _grouped(rules: Any, explain: bool) -> list[str]:
     return lines
 
 
-def render_tests(selection: Any, root: Path, python: str, *, explain: bool) -> list[str]:
+def render_tests(selection: Selection, root: Path, python: str, *, explain: bool) -> list[str]:
     from harness.matrix import load_matrix
     from harness.select.collect import collect
 

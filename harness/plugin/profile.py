@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from harness.matrix.model import Matrix
@@ -54,5 +54,4 @@ def load_profile(spec: str, *, emulate: bool) -> Profile:
 
     root_env = os.environ.get("HARNESS_ROOT")
     root = Path(root_env) if root_env else None
-    matrix: Any = load_matrix(spec, root=root)
-    return Profile(matrix=matrix, emulate=emulate)
+    return Profile(matrix=load_matrix(spec, root=root), emulate=emulate)
