@@ -22,7 +22,6 @@ ENTRY_MODULES = {"__init__", "__main__", "cli", "errors"}
 # path relative to harness/ -> why it is longer
 MODULE_EXCEPTIONS: dict[str, str] = {
     "matrix/schema.py": "the declared keys of a matrix, one table; splitting it scatters them",
-    "reports/build.py": "report assembly; to be split into sections",
     "results/manifest.py": "the typed run record and its reader; to be split",
 }
 # "path::function" -> why it is longer
@@ -31,8 +30,6 @@ FUNCTION_EXCEPTIONS: dict[str, str] = {
     "matrix/build.py::build": "one keyword per matrix field",
     "matrix/checks.py::check_semantics": "a flat list of independent checks",
     "reports/charts.py::line_chart": "SVG geometry in one place",
-    "runners/docker.py::run_one": "one container's life: start, exec, salvage, stop",
-    "runners/local.py::classify": "one exit-status table",
 }
 
 

@@ -1,0 +1,179 @@
+"""The grids of the report: platform x suite, test x platform, and the suites that
+started skipping or failing for infrastructure since the night before."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+
+from harness.reports import queries
+from harness.reports.ids import shorten
+from harness.reports.matrices import MatrixFacts
+from harness.reports.model import (
+    MISSING,
+    NEVER_RAN,
+    SKIPPING,
+    InfraEvent,
+    SkipChange,
+    SuiteCell,
+    TestRow,
+)
+from harness.reports.runs import Runs
+
+MOSTLY_SKIPPED_RATIO = 0.5  # the fallback until the run records its own verdict
+_MOSTLY = ("mostly-skipped", "mostly_skipped")
+_STATUS_RANK = {"error": 0, "failed": 1, "xpass": 2, "skipped": 3, "xfail": 4, "passed": 5}
+
+
+def _suite_cells(
+    db: sqlite3.Connection, run_lane: dict[int, str]
+) -> dict[tuple[str, str], SuiteCell]:
+    """The suites that ran in the given runs, with their counts and state."""
+    seen: dict[tuple[str, str], SuiteCell] = {}
+    verdict: dict[tuple[str, str], bool] = {}
+    for run, name, status, sig, reason, case_status, count, duration in db.execute(
+        "SELECT s.run, s.name, s.status, s.infra_signature, s.reason, c.status, count(c.status),"
+        " coalesce(sum(c.duration), 0) FROM suites s"
+        " LEFT JOIN cases c ON c.run = s.run AND c.suite = s.id"
+        f" WHERE s.run IN ({queries.ids(run_lane)}) GROUP BY s.id, c.status"
+    ):
+        lane = run_lane[run]
+        cell = seen.get((lane, name))
+        if cell is None:
+            state = "infra" if sig else "passed"
+            text = f"{sig}: {reason}" if sig and reason else (sig or reason or status or "")
+            cell = seen[(lane, name)] = SuiteCell(lane, name, state, {}, 0.0, text)
+            verdict[(lane, name)] = status in _MOSTLY
+        if case_status:
+            cell.counts[case_status] = cell.counts.get(case_status, 0) + int(count)
+            cell.duration_s += float(duration)
+    for ident, cell in seen.items():
+        total, skipped = cell.total, cell.counts.get("skipped", 0)
+        if cell.state == "infra":
+            continue
+        if cell.counts.get("failed", 0) + cell.counts.get("error", 0):
+            cell.state = "failed"
+        elif total == 0:
+            cell.state, cell.reason = "empty", cell.reason or "no test cases"
+        elif skipped == total:
+            cell.state = "all-skipped"
+        elif verdict[ident]:
+            cell.state = "mostly-skipped"
+        elif skipped / total > MOSTLY_SKIPPED_RATIO:
+            cell.state = "mostly-skipped"
+            cell.reason = cell.reason or f"{skipped} of {total} skipped (over half)"
+    return seen
+
+
+def suite_grid(
+    db: sqlite3.Connection, runs: Runs, lanes: list[str], facts: dict[str, MatrixFacts]
+) -> tuple[list[str], list[SuiteCell]]:
+    seen = _suite_cells(db, runs.latest_map(lanes))
+    names = {name for _, name in seen}
+    for item in facts.values():
+        names.update(item.suites)
+    suites = sorted(names)
+    cells: list[SuiteCell] = []
+    for lane in lanes:
+        declared = facts[lane].suites if lane in facts else []
+        for name in suites:
+            cell = seen.get((lane, name))
+            if cell is not None:
+                cells.append(cell)
+            elif name in declared:
+                why = (
+                    "declared; no run in the window"
+                    if runs.latest(lane) is None
+                    else "declared; did not run in the latest run"
+                )
+                cells.append(SuiteCell(lane, name, "absent", {}, 0.0, why))
+            else:
+                cells.append(SuiteCell(lane, name, "undeclared", {}, 0.0, "not in the matrix"))
+    return suites, cells
+
+
+def skipping(
+    db: sqlite3.Connection, runs: Runs, lanes: list[str], grid: list[SuiteCell]
+) -> list[SkipChange]:
+    previous = {
+        member: lane
+        for lane in lanes
+        if len(lane_runs := runs.by_lane.get(lane, [])) >= 2
+        for member in runs.night(lane_runs[-2][0])
+    }
+    before = _suite_cells(db, previous)
+    had_before = set(previous.values())
+    return [
+        SkipChange(
+            cell.lane,
+            cell.suite,
+            cell.state,
+            cell.counts.get("skipped", 0),
+            cell.total,
+            (old.state if (old := before.get((cell.lane, cell.suite))) else "absent")
+            if cell.lane in had_before
+            else None,
+            cell.reason,
+        )
+        for cell in grid
+        if cell.state in SKIPPING
+    ]
+
+
+def new_infra(runs: Runs, lanes: list[str], events: list[InfraEvent]) -> list[InfraEvent]:
+    """Infrastructure failures of each lane's latest night that the night before lacked."""
+
+    def keys(rid: int) -> set[str]:
+        return {runs.rows[member][0] for member in runs.night(rid)}
+
+    latest: dict[str, set[str]] = {}
+    previous: dict[str, set[str]] = {}
+    for lane in lanes:
+        nights = runs.by_lane.get(lane, [])
+        if nights:
+            latest[lane] = keys(nights[-1][0])
+        if len(nights) >= 2:
+            previous[lane] = keys(nights[-2][0])
+    seen_before = {
+        (e.lane, e.scope, e.name, e.signature)
+        for e in events
+        if e.run in previous.get(e.lane, set())
+    }
+    return [
+        e
+        for e in events
+        if e.run in latest.get(e.lane, set())
+        and (e.lane, e.scope, e.name, e.signature) not in seen_before
+    ]
+
+
+def test_grid(db: sqlite3.Connection, runs: Runs, lanes: list[str]) -> list[TestRow]:
+    seen: dict[str, set[str]] = defaultdict(set)
+    for lane, key in db.execute(
+        "SELECT DISTINCT r.lane, t.key FROM cases c JOIN runs r ON r.id = c.run"
+        f" JOIN tests t ON t.id = c.test WHERE c.run IN ({queries.ids(runs.ids)})"
+    ):
+        seen[key].add(lane)
+    latest = runs.latest_map(lanes)
+    rows = {key: TestRow(key, {}) for key in seen}
+    for run, key, status, message in db.execute(
+        "SELECT c.run, t.key, c.status, c.message FROM cases c JOIN tests t ON t.id = c.test"
+        f" WHERE c.run IN ({queries.ids(latest)})"
+    ):
+        row, lane = rows[key], latest[run]
+        old = row.cells.get(lane)
+        if old is None or _STATUS_RANK[status] < _STATUS_RANK[old]:
+            row.cells[lane] = status
+            if message and status != "passed":
+                row.notes[lane] = message.split("\n", 1)[0][:300]
+    for key, row in rows.items():
+        for lane in lanes:
+            if lane not in row.cells:
+                row.cells[lane] = MISSING if lane in seen[key] else NEVER_RAN
+
+    def order(row: TestRow) -> tuple[int, str]:
+        return (min(_STATUS_RANK.get(s, 3) for s in row.cells.values()), row.key)
+
+    for key, short in shorten(rows).items():
+        rows[key].short = short
+    return sorted(rows.values(), key=order)
