@@ -102,7 +102,7 @@ def run_streaming(
             start_new_session=True,
         )
 
-        sink = _Sink(log, log_path, echo, prefix, tail, on_line)
+        sink = LineSink(log, log_path, echo, prefix, tail, on_line)
         reader = threading.Thread(target=sink.pump, args=(proc,), daemon=True)
         reader.start()
         timed_out = interrupted = False
@@ -174,7 +174,7 @@ def run_attached(argv: Sequence[str], *, env: Mapping[str, str]) -> int:
         raise
 
 
-class _Sink:
+class LineSink:
     """Where the child's lines go: the tail, the log file, the console.
 
     A failed log write is remembered (``error``) and the pipe is still drained, so the

@@ -25,12 +25,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 from harness.errors import InfraError
 from harness.matrix import repo_root
 from harness.platform import images, probe
-from harness.process.run import TAIL_LINES, ProcResult
-from harness.process.secret_names import masked, scrub
+from harness.process.run import TAIL_LINES, LineSink, ProcResult
+from harness.process.secret_names import masked
 from harness.results import layout
 from harness.results.outcome import Status, SuiteOutcome
 from harness.results.writefail import QuietClose
-from harness.results.writefail import describe as describe_write_failure
 from harness.runners.container import Container, reap_orphans
 from harness.runners.docker_spec import (
     build_spec,
@@ -46,7 +45,7 @@ if TYPE_CHECKING:
     import docker
 
     from harness.matrix.model import Matrix
-    from harness.results.manifest import ManifestWriter
+    from harness.results.manifest_write import ManifestWriter
     from harness.runners.invocation import Invocation
 
 
@@ -147,20 +146,24 @@ def run_invocations(run: DockerRun, invocations: Sequence[Invocation]) -> list[S
 
 
 def _probe(box: Container, matrix: Matrix, user: str) -> dict[str, Any] | None:
-    kind = matrix.probe.kind
-    if kind in ("none", "", None):
+    """The device probe inside the container; a probe that cannot run is only recorded
+    when the matrix expects no device."""
+    if matrix.probe.kind in ("none", "", None):
         return None
-    last = ""
-    for argv in probe.COMMANDS[kind]:
+
+    def run_in_box(argv: list[str]) -> tuple[int, str]:
         code, text = box.run_quick(argv, user=user)
         if code == 0:
-            fingerprint = probe.PARSERS[kind](text)
-            probe.check(kind, matrix.probe.expect, fingerprint)
-            return fingerprint
-        last = text.strip().splitlines()[-1] if text.strip() else f"exit {code}"
-    if int(matrix.probe.expect.get("min_devices", 0) or 0) == 0:
-        return {"kind": kind, "error": last}
-    raise InfraError(f"probe: {kind} failed in the container: {last}")
+            return 0, text
+        return code or 1, text.strip().splitlines()[-1] if text.strip() else f"exit {code}"
+
+    try:
+        return probe.probe(matrix.probe.kind, matrix.probe.expect, run_in_box)
+    except probe.ProbeFailed as failed:
+        last = str(failed).removeprefix(f"probe {matrix.probe.kind}: ")
+        if int(matrix.probe.expect.get("min_devices", 0) or 0) == 0:
+            return {"kind": matrix.probe.kind, "error": last}
+        raise InfraError(f"probe: {matrix.probe.kind} failed in the container: {last}") from None
 
 
 def _oom_kills(box: Container) -> int | None:
@@ -182,40 +185,20 @@ def run_one(box: Container, inv: Invocation, base_env: Mapping[str, str], user: 
     inv.junit.parent.mkdir(parents=True, exist_ok=True)
     inv.log.parent.mkdir(parents=True, exist_ok=True)
     env = dict(base_env) | dict(inv.env)
-    tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
-    prefix = f"[{inv.suite}] "
     argv = list(argv or inv.argv)
     # The counter is read only where a limit is set: each read is one more exec.
     ooms_before = _oom_kills(box) if box.options.get("mem_limit") else None
-    write_error = ""
-    echo: TextIO | None = out
     with QuietClose(inv.log.open("a", encoding="utf-8", buffering=1)) as log:
         shown = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(masked(env).items()))
         log.write(f"$ docker exec {box.name} env {shown} {shlex.join(argv)}\n")
         log.flush()
-
-        def on_line(line: str) -> None:
-            # Never raises: the reader thread must keep draining the exec's output.
-            nonlocal write_error, echo
-            line = scrub(line)
-            tail.append(line)
-            if not write_error:
-                try:
-                    log.write(line + "\n")
-                    log.flush()
-                except OSError as error:
-                    write_error = describe_write_failure(error, str(inv.log))
-            if echo is not None:
-                try:
-                    echo.write(prefix + line + "\n")
-                    echo.flush()
-                except (OSError, ValueError):
-                    echo = None  # the terminal is gone (SIGHUP)
-
+        # Never raises: the reader thread must keep draining the exec's output.
+        sink = LineSink(log, inv.log, out, f"[{inv.suite}] ",
+                        collections.deque(maxlen=TAIL_LINES))
         workdir = str(inv.cwd or box.options.get("working_dir", "/"))
         result = box.exec(argv, env=env, workdir=workdir,
-                          user=user, on_line=on_line, timeout_s=inv.timeout_s,
-                          stop_requested=lambda: bool(write_error))
+                          user=user, on_line=sink.line, timeout_s=inv.timeout_s,
+                          stop_requested=lambda: bool(sink.error))
         code = result.exit_code
         notes = []
         if result.timed_out:
@@ -231,10 +214,10 @@ def run_one(box: Container, inv: Invocation, base_env: Mapping[str, str], user: 
                 notes.append("harness: killed by the out-of-memory killer "
                              f"(mem_limit {box.options.get('mem_limit', 'none')})")
         for note in notes:
-            on_line(note)
+            sink.line(note)
     proc = ProcResult(exit_code=code, duration_s=result.duration_s,
                       timed_out=result.timed_out, interrupted=result.interrupted,
-                      write_error=write_error, tail=list(tail))
+                      write_error=sink.error, tail=list(sink.tail))
     outcome = classify(inv, proc)
     extra = [n.removeprefix("harness: ") for n in notes if "step timeout" not in n]
     if extra:

@@ -51,23 +51,7 @@ def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
             if not is_write_failure(error):
                 raise
     code = result.exit_code
-    crashed = code is not None and (code < 0 or code in (134, 137, 139))
-    cause = ""
-    status: Status
-    if result.write_error:
-        status, cause = Status.WRITE_FAILED, result.write_error
-    elif result.interrupted:
-        status, cause = Status.INTERRUPTED, cancel.describe()
-    elif result.timed_out:
-        status, cause = Status.TIMEOUT, f"timeout: step ran past {inv.timeout_s:g} s and was killed"
-    elif crashed:
-        status, cause = Status.CRASHED, f"crashed: {describe_exit(code)}"
-    elif not inv.junit.is_file():
-        status, cause = Status.NO_JUNIT, f"pytest {describe_exit(code)} without writing JUnit"
-    elif code in (2, 3, 4):
-        status, cause = Status.ERROR, f"pytest usage or internal error ({describe_exit(code)})"
-    else:
-        status = Status.PASSED
+    status, cause = _how_it_ended(inv, result)
     try:
         if cause:
             if inv.junit.is_file():
@@ -111,6 +95,25 @@ def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
         mostly_skipped=mostly,
         skip_reasons=skips.reasons_as_data() if skips is not None else [],
     )
+
+
+def _how_it_ended(inv: Invocation, result: ProcResult) -> tuple[Status, str]:
+    """The status the process's end implies before its JUnit is read, and why (empty when
+    it ended as pytest does)."""
+    code = result.exit_code
+    if result.write_error:
+        return Status.WRITE_FAILED, result.write_error
+    if result.interrupted:
+        return Status.INTERRUPTED, cancel.describe()
+    if result.timed_out:
+        return Status.TIMEOUT, f"timeout: step ran past {inv.timeout_s:g} s and was killed"
+    if code is not None and (code < 0 or code in (134, 137, 139)):
+        return Status.CRASHED, f"crashed: {describe_exit(code)}"
+    if not inv.junit.is_file():
+        return Status.NO_JUNIT, f"pytest {describe_exit(code)} without writing JUnit"
+    if code in (2, 3, 4):
+        return Status.ERROR, f"pytest usage or internal error ({describe_exit(code)})"
+    return Status.PASSED, ""
 
 
 def run_invocations(
