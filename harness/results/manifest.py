@@ -1,18 +1,18 @@
 """manifest.json, the typed run record: what ran, where, how, and how it ended.
 
-Written by the runners (rewritten atomically after every step, so a crash or Ctrl-C
-still leaves an accurate record) and read by repro, history ingest and the report
-through :meth:`RunRecord.from_json`, which checks every field and names the bad one.
+Written through ``manifest_write.ManifestWriter`` (rewritten atomically after every
+step, so a crash or Ctrl-C still leaves an accurate record) and read by repro, history
+ingest and the report through :meth:`RunRecord.from_json`, which checks every field and
+names the bad one.
 Paths inside the run folder are stored relative to it, so a folder downloaded as a CI
 artifact still points at its own files.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,10 +23,6 @@ from harness.results import layout
 SCHEMA = 2
 STATUSES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 T = TypeVar("T")
-
-
-def now() -> str:
-    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 @dataclass(kw_only=True)
@@ -321,8 +317,8 @@ class _Reader:
             exit_code=g(data, "exit_code", int, None, path),
             duration_s=float(g(data, "duration_s", (int, float), 0.0, path)),
             reason=g(data, "reason", str, "", path),
-            junit=_relative(g(data, "junit", str, "", path)) or layout.junit_rel(name, shard),
-            log=_relative(g(data, "log", str, "", path)) or layout.log_rel(name, shard),
+            junit=inside_run(g(data, "junit", str, "", path)) or layout.junit_rel(name, shard),
+            log=inside_run(g(data, "log", str, "", path)) or layout.log_rel(name, shard),
             shard=shard,
             counts=Counts.of(counts),
             log_tail=self.strings(g(data, "log_tail", list, [], path), f"{path}log_tail"),
@@ -334,21 +330,7 @@ class _Reader:
         )
 
 
-# Where CI systems put the id of the build a job belongs to (all its jobs share it).
-_BUILD_VARIABLES = ("HARNESS_BUILD", "BUILDKITE_BUILD_ID", "GITHUB_RUN_ID", "CI_PIPELINE_ID",
-                    "BUILD_TAG")
-
-
-def build_id(env: Mapping[str, str]) -> str | None:
-    """The CI build of this job, so that the shards of one build are one night."""
-    for name in _BUILD_VARIABLES:
-        if env.get(name):
-            attempt = env.get("GITHUB_RUN_ATTEMPT") if name == "GITHUB_RUN_ID" else None
-            return env[name] + (f".{attempt}" if attempt else "")
-    return None
-
-
-def _relative(path: str) -> str:
+def inside_run(path: str) -> str:
     """Schema 1 stored absolute paths: keep the part inside the run folder."""
     if not path or not os.path.isabs(path):
         return path
@@ -358,67 +340,3 @@ def _relative(path: str) -> str:
             index = len(parts) - 1 - parts[::-1].index(marker)
             return "/".join(parts[index:])
     return Path(path).name
-
-
-class ManifestWriter:
-    """Holds a run's record and rewrites manifest.json after every change."""
-
-    def __init__(self, run_dir: Path, record: RunRecord,
-                 mask: Callable[[str], str] = lambda text: text) -> None:
-        self.run_dir = run_dir
-        self.path = run_dir / layout.MANIFEST
-        self.record = record
-        self._mask = mask
-        self.write()
-
-    def write(self) -> None:
-        tmp = self.path.with_suffix(".json.tmp")
-        try:  # a failed write (a full disk) leaves the last good manifest in place
-            tmp.write_text(self._mask(self.record.to_json()), encoding="utf-8")
-            os.replace(tmp, self.path)
-        finally:
-            tmp.unlink(missing_ok=True)
-
-    def update(self, **fields: Any) -> None:
-        for key, value in fields.items():
-            if not hasattr(self.record, key):
-                raise AttributeError(f"RunRecord has no field {key!r}")
-            setattr(self.record, key, value)
-        self.write()
-
-    def add_outcome(self, outcome: Any) -> None:
-        """Record a runner's SuiteOutcome (absolute paths made relative to the run)."""
-        self.record.suites.append(suite_record(outcome, self.run_dir))
-        self.write()
-
-    def finish(self, *, status: str, exit_code: int, infra_error: InfraFailure | None) -> None:
-        self.update(status=status, exit_code=exit_code, infra_error=infra_error, ended=now())
-
-
-def suite_record(outcome: Any, run_dir: Path) -> SuiteRecord:
-    def rel(path: str | Path) -> str:
-        if not path:
-            return ""
-        try:
-            return Path(path).resolve().relative_to(run_dir.resolve()).as_posix()
-        except ValueError:
-            return _relative(str(path))
-
-    return SuiteRecord(
-        suite=outcome.suite,
-        status=str(outcome.status.value),
-        exit_code=outcome.exit_code,
-        duration_s=round(float(outcome.duration_s), 3),
-        reason=outcome.reason,
-        junit=rel(outcome.junit),
-        log=layout.log_rel(outcome.suite, outcome.shard),
-        shard=outcome.shard,
-        counts=Counts.of(outcome.counts),
-        log_tail=list(outcome.log_tail),
-        skip_ratio=getattr(outcome, "skip_ratio", None),
-        mostly_skipped=bool(getattr(outcome, "mostly_skipped", False)),
-        skip_reasons=[
-            SkipReason(reason=str(r["reason"]), count=int(r["count"]))
-            for r in getattr(outcome, "skip_reasons", [])
-        ],
-    )

@@ -13,7 +13,8 @@ from harness.platform.probe_local import probe_and_check
 from harness.process.secret_names import masked as mask_env
 from harness.process.secret_names import register_secrets, scrub
 from harness.results import layout
-from harness.results.manifest import GitRef, ManifestWriter, MatrixRef, RunRecord, build_id, now
+from harness.results.manifest import GitRef, MatrixRef, RunRecord
+from harness.results.manifest_write import ManifestWriter, build_id, now
 from harness.results.outcome import SuiteOutcome
 from harness.run.progress import Progress, folder_estimates, history_estimates
 from harness.run.request import RunContext

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.matrix.model import Matrix
-from harness.results.manifest import ManifestWriter
+from harness.results.manifest_write import ManifestWriter
 from harness.results.outcome import SuiteOutcome
 from harness.run.threads import ThreadPlan
 from harness.runners.invocation import Invocation

@@ -1,0 +1,104 @@
+"""Writing manifest.json: the run's record, rewritten atomically after every step (so a
+crash or Ctrl-C still leaves an accurate record), its suites' outcomes made relative to
+the run folder, and the CI build the run belongs to."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.results import layout
+from harness.results.manifest import (
+    Counts,
+    InfraFailure,
+    RunRecord,
+    SkipReason,
+    SuiteRecord,
+    inside_run,
+)
+from harness.results.outcome import SuiteOutcome
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+# Where CI systems put the id of the build a job belongs to (all its jobs share it).
+_BUILD_VARIABLES = ("HARNESS_BUILD", "BUILDKITE_BUILD_ID", "GITHUB_RUN_ID", "CI_PIPELINE_ID",
+                    "BUILD_TAG")
+
+
+def build_id(env: Mapping[str, str]) -> str | None:
+    """The CI build of this job, so that the shards of one build are one night."""
+    for name in _BUILD_VARIABLES:
+        if env.get(name):
+            attempt = env.get("GITHUB_RUN_ATTEMPT") if name == "GITHUB_RUN_ID" else None
+            return env[name] + (f".{attempt}" if attempt else "")
+    return None
+
+
+class ManifestWriter:
+    """Holds a run's record and rewrites manifest.json after every change."""
+
+    def __init__(self, run_dir: Path, record: RunRecord,
+                 mask: Callable[[str], str] = lambda text: text) -> None:
+        self.run_dir = run_dir
+        self.path = run_dir / layout.MANIFEST
+        self.record = record
+        self._mask = mask
+        self.write()
+
+    def write(self) -> None:
+        tmp = self.path.with_suffix(".json.tmp")
+        try:  # a failed write (a full disk) leaves the last good manifest in place
+            tmp.write_text(self._mask(self.record.to_json()), encoding="utf-8")
+            os.replace(tmp, self.path)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def update(self, **fields: Any) -> None:
+        for key, value in fields.items():
+            if not hasattr(self.record, key):
+                raise AttributeError(f"RunRecord has no field {key!r}")
+            setattr(self.record, key, value)
+        self.write()
+
+    def add_outcome(self, outcome: SuiteOutcome) -> None:
+        """Record a runner's SuiteOutcome (absolute paths made relative to the run)."""
+        self.record.suites.append(suite_record(outcome, self.run_dir))
+        self.write()
+
+    def finish(self, *, status: str, exit_code: int, infra_error: InfraFailure | None) -> None:
+        self.update(status=status, exit_code=exit_code, infra_error=infra_error, ended=now())
+
+
+def suite_record(outcome: SuiteOutcome, run_dir: Path) -> SuiteRecord:
+    def rel(path: str | Path) -> str:
+        if not path:
+            return ""
+        try:
+            return Path(path).resolve().relative_to(run_dir.resolve()).as_posix()
+        except ValueError:
+            return inside_run(str(path))
+
+    return SuiteRecord(
+        suite=outcome.suite,
+        status=str(outcome.status.value),
+        exit_code=outcome.exit_code,
+        duration_s=round(float(outcome.duration_s), 3),
+        reason=outcome.reason,
+        junit=rel(outcome.junit),
+        log=layout.log_rel(outcome.suite, outcome.shard),
+        shard=outcome.shard,
+        counts=Counts.of(outcome.counts),
+        log_tail=list(outcome.log_tail),
+        skip_ratio=getattr(outcome, "skip_ratio", None),
+        mostly_skipped=bool(getattr(outcome, "mostly_skipped", False)),
+        skip_reasons=[
+            SkipReason(reason=str(r["reason"]), count=int(r["count"]))
+            for r in getattr(outcome, "skip_reasons", [])
+        ],
+    )
