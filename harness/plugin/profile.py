@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.matrix import load_matrix
+
 if TYPE_CHECKING:
     from harness.matrix.model import Matrix
 
@@ -50,8 +52,6 @@ class Profile:
 
 def load_profile(spec: str, *, emulate: bool) -> Profile:
     """Load a profile from a matrix name, a matrix YAML path, or a resolved matrix JSON."""
-    from harness.matrix import load_matrix
-
     root_env = os.environ.get("HARNESS_ROOT")
     root = Path(root_env) if root_env else None
     return Profile(matrix=load_matrix(spec, root=root), emulate=emulate)

@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
+from harness.errors import UsageError
 from harness.matrix.known_failures import Entry, entries_for, glob_to_regex, match
+from harness.plugin.failure_signature import mismatch
 from harness.plugin.profile import Profile
 from harness.results.junit_read import NODEID_PROPERTY
 
@@ -158,8 +160,6 @@ class HarnessSession:
         needed = [c for m in item.iter_markers("requires") for c in m.args]
         for cap in needed:
             if not self.profile.known(cap):
-                from harness.errors import UsageError
-
                 try:
                     self.profile.has(cap)
                 except UsageError as error:
@@ -227,8 +227,6 @@ class HarnessSession:
         report = outcome.get_result()
         if not hasattr(report, "wasxfail"):
             return  # it failed anyway (strict xfail that passed, or not turned into one)
-        from harness.plugin.failure_signature import mismatch
-
         exc = call.excinfo.value
         types = [cls.__name__ for cls in type(exc).__mro__]
         why = mismatch(entry.expect, types, str(exc), item.user_properties)
@@ -288,8 +286,6 @@ class HarnessSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _add_runtime_properties(self) -> None:
-        import sys
-
         from _pytest.junitxml import xml_key
 
         xml = self.config.stash.get(xml_key, None)
