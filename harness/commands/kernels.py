@@ -67,19 +67,15 @@ def _in_interpreter(matrix: Matrix, args: argparse.Namespace) -> int:
 
     from harness.matrix import repo_root
     from harness.platform.cache import cache_root
+    from harness.platform.doctor import require_device
     from harness.process.run import run_attached
     from harness.roots import import_path
+    from harness.run.venvs import interpreter
     from harness.runners.suite_env import suite_env
 
-    if args.python == "matrix":
-        from harness.platform.doctor import require_device
-        from harness.run.venvs import matrix_python
-
-        if not args.emulate:
-            require_device(matrix, command=f"harness kernels --matrix {args.matrix}")
-        python = str(matrix_python(matrix, emulate=args.emulate))
-    else:
-        python = args.python
+    if args.python == "matrix" and not args.emulate:
+        require_device(matrix, command=f"harness kernels --matrix {args.matrix}")
+    python = interpreter(args.python, matrix, emulate=args.emulate)
     argv = [python, "-m", "harness", "kernels", "--matrix", args.matrix, "--python", "current"]
     argv += [f"--op={op}" for op in args.op]
     argv += [f"--dtype={args.dtype}"] if args.dtype else []

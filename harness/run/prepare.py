@@ -9,7 +9,6 @@ import os
 import secrets
 import shlex
 import shutil
-import sys
 from pathlib import Path
 
 from harness.errors import InfraError
@@ -24,7 +23,7 @@ from harness.roots import import_path
 from harness.run.plan import PlanOptions, override_notes, plan_run, select_suites
 from harness.run.request import RunContext
 from harness.run.threads import cpu_budget, plan_threads
-from harness.run.venvs import matrix_python
+from harness.run.venvs import interpreter
 from harness.runners.docker import docker_command_line
 from harness.runners.suite_env import suite_env
 from harness.select import dump_lane
@@ -103,18 +102,12 @@ def prepare_run_dir(ctx: RunContext) -> None:
 
 
 def choose_python(ctx: RunContext) -> None:
-    choice = ctx.request.python
     if ctx.use_docker:
-        ctx.python = "python3"
-    elif choice == "current":
-        ctx.python = sys.executable
-    elif choice == "matrix":
-        # Under --emulate: the emulation's environment (a CPU torch), not the device's.
-        ctx.python = str(
-            matrix_python(ctx.matrix, emulate=ctx.request.emulate, build=not ctx.request.dry_run)
-        )
-    else:
-        ctx.python = choice
+        ctx.python = "python3"  # the image's
+        return
+    # Under --emulate: the emulation's environment (a CPU torch), not the device's.
+    ctx.python = interpreter(ctx.request.python, ctx.matrix, emulate=ctx.request.emulate,
+                             build=not ctx.request.dry_run)
 
 
 def build_env(ctx: RunContext) -> None:

@@ -81,6 +81,17 @@ def matrix_python(matrix: Matrix, *, emulate: bool, build: bool = True) -> Path:
     return ensure_venv(pins, cache_root(matrix), label=lane_name(matrix.name, emulate))
 
 
+def interpreter(choice: str, matrix: Matrix, *, emulate: bool, build: bool = True) -> str:
+    """The interpreter ``--python CHOICE`` names for a local run (harness run, repro,
+    kernels): ``matrix`` (the matrix's environment, see matrix_python), ``current`` (this
+    one), or a path as given."""
+    if choice == "current":
+        return sys.executable
+    if choice == "matrix":
+        return str(matrix_python(matrix, emulate=emulate, build=build))
+    return choice
+
+
 def ensure_venv(
     requirements: Sequence[str], cache_root: Path, *, label: str = "", echo: bool = True
 ) -> Path:
