@@ -1,0 +1,127 @@
+"""The steps of ``harness run``, in-process, with their exact output and exit codes.
+
+The end-to-end path (real suites, real run folders) is tests/integration/test_cli_run.py;
+here each step is called on its own over a RunContext.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from harness.errors import InfraError, TestsFailed
+from harness.matrix import load_matrix, repo_root
+from harness.results import layout
+from harness.results.manifest import MatrixRef, RunRecord
+from harness.results.manifest_write import ManifestWriter
+from harness.results.outcome import Status, SuiteOutcome
+from harness.run import workflow
+from harness.run.finish import finish
+from harness.run.prepare import print_config
+from harness.run.request import RunContext, RunRequest
+
+
+def context(tmp_path: Path, **request: object) -> RunContext:
+    asked = {"matrix": "cpu", "suites": ("platform",), "python": "current", "docker": False,
+             "reports": tmp_path} | request
+    return RunContext(request=RunRequest(**asked), root=repo_root(),  # type: ignore[arg-type]
+                      matrix=load_matrix("cpu"))
+
+
+def test_print_config_says_what_will_run(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    ctx = context(tmp_path, seed=7, shard="2/3")
+    print_config(ctx)
+    m = ctx.matrix
+    assert capsys.readouterr().out.splitlines() == [
+        f"harness: matrix cpu from {m.file} (hash {m.hash[:12]})",
+        f"harness: {m.hardware}; {m.device}",
+        "harness: suites platform",
+        "harness: runner local; seed 7; shard 2/3",
+    ]
+
+
+def test_a_dry_run_runs_the_prepare_steps_and_prints_the_plan(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ctx = context(tmp_path, dry_run=True)
+    assert workflow.run_workflow(ctx) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (inv,) = ctx.invocations
+    assert lines[-1].startswith("[platform] ") and lines[-1].endswith(shlex.join(inv.argv))
+    assert ctx.env["PYTHONDONTWRITEBYTECODE"] == "1" and ctx.threads is not None
+    assert not tmp_path.joinpath("cpu").exists()  # a dry run writes nothing
+
+
+def _finished(tmp_path: Path, outcomes: list[SuiteOutcome], **request: object) -> RunContext:
+    ctx = context(tmp_path, **request)
+    ctx.run_dir = tmp_path / "run"
+    ctx.run_dir.mkdir(parents=True)
+    record = RunRecord(run_id="r", matrix=MatrixRef(name="cpu", hash="h", file="f"),
+                       family="cpu", emulate=False, runner="local")
+    ctx.manifest = ManifestWriter(ctx.run_dir, record)
+    for outcome in outcomes:
+        ctx.outcomes.append(outcome)
+        ctx.manifest.add_outcome(outcome)
+    return ctx
+
+
+def _outcome(status: Status, **counts: int) -> SuiteOutcome:
+    return SuiteOutcome(suite="platform", status=status, exit_code=0, duration_s=1.0,
+                        reason="step ran past 5 s" if status is Status.TIMEOUT else "",
+                        counts=counts)
+
+
+def _recorded(ctx: RunContext) -> tuple[str, int | None]:
+    record = RunRecord.read(ctx.run_dir)
+    return record.status, record.exit_code
+
+
+def test_finish_passes_a_passing_run(tmp_path: Path) -> None:
+    ctx = _finished(tmp_path, [_outcome(Status.PASSED, passed=3)])
+    assert finish(ctx) == 0
+    assert _recorded(ctx) == ("passed", 0)
+
+
+def test_finish_fails_on_a_failed_test_with_one_line(tmp_path: Path) -> None:
+    ctx = _finished(tmp_path, [_outcome(Status.FAILED, passed=2, failed=1)])
+    with pytest.raises(TestsFailed) as raised:
+        finish(ctx)
+    assert str(raised.value) == f"tests failed; see {ctx.run_dir}"
+    assert _recorded(ctx) == ("failed", 1)
+
+
+def test_finish_fails_a_suite_that_ran_nothing_unless_allowed(tmp_path: Path) -> None:
+    ctx = _finished(tmp_path, [_outcome(Status.NO_TESTS)])
+    with pytest.raises(TestsFailed) as raised:
+        finish(ctx)
+    assert str(raised.value) == (
+        f"no test ran in platform (--allow-empty to accept); see {ctx.run_dir}"
+    )
+    assert _recorded(ctx) == ("no-tests", 1)
+    allowed = _finished(tmp_path / "allowed", [_outcome(Status.NO_TESTS)], allow_empty=True)
+    assert finish(allowed) == 0
+
+
+def test_finish_names_the_suite_of_an_infrastructure_failure(tmp_path: Path) -> None:
+    ctx = _finished(tmp_path, [_outcome(Status.TIMEOUT, passed=1)])
+    with pytest.raises(InfraError) as raised:
+        finish(ctx)
+    assert str(raised.value) == f"platform: step ran past 5 s (run folder {ctx.run_dir})"
+    assert _recorded(ctx) == ("error", 3)
+    assert (ctx.run_dir / layout.MANIFEST).is_file()
+
+
+def test_the_pipeline_is_the_declared_lists_in_order() -> None:
+    names = [[s.__name__ for s in steps] for steps in
+             (workflow.PREPARE, workflow.START, workflow.RUN, workflow.FINISH)]
+    assert names == [
+        ["print_config", "preflight_step", "plan_threads_step", "prepare_run_dir",
+         "choose_python", "build_env", "plan_step"],
+        ["start_manifest", "snapshot_checkout"],
+        ["check_caches", "probe_step", "execute"],
+        ["collect_torch_version", "merge_step", "record_new_files", "print_table",
+         "report_unmatched"],
+    ]
