@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from dataclasses import dataclass
 from html import escape
 
 PALETTE = (
@@ -59,42 +60,77 @@ def line_chart(
     """Series of (ISO time, value) on a time axis: axes with ticks and units, one point per
     run, a legend. When no series has two points there is no line to draw: a sentence says
     what there is instead of an empty frame."""
+    sentence = _no_line(series, title, y_format)
+    if sentence is not None:
+        return sentence
     values = [v for _, points in series for _, v in points]
-    if not values:
-        return f'<p class="note muted">{escape(title)}: no runs in the window.</p>'
-    if max(len(points) for _, points in series) < 2:
-        first = min(label for _, points in series for label, _ in points)
-        each = ", ".join(
-            f"{escape(name)} {escape(y_format.format(points[-1][1]))}"
-            for name, points in series
-            if points
-        )
-        return (
-            f'<p class="note" id="single-night">One night so far ({escape(first[:10])}): '
-            f"{each}. The chart over nights appears from the second night.</p>"
-        )
-    low = min(values) if y_min is None else y_min
-    high = max(values) if y_max is None else y_max
     times = [_epoch(label) for _, points in series for label, _ in points]
-    t_min, t_max = min(times), max(times)
-    span = t_max - t_min
-    left, right, top, bottom = 56, 24, 12, 52
     legend_rows = (len(series) + 3) // 4
     height += 16 * legend_rows
-    plot_w, plot_h = width - left - right, height - top - bottom - 16 * legend_rows
-    x0, y0 = left, top + plot_h  # the origin
-
-    def x_of(epoch: float) -> float:
-        return x0 + _scale([epoch], t_min, t_max, plot_w, 10)[0]
-
+    frame = _Frame(low=min(values) if y_min is None else y_min,
+                   high=max(values) if y_max is None else y_max,
+                   t_min=min(times), t_max=max(times), top=12,
+                   plot_w=width - 56 - 24, plot_h=height - 12 - 52 - 16 * legend_rows)
     parts = [
         f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" width="{width}" '
         f'height="{height}" aria-label="{escape(title)}"><title>{escape(title)}</title>',
-        f'<line x1="{x0}" y1="{y0}" x2="{x0 + plot_w}" y2="{y0}" stroke="#666"/>',
-        f'<line x1="{x0}" y1="{top}" x2="{x0}" y2="{y0}" stroke="#666"/>',
+        *_axes(frame, x_label, y_label, y_format),
     ]
-    for step in range(5):  # y ticks and grid lines
-        value = low + (high - low) * step / 4
+    for index, (name, points) in enumerate(series):
+        parts += _series(frame, index, name, points, y_format)
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _no_line(series: Sequence[tuple[str, Sequence[tuple[str, float]]]], title: str,
+             y_format: str) -> str | None:
+    """The sentence shown instead of a chart with no line to draw; None when there is one."""
+    if not any(points for _, points in series):
+        return f'<p class="note muted">{escape(title)}: no runs in the window.</p>'
+    if max(len(points) for _, points in series) >= 2:
+        return None
+    first = min(label for _, points in series for label, _ in points)
+    each = ", ".join(
+        f"{escape(name)} {escape(y_format.format(points[-1][1]))}"
+        for name, points in series
+        if points
+    )
+    return (
+        f'<p class="note" id="single-night">One night so far ({escape(first[:10])}): '
+        f"{each}. The chart over nights appears from the second night.</p>"
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Frame:
+    """A line chart's plot area: its value and time ranges and where it sits."""
+
+    low: float
+    high: float
+    t_min: float
+    t_max: float
+    top: int
+    plot_w: int
+    plot_h: int
+    x0: int = 56  # the origin: left margin ...
+
+    @property
+    def y0(self) -> int:  # ... and the bottom of the plot
+        return self.top + self.plot_h
+
+    def x_of(self, epoch: float) -> float:
+        return self.x0 + _scale([epoch], self.t_min, self.t_max, self.plot_w, 10)[0]
+
+
+def _axes(f: _Frame, x_label: str, y_label: str, y_format: str) -> list[str]:
+    """Both axes, the y ticks with their grid lines, the x ticks evenly spaced in time."""
+    x0, y0, plot_w, plot_h = f.x0, f.y0, f.plot_w, f.plot_h
+    parts = [
+        f'<line x1="{x0}" y1="{y0}" x2="{x0 + plot_w}" y2="{y0}" stroke="#666"/>',
+        f'<line x1="{x0}" y1="{f.top}" x2="{x0}" y2="{y0}" stroke="#666"/>',
+    ]
+    for step in range(5):
+        value = f.low + (f.high - f.low) * step / 4
         y = y0 - plot_h * step / 4
         parts.append(
             f'<line x1="{x0 - 4}" y1="{y:.1f}" x2="{x0 + plot_w}" y2="{y:.1f}" '
@@ -102,10 +138,10 @@ def line_chart(
             f'<text x="{x0 - 6}" y="{y + 4:.1f}" text-anchor="end">'
             f"{escape(y_format.format(value))}</text>"
         )
-    ticks = 6
-    for step in range(ticks):  # x ticks, evenly spaced in time
-        epoch = t_min + span * step / (ticks - 1)
-        x = x_of(epoch)
+    ticks, span = 6, f.t_max - f.t_min
+    for step in range(ticks):
+        epoch = f.t_min + span * step / (ticks - 1)
+        x = f.x_of(epoch)
         parts.append(
             f'<line x1="{x:.1f}" y1="{y0}" x2="{x:.1f}" y2="{y0 + 4}" stroke="#666"/>'
             f'<text x="{x:.1f}" y="{y0 + 16}" text-anchor="middle">'
@@ -114,32 +150,36 @@ def line_chart(
     parts.append(
         f'<text x="{x0 + plot_w / 2:.1f}" y="{y0 + 34}" text-anchor="middle">'
         f"{escape(x_label)}</text>"
-        f'<text transform="translate(14 {top + plot_h / 2:.1f}) rotate(-90)" '
+        f'<text transform="translate(14 {f.top + plot_h / 2:.1f}) rotate(-90)" '
         f'text-anchor="middle">{escape(y_label)}</text>'
     )
-    for index, (name, points) in enumerate(series):
-        colour = PALETTE[index % len(PALETTE)]
-        xs = [x_of(_epoch(label)) for label, _ in points]
-        ys = [y0 - y for y in _scale([v for _, v in points], low, high, plot_h, 0)]
-        coords = " ".join(f"{x:.1f},{y:.1f}" for x, y in zip(xs, ys, strict=True))
+    return parts
+
+
+def _series(f: _Frame, index: int, name: str, points: Sequence[tuple[str, float]],
+            y_format: str) -> list[str]:
+    """One series: its line, a point per run with its value, and its legend entry."""
+    colour = PALETTE[index % len(PALETTE)]
+    xs = [f.x_of(_epoch(label)) for label, _ in points]
+    ys = [f.y0 - y for y in _scale([v for _, v in points], f.low, f.high, f.plot_h, 0)]
+    coords = " ".join(f"{x:.1f},{y:.1f}" for x, y in zip(xs, ys, strict=True))
+    parts = [
+        f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{coords}">'
+        f"<title>{escape(name)}</title></polyline>"
+    ]
+    for x, y, (label, value) in zip(xs, ys, points, strict=True):
         parts.append(
-            f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{coords}">'
-            f"<title>{escape(name)}</title></polyline>"
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{colour}">'
+            f"<title>{escape(name)} {escape(label)}: "
+            f"{escape(y_format.format(value))}</title></circle>"
         )
-        for x, y, (label, value) in zip(xs, ys, points, strict=True):
-            parts.append(
-                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{colour}">'
-                f"<title>{escape(name)} {escape(label)}: "
-                f"{escape(y_format.format(value))}</title></circle>"
-            )
-        lx = x0 + 175 * (index % 4)
-        ly = y0 + 50 + 16 * (index // 4)
-        parts.append(
-            f'<circle cx="{lx + 5}" cy="{ly - 4}" r="4" fill="{colour}"/>'
-            f'<text x="{lx + 14}" y="{ly}" class="legend">{escape(name)}</text>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)
+    lx = f.x0 + 175 * (index % 4)
+    ly = f.y0 + 50 + 16 * (index // 4)
+    parts.append(
+        f'<circle cx="{lx + 5}" cy="{ly - 4}" r="4" fill="{colour}"/>'
+        f'<text x="{lx + 14}" y="{ly}" class="legend">{escape(name)}</text>'
+    )
+    return parts
 
 
 def sparkline(
