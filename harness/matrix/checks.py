@@ -63,6 +63,27 @@ def check_semantics(merged: LDict, refs: list[_Ref], *, shapes_ok: bool) -> list
             )
     if shapes_ok:
         _check_catalog_cycles(merged, catalog, errors)
+    _check_loader_keys(merged, errors)
+    if merged.get("abstract") is True:
+        return list(errors)
+    _check_required(merged, errors, shapes_ok=shapes_ok)
+    if not shapes_ok:
+        return list(errors)
+    provides = set(get(merged, "capabilities.provides") or ())
+    family, device = merged.get("family"), merged.get("device")
+    if family in FAMILY_DEVICE and device is not None and FAMILY_DEVICE[family] != device:
+        errors.add(
+            merged,
+            "device",
+            f"family {family} runs on torch device {FAMILY_DEVICE[family]!r}, got {device!r}",
+        )
+    _check_kernels(merged, provides, errors)
+    _check_numerics(merged, provides, errors)
+    return list(errors)
+
+
+def _check_loader_keys(merged: LDict, errors: _Errors) -> None:
+    """Keys the loader sets (a matrix's own file, a known failure's file and line)."""
     for key in LOADER_KEYS:
         if get(merged, key) is not None:
             errors.add(merged, key, "set by the loader; remove it from the matrix file")
@@ -79,8 +100,10 @@ def check_semantics(merged: LDict, refs: list[_Ref], *, shapes_ok: bool) -> list
                     "set by the loader; remove it from the matrix file",
                     at,
                 )
-    if merged.get("abstract") is True:
-        return list(errors)
+
+
+def _check_required(merged: LDict, errors: _Errors, *, shapes_ok: bool) -> None:
+    """What a concrete (not abstract) matrix must set, and every suite's path."""
     for path in S.CONCRETE_REQUIRED:
         if get(merged, path) in (None, "", []):
             parent = path.rpartition(".")[0]
@@ -91,7 +114,7 @@ def check_semantics(merged: LDict, refs: list[_Ref], *, shapes_ok: bool) -> list
                 where_of(merged, parent) if parent else (merged.at[0], None),
             )
     if not shapes_ok:
-        return list(errors)
+        return
     for suite, entry in (merged.get("suites") or {}).items():
         if "path" not in entry:
             errors.add(
@@ -100,17 +123,6 @@ def check_semantics(merged: LDict, refs: list[_Ref], *, shapes_ok: bool) -> list
                 "missing required key",
                 where_of(merged, f"suites.{suite}"),
             )
-    provides = set(get(merged, "capabilities.provides") or ())
-    family, device = merged.get("family"), merged.get("device")
-    if family in FAMILY_DEVICE and device is not None and FAMILY_DEVICE[family] != device:
-        errors.add(
-            merged,
-            "device",
-            f"family {family} runs on torch device {FAMILY_DEVICE[family]!r}, got {device!r}",
-        )
-    _check_kernels(merged, provides, errors)
-    _check_numerics(merged, provides, errors)
-    return list(errors)
 
 
 def _check_catalog_cycles(merged: LDict, catalog: dict[str, Any], errors: _Errors) -> None:

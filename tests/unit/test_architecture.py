@@ -27,7 +27,6 @@ MODULE_EXCEPTIONS: dict[str, str] = {
 FUNCTION_EXCEPTIONS: dict[str, str] = {
     "history/ingest.py::ingest_paths": "one transaction over parse, write and skip bookkeeping",
     "matrix/build.py::build": "one keyword per matrix field",
-    "matrix/checks.py::check_semantics": "a flat list of independent checks",
 }
 
 
