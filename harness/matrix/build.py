@@ -80,10 +80,8 @@ def known_failures(raw: list[Any], source: Any) -> tuple[KnownFailure, ...]:
     return tuple(out)
 
 
-def build(resolved: dict[str, Any], *, name: str, file: str, source: LDict | None = None) -> Matrix:
-    """``resolved`` is plain (see ``plain``); ``source`` the located merge, when known."""
-    r = resolved
-    catalog = {
+def _catalog(r: dict[str, Any]) -> dict[str, CapabilityDef]:
+    return {
         cap: CapabilityDef(
             name=cap,
             parent=d.get("parent"),
@@ -93,11 +91,20 @@ def build(resolved: dict[str, Any], *, name: str, file: str, source: LDict | Non
         )
         for cap, d in _map(r.get("capability_catalog")).items()
     }
-    tol = _map(r.get("tolerances"))
+
+
+def _image(r: dict[str, Any]) -> Image:
     image = _kw(r.get("image"))
     image["downloads"] = tuple(Download(**d) for d in image.get("downloads", ()))
     image.setdefault("dockerfile", None)
     image.setdefault("base", None)
+    return Image(**image)
+
+
+def build(resolved: dict[str, Any], *, name: str, file: str, source: LDict | None = None) -> Matrix:
+    """``resolved`` is plain (see ``plain``); ``source`` the located merge, when known."""
+    r = resolved
+    tol = _map(r.get("tolerances"))
     suites = {
         key: Suite(name=key, **_kw(value, ("pytest_args",)))
         for key, value in _map(r.get("suites")).items()
@@ -116,7 +123,7 @@ def build(resolved: dict[str, Any], *, name: str, file: str, source: LDict | Non
         byteorder=r.get("byteorder", "little"),
         capabilities=Capabilities(
             platform=name,
-            catalog=catalog,
+            catalog=_catalog(r),
             provides=frozenset(_map(r.get("capabilities")).get("provides", ())),
         ),
         dtypes=tuple(r.get("dtypes", ())),
@@ -130,7 +137,7 @@ def build(resolved: dict[str, Any], *, name: str, file: str, source: LDict | Non
             origins=_map(tol.get("origins")),
         ),
         python=PythonEnv(**_kw(r.get("python"), ("requirements",))),
-        image=Image(**image),
+        image=_image(r),
         runtime=Runtime(
             **_kw(
                 r.get("runtime"),

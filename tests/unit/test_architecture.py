@@ -26,7 +26,6 @@ MODULE_EXCEPTIONS: dict[str, str] = {
 # "path::function" -> why it is longer
 FUNCTION_EXCEPTIONS: dict[str, str] = {
     "history/ingest.py::ingest_paths": "one transaction over parse, write and skip bookkeeping",
-    "matrix/build.py::build": "one keyword per matrix field",
 }
 
 
