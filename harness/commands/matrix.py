@@ -98,7 +98,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from harness.matrix.schema import json_schema
+    from harness.matrix.json_schema import json_schema
 
     text = json.dumps(json_schema(), indent=2) + "\n"
     if not args.check:

@@ -20,9 +20,7 @@ MAX_LOOSE = 5
 ENTRY_MODULES = {"__init__", "__main__", "cli", "errors"}
 
 # path relative to harness/ -> why it is longer
-MODULE_EXCEPTIONS: dict[str, str] = {
-    "matrix/schema.py": "the declared keys of a matrix, one table; splitting it scatters them",
-}
+MODULE_EXCEPTIONS: dict[str, str] = {}
 # "path::function" -> why it is longer
 FUNCTION_EXCEPTIONS: dict[str, str] = {
     "history/ingest.py::ingest_paths": "one transaction over parse, write and skip bookkeeping",

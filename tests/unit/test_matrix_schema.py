@@ -13,7 +13,7 @@ from harness import cli
 from harness.commands.matrix import SCHEMA_FILE
 from harness.matrix import list_matrices, load_matrix, repo_root
 from harness.matrix.build import plain
-from harness.matrix.schema import json_schema
+from harness.matrix.json_schema import json_schema
 from harness.matrix.yamlsafe import read_yaml
 
 ROOT = repo_root()
