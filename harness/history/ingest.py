@@ -151,18 +151,26 @@ def _not_junit(writer: Writer, run_id: int, file: Parsed, warn: Warn) -> None:
     )
 
 
-def _ingest_run(writer: Writer, run: _Run, files: list[Parsed], warn: Warn) -> int:
-    rec = run.record
-    outcomes = {s.suite: s for s in rec.suites} if rec else {}
-    # The first file's suite properties describe a loose run; read it before the run row.
-    first_cases: list[Prepared] = list(files[0].cases) if files else []
-    first_props: dict[str, str] = {}
+def _first_file_facts(files: list[Parsed]) -> tuple[dict[str, str], str | None]:
+    """The suite properties and start time of a run's first file, as far as read."""
+    props: dict[str, str] = {}
     started: str | None = None
     if files:
         for first in files[0].suites.values():
-            first_props.update(first.properties)
+            props.update(first.properties)
             started = started or _utc(first.timestamp)
-    run_id = writer.insert_run(_run_values(run, first_props, started))
+    return props, started
+
+
+def _ingest_run(writer: Writer, run: _Run, files: list[Parsed], warn: Warn) -> int:
+    rec = run.record
+    outcomes = {s.suite: s for s in rec.suites} if rec else {}
+    # The first file's suite properties describe a loose run (and fill in a run
+    # folder's torch version and start); they are complete once that file is read, so
+    # the run row is written now (the cases need its id) and corrected then: no file
+    # is ever held whole.
+    values = _run_values(run, *_first_file_facts(files))
+    run_id = writer.insert_run(values)
     suites: dict[str, tuple[int, str | None]] = {}  # name -> (id, infra signature)
     total = 0
 
@@ -176,28 +184,43 @@ def _ingest_run(writer: Writer, run: _Run, files: list[Parsed], warn: Warn) -> i
         return found
 
     for index, file in enumerate(files):
-        stream = iter(first_cases if index == 0 else file.cases)
-        head = next(stream, None)  # an empty stream is exhausted: file.suites is final
-        cases: Iterable[Prepared] = () if head is None else itertools.chain([head], stream)
-        if head is None and not file.suites:
-            _not_junit(writer, run_id, file, warn)
-            suite(layout.suite_of(file.path)[0] if rec else file.path.stem, "no-junit")
-            continue
-        if rec is not None:
-            # In a run folder the file names the suite.
-            sid, signature = suite(layout.suite_of(file.path)[0])
-            total += writer.insert_cases(run_id, sid, cases, signature)
-            props: dict[str, str] = {}
-            for found in file.suites.values():
-                props.update(found.properties)
-            writer.set_suite_properties(sid, props)
-        else:
-            # A loose file uses its <testsuite> names, which arrive together per suite.
-            for name, group in itertools.groupby(cases, key=lambda row: row[0]):
-                sid, signature = suite(name)
-                total += writer.insert_cases(run_id, sid, group, signature)
+        total += _ingest_file(writer, run, run_id, file, suite, warn)
+        if index == 0 and (final := _run_values(run, *_first_file_facts(files))) != values:
+            writer.update_run(run_id, final)
     for name in outcomes:  # suites that ran but left no JUnit still count
         suite(name)
+    return total
+
+
+def _ingest_file(
+    writer: Writer,
+    run: _Run,
+    run_id: int,
+    file: Parsed,
+    suite: Callable[..., tuple[int, str | None]],
+    warn: Warn,
+) -> int:
+    stream = iter(file.cases)
+    head = next(stream, None)  # an empty stream is exhausted: file.suites is final
+    if head is None and not file.suites:
+        _not_junit(writer, run_id, file, warn)
+        suite(layout.suite_of(file.path)[0] if run.record else file.path.stem, "no-junit")
+        return 0
+    cases: Iterable[Prepared] = () if head is None else itertools.chain([head], stream)
+    total = 0
+    if run.record is not None:
+        # In a run folder the file names the suite.
+        sid, signature = suite(layout.suite_of(file.path)[0])
+        total += writer.insert_cases(run_id, sid, cases, signature)
+        props: dict[str, str] = {}
+        for found in file.suites.values():
+            props.update(found.properties)
+        writer.set_suite_properties(sid, props)
+    else:
+        # A loose file uses its <testsuite> names, which arrive together per suite.
+        for name, group in itertools.groupby(cases, key=lambda row: row[0]):
+            sid, signature = suite(name)
+            total += writer.insert_cases(run_id, sid, group, signature)
     return total
 
 

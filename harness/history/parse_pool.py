@@ -2,10 +2,13 @@
 
 XML parsing is most of an ingest's CPU time and SQLite takes one writer, so big
 ingests parse in a few worker processes (``serve`` below) while this one writes.
-File ``i`` goes to worker ``i % n`` and its result is read back in order, so the
-database and the warnings do not depend on which worker was quicker; a worker blocked
-on its full stdout pipe waits for the writer, which bounds memory. Small ingests (the
-nightly run, the tests) parse in-process, streaming.
+File ``i`` goes to worker ``i % n`` and its results are read back in order, so the
+database and the warnings do not depend on which worker was quicker. A worker sends
+each file as batches of at most ``BATCH`` prepared cases, then one message with its
+suites and warnings; blocked on its full stdout pipe, it waits for the writer. So
+memory is bounded per case, not per file or testsuite: a 200 MB file of one
+``<testsuite>`` never sits whole in either process. Small ingests (the nightly run,
+the tests) parse in-process, streaming the same way.
 
 Plain ``subprocess`` rather than ``multiprocessing``: no fork of a process holding an
 open database, and no re-import of the caller's ``__main__``.
@@ -13,16 +16,17 @@ open database, and no re-import of the caller's ``__main__``.
 
 from __future__ import annotations
 
+import itertools
 import os
 import pickle
 import signal
 import struct
 import subprocess
 import sys
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import harness
 from harness.errors import InfraError
@@ -33,6 +37,7 @@ Warn = Callable[[str], None]
 # Below this much XML the workers cost more to start than they save.
 POOL_MIN_BYTES = 16 << 20
 MAX_WORKERS = 4
+BATCH = 2048  # prepared cases per message from a worker
 _HEADER = struct.Struct("<Q")
 _WORKER = "from harness.history.parse_pool import serve; serve()"
 _STOP_TIMEOUT_S = 5.0
@@ -40,8 +45,11 @@ _STOP_TIMEOUT_S = 5.0
 
 @dataclass
 class Parsed:
+    """One file's cases, a stream to read once and in file order; ``suites`` is
+    complete once that stream is exhausted."""
+
     path: Path
-    cases: Iterable[Prepared]  # a list from a worker; a stream in-process
+    cases: Iterable[Prepared]
     suites: dict[str, Suite] = field(default_factory=dict)
 
 
@@ -66,18 +74,9 @@ def default_workers(files: Sequence[Path]) -> int:
     return min(spare, MAX_WORKERS, len(files)) if spare >= 2 else 0
 
 
-_Result = tuple[list[Prepared], list[tuple[str, str, str, dict[str, str]]], list[str]]
-
-
-def _unpack(path: Path, result: _Result, warn: Warn) -> Parsed:
-    rows, suite_rows, warnings = result
-    for line in warnings:
-        warn(line)
-    suites = {
-        name: Suite(name=name, timestamp=timestamp, hostname=host, properties=props)
-        for name, timestamp, host, props in suite_rows
-    }
-    return Parsed(path, rows, suites)
+# A worker's messages: ("rows", [prepared, ...]) any number of times, then
+# ("end", [(name, timestamp, hostname, properties), ...], [warning, ...]) per file.
+_Message = tuple[str, list[Any], list[str]]
 
 
 def _in_process(files: Sequence[Path], warn: Warn) -> Generator[Parsed, None, None]:
@@ -86,26 +85,30 @@ def _in_process(files: Sequence[Path], warn: Warn) -> Generator[Parsed, None, No
         yield Parsed(path, map(prepare, reader), reader.suites)
 
 
-def _parse(path: Path) -> _Result:
-    """In a worker: read one file into prepared rows (plain tuples, which pickle fast)."""
+def _messages(path: Path) -> Iterator[_Message]:
+    """In a worker: one file as batches of prepared rows (plain tuples, which pickle
+    fast), then its suites and warnings."""
     warnings: list[str] = []
     reader = JunitReader(path, warnings.append)
-    rows = [prepare(case) for case in reader]
+    rows = map(prepare, reader)
+    while batch := list(itertools.islice(rows, BATCH)):
+        yield "rows", batch, []
     suites = [(s.name, s.timestamp, s.hostname, s.properties) for s in reader.suites.values()]
-    return rows, suites, warnings
+    yield "end", suites, warnings
 
 
 def serve() -> None:
-    """The worker: NUL-separated paths on stdin; a length-prefixed pickle per file out."""
+    """The worker: NUL-separated paths on stdin; length-prefixed pickles out."""
     # Ctrl-C reaches the whole process group; the writer alone decides to stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     paths = [os.fsdecode(raw) for raw in sys.stdin.buffer.read().split(b"\0") if raw]
     out = sys.stdout.buffer
     try:
         for path in paths:
-            data = pickle.dumps(_parse(Path(path)), pickle.HIGHEST_PROTOCOL)
-            out.write(_HEADER.pack(len(data)))
-            out.write(data)
+            for message in _messages(Path(path)):
+                data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+                out.write(_HEADER.pack(len(data)))
+                out.write(data)
             out.flush()
     except BrokenPipeError:
         os._exit(1)  # the writer stopped early and closed the pipe: nothing to report
@@ -139,23 +142,41 @@ def _start(paths: Sequence[Path]) -> subprocess.Popen[bytes]:
     return proc
 
 
+def _received(
+    proc: subprocess.Popen[bytes], path: Path, parsed: Parsed, warn: Warn
+) -> Iterator[Prepared]:
+    """The cases of one file as its worker sends them; fills ``parsed.suites`` at its end."""
+    assert proc.stdout is not None
+    while True:
+        try:
+            size = _HEADER.unpack(_read_exact(proc.stdout, _HEADER.size))[0]
+            kind, items, warnings = pickle.loads(_read_exact(proc.stdout, size))
+        except EOFError:
+            code = proc.wait()
+            raise InfraError(
+                f"JUnit parser worker stopped (exit {code}) before reading {path}"
+            ) from None
+        if kind == "rows":
+            yield from items
+            continue
+        for line in warnings:
+            warn(line)
+        for name, timestamp, host, props in items:
+            parsed.suites[name] = Suite(
+                name=name, timestamp=timestamp, hostname=host, properties=props
+            )
+        return
+
+
 def _pooled(files: Sequence[Path], warn: Warn, workers: int) -> Generator[Parsed, None, None]:
     procs: list[subprocess.Popen[bytes]] = []
     try:
         for index in range(workers):
             procs.append(_start(files[index::workers]))
         for index, path in enumerate(files):
-            proc = procs[index % workers]
-            assert proc.stdout is not None
-            try:
-                size = _HEADER.unpack(_read_exact(proc.stdout, _HEADER.size))[0]
-                result: _Result = pickle.loads(_read_exact(proc.stdout, size))
-            except EOFError:
-                code = proc.wait()
-                raise InfraError(
-                    f"JUnit parser worker stopped (exit {code}) before reading {path}"
-                ) from None
-            yield _unpack(path, result, warn)
+            parsed = Parsed(path, ())
+            parsed.cases = _received(procs[index % workers], path, parsed, warn)
+            yield parsed
     finally:
         for proc in procs:
             if proc.stdout is not None:
@@ -170,7 +191,11 @@ def _pooled(files: Sequence[Path], warn: Warn, workers: int) -> Generator[Parsed
 def parse_files(
     files: Sequence[Path], warn: Warn, workers: int | None = None
 ) -> Generator[Parsed, None, None]:
-    """Each file's cases and suites, in order; ``workers`` None picks by size, 0 in-process."""
+    """Each file's cases and suites, in order; ``workers`` None picks by size, 0 in-process.
+
+    Read each file's ``cases`` to the end before the next file's: a worker's files
+    arrive one after the other on one pipe.
+    """
     count = default_workers(files) if workers is None else min(workers, len(files))
     if count <= 0:
         return _in_process(files, warn)

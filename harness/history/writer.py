@@ -23,6 +23,7 @@ from harness.results.junit_read import COLUMN_PROPERTIES, Case
 _COLUMNS = frozenset(COLUMN_PROPERTIES)
 _FAILED = frozenset({"failed", "error"})
 BARE, PLAIN, FULL = 0, 1, 2
+BATCH = 4096  # rows per executemany
 _INSERTS = (
     "INSERT INTO cases (run, suite, test, status, duration, reruns) VALUES (?,?,?,?,?,?)",
     "INSERT INTO cases (run, suite, test, status, duration, reruns, message, infra_signature)"
@@ -106,6 +107,16 @@ class Writer:
         )
         return int(cursor.lastrowid or 0)
 
+    def update_run(self, run_id: int, values: tuple[Any, ...]) -> None:
+        """Rewrite a run's row (all but ``ingested``) once its first file is read."""
+        self.db.execute(
+            "UPDATE runs SET (run_key, matrix, lane, platform, family, emulate, fingerprint,"
+            " image, git_sha, torch, started, ended, status, exit_code, infra_kind,"
+            " infra_message, infra_signature, source, matrix_json, shard, build)"
+            " = (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) WHERE id = ?",
+            (*values, run_id),
+        )
+
     def insert_suite(
         self, run_id: int, name: str, outcome: dict[str, Any]
     ) -> tuple[int, str | None]:
@@ -140,23 +151,35 @@ class Writer:
     def insert_cases(
         self, run_id: int, suite_id: int, cases: Iterable[Prepared], suite_signature: str | None
     ) -> int:
-        """Insert the prepared cases of one suite; return how many."""
+        """Insert the prepared cases of one suite; return how many. Rows go to the
+        database in batches of ``BATCH``: memory is bounded per case, not per suite."""
         groups: tuple[list[tuple[Any, ...]], ...] = ([], [], [])
         bare = groups[BARE]
         test_ids = self.test_ids
+        executemany = self.db.executemany
         ids: tuple[int, int, int]
+        total = 0
+        pending = 0
         for _, nodeid, key, params, kind, status, message, tail in cases:
             ids = (run_id, suite_id, test_ids.get(nodeid) or self._new_test(nodeid, key, params))
             if kind == BARE:
                 bare.append(ids + tail)
-                continue
-            signature = None
-            if status == "error":
-                signature = infra.from_message(message) or suite_signature
-            elif status == "failed" and suite_signature:
-                signature = infra.from_message(message)
-            groups[kind].append((*ids, *tail, signature))
+            else:
+                signature = None
+                if status == "error":
+                    signature = infra.from_message(message) or suite_signature
+                elif status == "failed" and suite_signature:
+                    signature = infra.from_message(message)
+                groups[kind].append((*ids, *tail, signature))
+            pending += 1
+            if pending >= BATCH:
+                total += pending
+                pending = 0
+                for sql, rows in zip(_INSERTS, groups, strict=True):
+                    if rows:
+                        executemany(sql, rows)
+                        rows.clear()
         for sql, rows in zip(_INSERTS, groups, strict=True):
             if rows:
-                self.db.executemany(sql, rows)
-        return sum(map(len, groups))
+                executemany(sql, rows)
+        return total + pending
