@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness.history.schema import connect
 from harness.reports import queries
-from harness.reports.grids import new_infra, skipping, suite_grid, test_grid
+from harness.reports.grids import new_infra, skipping, suite_grid
 from harness.reports.matrices import MatrixFacts, load_declared
 from harness.reports.model import (
     SKIPPING,
@@ -25,6 +25,7 @@ from harness.reports.model import (
     Tonight,
 )
 from harness.reports.runs import Runs, iso, lane_facts
+from harness.reports.testgrid import grid_rows
 
 HEADROOM_LIMIT = 0.8
 EXPIRY_DAYS = 14
@@ -189,7 +190,7 @@ def _assemble(db: sqlite3.Connection, runs: Runs, facts: dict[str, MatrixFacts],
     """Every section of the report, from the runs of the window and the declared facts."""
     lanes = sorted(set(runs.by_lane) | set(facts))
     suites, cells = suite_grid(db, runs, lanes, facts)
-    grid = test_grid(db, runs, lanes)
+    grid, grid_total = grid_rows(db, runs.ids, runs.latest_map(lanes), lanes)
     capabilities, uncovered = _capabilities(db, runs, lanes, facts)
     regressions, fixes, streaks = _changes(db, runs, lanes)
     infra = queries.infra_events(db, runs.ids)
@@ -203,7 +204,7 @@ def _assemble(db: sqlite3.Connection, runs: Runs, facts: dict[str, MatrixFacts],
         suites=suites,
         suite_grid=cells,
         test_grid=grid,
-        test_rows_total=len(grid),
+        test_rows_total=grid_total,
         capabilities=capabilities,
         uncovered=uncovered,
         regressions=regressions,

@@ -1,28 +1,22 @@
-"""The grids of the report: platform x suite, test x platform, and the suites that
-started skipping or failing for infrastructure since the night before."""
+"""The grids of the report: platform x suite (test x platform is ``testgrid``), and the
+suites that started skipping or failing for infrastructure since the night before."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections import defaultdict
 
 from harness.reports import queries
-from harness.reports.ids import shorten
 from harness.reports.matrices import MatrixFacts
 from harness.reports.model import (
-    MISSING,
-    NEVER_RAN,
     SKIPPING,
     InfraEvent,
     SkipChange,
     SuiteCell,
-    TestRow,
 )
 from harness.reports.runs import Runs
 
 MOSTLY_SKIPPED_RATIO = 0.5  # the fallback until the run records its own verdict
 _MOSTLY = ("mostly-skipped", "mostly_skipped")
-_STATUS_RANK = {"error": 0, "failed": 1, "xpass": 2, "skipped": 3, "xfail": 4, "passed": 5}
 
 
 def _suite_cells(
@@ -145,35 +139,3 @@ def new_infra(runs: Runs, lanes: list[str], events: list[InfraEvent]) -> list[In
         if e.run in latest.get(e.lane, set())
         and (e.lane, e.scope, e.name, e.signature) not in seen_before
     ]
-
-
-def test_grid(db: sqlite3.Connection, runs: Runs, lanes: list[str]) -> list[TestRow]:
-    seen: dict[str, set[str]] = defaultdict(set)
-    for lane, key in db.execute(
-        "SELECT DISTINCT r.lane, t.key FROM cases c JOIN runs r ON r.id = c.run"
-        f" JOIN tests t ON t.id = c.test WHERE c.run IN ({queries.ids(runs.ids)})"
-    ):
-        seen[key].add(lane)
-    latest = runs.latest_map(lanes)
-    rows = {key: TestRow(key, {}) for key in seen}
-    for run, key, status, message in db.execute(
-        "SELECT c.run, t.key, c.status, c.message FROM cases c JOIN tests t ON t.id = c.test"
-        f" WHERE c.run IN ({queries.ids(latest)})"
-    ):
-        row, lane = rows[key], latest[run]
-        old = row.cells.get(lane)
-        if old is None or _STATUS_RANK[status] < _STATUS_RANK[old]:
-            row.cells[lane] = status
-            if message and status != "passed":
-                row.notes[lane] = message.split("\n", 1)[0][:300]
-    for key, row in rows.items():
-        for lane in lanes:
-            if lane not in row.cells:
-                row.cells[lane] = MISSING if lane in seen[key] else NEVER_RAN
-
-    def order(row: TestRow) -> tuple[int, str]:
-        return (min(_STATUS_RANK.get(s, 3) for s in row.cells.values()), row.key)
-
-    for key, short in shorten(rows).items():
-        rows[key].short = short
-    return sorted(rows.values(), key=order)

@@ -8,10 +8,9 @@ from markupsafe import Markup
 
 from harness.reports import charts
 from harness.reports.ids import leaf, shorten
-from harness.reports.model import MISSING, NEVER_RAN, Report, Series, SuiteCell, TestRow
+from harness.reports.model import GRID_ROWS, MISSING, NEVER_RAN, Report, Series, SuiteCell, TestRow
 from harness.reports.templating import asset, html_env
 
-MAX_TEST_ROWS = 2000
 TOP = 5  # items per box in the change list; the rest behind "and N more"
 # Grid cell states in the order of the filter chips: problems first.
 CELL_ORDER = ("failed", "error", "xpass", "missing", "skipped", "xfail", "passed", NEVER_RAN)
@@ -92,7 +91,7 @@ class View:
 
 
 def render_html(report: Report, *, markdown_name: str = "report.md") -> str:
-    shown = report.test_grid[:MAX_TEST_ROWS]
+    shown = report.test_grid[:GRID_ROWS]
     chart = charts.line_chart(
         [(s.lane, s.points) for s in report.pass_rates],
         title="Pass rate per night: passed / (passed + failed) of each platform's run",

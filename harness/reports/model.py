@@ -10,6 +10,9 @@ from typing import Any
 # A cell of the test x platform grid is a JUnit status or one of these.
 NEVER_RAN = "never-ran"  # no run of this platform in the window had the test
 MISSING = "missing"  # ran earlier in the window, absent from the latest run
+# The test grid keeps every row with a problem and, besides, the first rows up to this
+# many (the page shows these); the rest (passing everywhere) are only counted.
+GRID_ROWS = 2000
 # Suite cells: "undeclared" (the lane's matrix does not have the suite) is blank; every
 # other state but "passed" is flagged, never shown green. "absent" is a declared suite
 # that did not run.
@@ -220,8 +223,8 @@ class Report:
     lanes: list[Lane]
     suites: list[str]
     suite_grid: list[SuiteCell]
-    test_grid: list[TestRow]
-    test_rows_total: int
+    test_grid: list[TestRow]  # see GRID_ROWS: not every test, the ones worth a row
+    test_rows_total: int  # every test in the window
     capabilities: list[CapabilityRow]
     uncovered: list[tuple[str, str]]  # (lane, capability)
     regressions: list[Change]
@@ -253,5 +256,5 @@ class Report:
         data["tonight"]["started_skipping"] = [
             dataclasses.asdict(s) for s in self.tonight.started_skipping
         ]
-        data["schema"] = 2
+        data["schema"] = 3  # 3: test_grid keeps the rows worth showing (GRID_ROWS)
         return data

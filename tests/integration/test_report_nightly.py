@@ -93,6 +93,29 @@ def test_test_grid_cells_and_short_ids(report: Report) -> None:
     assert any(s in ("failed", "error") for s in report.test_grid[0].cells.values())
 
 
+def test_grid_keeps_every_problem_and_counts_the_rest(
+    db: Path, report: Report, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import harness.reports.testgrid as grid_mod
+
+    full = report.test_grid
+    assert report.test_rows_total == len(full) > 3
+    quiet = [r for r in full if set(r.cells.values()) <= {"passed", "never-ran"}]
+    assert quiet  # tests that pass wherever they ran: the rows a cap may leave out
+    monkeypatch.setattr(grid_mod, "GRID_ROWS", 1)
+    capped = build_report(db, since=dt.timedelta(days=14), declared=False)
+    assert capped.test_rows_total == report.test_rows_total
+    kept = {row.key for row in capped.test_grid}
+    assert kept == {full[0].key} | {r.key for r in full if r not in quiet}
+    # The same rows, cells and notes, in the same order (short ids may be shorter).
+    by_key = {row.key: row for row in full}
+    assert [(r.key, r.cells, r.notes) for r in capped.test_grid] == [
+        (r.key, by_key[r.key].cells, by_key[r.key].notes) for r in capped.test_grid
+    ]
+    assert [r.key for r in capped.test_grid] == [r.key for r in full if r.key in kept]
+    assert capped.headline == report.headline
+
+
 def test_what_changed_since_the_last_night(report: Report) -> None:
     tonight = report.tonight
     assert [(c.lane, c.key) for c in tonight.regressions] == [
@@ -163,7 +186,7 @@ def test_report_md_names_every_change(db: Path, tmp_path: Path) -> None:
     html_text = html.split("<script>")[0]
     assert "<img" not in html_text and "&lt;img src=x" in html_text
     data = json.loads((out / "report.json").read_text())
-    assert data["schema"] == 2
+    assert data["schema"] == 3
     assert data["tonight"]["regressions"][0]["key"] == key("test_regresses_tonight")
     assert data["tonight"]["started_skipping"][0]["suite"] == "features"
 
