@@ -130,9 +130,30 @@ def load_matrix(name_or_path: str | Path, root: Path | None = None) -> Matrix:
         errors.sort(key=lambda e: (e.file or "", e.line or 0))
         raise errors[0] if len(errors) == 1 else ConfigErrors(errors)
     name = merged.get("name") or path.stem
+    _check_name(merged, path, root, shown)
     resolved = resolve_chain(chain, name, shown)
     resolve_suite_paths(resolved, merged, located, root)
     return build(resolved, name=name, file=shown, source=merged)
+
+
+def _check_name(merged: LDict, path: Path, root: Path, shown: str) -> None:
+    """A matrix in a ``matrices/`` folder is found, listed, and declared to the report
+    by its file name, and its runs are filed by its ``name:``: the two must agree. A
+    matrix passed by a path elsewhere (``--matrix ./my-mi300.yaml``) may name itself."""
+    name = merged.get("name")
+    if name is None or name == path.stem:
+        return
+    folder = path.resolve().parent
+    if folder not in {d.resolve() for d in matrix_dirs(root)}:
+        return
+    _, line = merged.where("name")
+    raise ConfigError(
+        f"{name!r} differs from the file name {path.stem!r} (a matrix in a matrices/ "
+        "folder is looked up by its file name; rename one of them)",
+        file=shown,
+        line=line,
+        key="name",
+    )
 
 
 def _load_resolved(path: Path, shown: str) -> Matrix:

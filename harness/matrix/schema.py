@@ -234,7 +234,8 @@ MATRIX = Obj(
         "name": Str(
             pattern=r"^[a-z0-9][a-z0-9_.-]*$",
             hint="a name like 'rocm-mi355'",
-            doc="defaults to the file name without .yaml; never inherited",
+            doc="defaults to the file name without .yaml, and in a matrices/ folder must equal"
+            " it; never inherited",
         ),
         "extends": Str(nullable=True, doc="parent file, relative to this one; never inherited"),
         "abstract": Bool(doc="a parent only: not listed, not run; never inherited"),
