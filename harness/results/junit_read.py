@@ -15,6 +15,7 @@ reports one line naming the file and the parser's line:column.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 from collections.abc import Callable, Iterator
@@ -79,7 +80,8 @@ def _module_path(classname: str, file: str) -> tuple[str, list[str]]:
     (``com.example.CalculatorTest``) stays as it is.
     """
     parts = classname.split(".")
-    stem = Path(file).stem if file.endswith(".py") else ""
+    base = file.rpartition("/")[2]  # Path(file).stem, without building a Path
+    stem = (base[:-3] if base != ".py" else base) if file.endswith(".py") else ""
     module_end = -1
     for index, part in enumerate(parts):
         if part == stem or (not stem and _PYTEST_MODULE.fullmatch(part)):
@@ -90,8 +92,13 @@ def _module_path(classname: str, file: str) -> tuple[str, list[str]]:
     return path, parts[module_end + 1 :]
 
 
-# Nightly runs repeat the same names; caching keeps ingest linear in distinct ids.
-@functools.lru_cache(maxsize=1 << 17)
+# Nightly runs repeat the same names; caching keeps ingest linear in distinct ids. The
+# size bounds memory (each entry is a few hundred bytes) when every id is new.
+_ID_CACHE = 1 << 16
+_recorded_ids = functools.lru_cache(maxsize=_ID_CACHE)(stable_ids)
+
+
+@functools.lru_cache(maxsize=_ID_CACHE)
 def case_ids(classname: str, name: str, file: str = "") -> tuple[str, str, str]:
     """Return (nodeid, key, params) for a JUnit case that carries no pytest node id
     (another producer's file): the id is rebuilt from ``classname``/``name``/``file``,
@@ -112,6 +119,8 @@ _BLOCK = 1 << 20
 # Attempts of one test (one <testcase> each) are merged while they are this close; the
 # cases before stream on, so a testsuite of a million cases holds a window, not all.
 _RERUN_WINDOW = 4096
+_FLUSH = 1024  # cases handed on at once when the window is full
+_INF = math.inf
 
 
 def _message(attrs: dict[str, str], text: str) -> str:
@@ -294,32 +303,40 @@ class _Parse:
         recorded = props.get(NODEID_PROPERTY)
         # pytest's own id when the plugin recorded it, else rebuilt from the attributes.
         nodeid, key, params = (
-            stable_ids(recorded) if recorded else case_ids(classname, name, attrs.get("file", ""))
+            _recorded_ids(recorded)
+            if recorded
+            else case_ids(classname, name, attrs.get("file", ""))
         )
         try:
             duration = float(attrs.get("time") or 0.0)
         except ValueError:
             duration = 0.0
-        if not 0.0 <= duration < math.inf:  # negative, infinite or NaN: JSON cannot hold it
+        if not 0.0 <= duration < _INF:  # negative, infinite or NaN: JSON cannot hold it
             self.bad_times += 1
             duration = 0.0
-        suites = self.reader.suites
-        suite = self.suite_names[-1] if self.suite_names else self.reader.path.stem
-        if suite not in suites:
-            suites[suite] = Suite(name=suite)
+        suite = self.suite_names[-1] if self.suite_names else self._outside_suites()
         raw = (classname, name)
-        earlier = self.pending.pop(raw, None)
+        pending = self.pending
+        earlier = pending.pop(raw, None)
         if earlier is not None:
             # One <testcase> per attempt (pytest-rerunfailures >= 16.6.1): last one wins.
             reruns += earlier.reruns + (earlier.status in ("failed", "error"))
             duration += earlier.duration
             if not message and earlier.status in ("failed", "error"):
                 message = earlier.message
-        self.pending[raw] = Case(
-            suite, nodeid, key, params, status, duration, message, reruns, props
-        )
-        if len(self.pending) > _RERUN_WINDOW:  # memory per case, not per testsuite
-            self.ready.append(self.pending.pop(next(iter(self.pending))))
+        pending[raw] = Case(suite, nodeid, key, params, status, duration, message, reruns, props)
+        if len(pending) > _RERUN_WINDOW + _FLUSH:  # memory per case, not per testsuite
+            # The oldest go on, a batch at a time (popping a dict's first item one by one
+            # rescans the holes left in front of it).
+            oldest = list(itertools.islice(pending, _FLUSH))
+            self.ready.extend(pending.pop(raw) for raw in oldest)
+
+    def _outside_suites(self) -> str:
+        """The suite of a test case outside any <testsuite>: the file's name."""
+        suite = self.reader.path.stem
+        if suite not in self.reader.suites:
+            self.reader.suites[suite] = Suite(name=suite)
+        return suite
 
     def _close_suite(self, name: str) -> None:
         # expat hands the end tag no attributes: use the ones saved at its start.

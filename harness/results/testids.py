@@ -23,9 +23,13 @@ _ALIAS_RE = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(_ALIASES) + r")(?![A-Za-
 
 def normalise_test_id(nodeid: str) -> str:
     """Strip device ordinals, ``torch.`` prefixes and dtype aliases from a test id."""
-    text = _DEVICE_ORDINAL.sub(r"\1", nodeid)
-    text = _TORCH_PREFIX.sub("", text)
-    return _ALIAS_RE.sub(lambda m: _ALIASES[m.group(1)], text)
+    text = _DEVICE_ORDINAL.sub(r"\1", nodeid) if ":" in nodeid else nodeid
+    text = _TORCH_PREFIX.sub("", text) if "torch." in text else text
+    return _ALIAS_RE.sub(_alias, text)
+
+
+def _alias(match: re.Match[str]) -> str:
+    return _ALIASES[match.group(1)]
 
 
 _DEVICES = r"(?:cpu|cuda|xpu|hip|rocm|mps|meta|npu|hpu|mtia)"

@@ -17,6 +17,7 @@ _INVALID = re.compile(
     r"|0*(?:[0-8]|1[124-9]|2[0-9]|3[01]));"
 )
 _CARRY = 16  # a character reference cut by a block boundary is at most this long
+_CONTROLS = bytes(c for c in range(32) if c not in (9, 10, 13))
 
 
 class XmlCleaner:
@@ -28,6 +29,8 @@ class XmlCleaner:
         self.replaced = 0
 
     def feed(self, block: bytes, final: bool = False) -> bytes:
+        if self._plain(block, final):
+            return block  # the usual block: nothing to decode, look for or re-encode
         text = self._carry + self._decoder.decode(block, final)
         self.replaced += text.count(REPLACEMENT) - self._carry.count(REPLACEMENT)
         cut = len(text)
@@ -38,3 +41,15 @@ class XmlCleaner:
         clean, count = _INVALID.subn(REPLACEMENT, text)
         self.replaced += count
         return clean.encode("utf-8")
+
+    def _plain(self, block: bytes, final: bool) -> bool:
+        """True when ``block`` needs no change and leaves nothing to carry: ASCII (so
+        valid UTF-8, no U+FFFE/U+FFFF), no control character, no character reference,
+        no ``&`` near its end, and nothing held back from the block before."""
+        if self._carry or not block.isascii() or b"&#" in block:
+            return False
+        if not final and b"&" in block[-_CARRY:]:
+            return False
+        if self._decoder.getstate()[0]:
+            return False
+        return len(block.translate(None, _CONTROLS)) == len(block)
