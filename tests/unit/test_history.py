@@ -306,3 +306,73 @@ def test_parse_workers_only_when_big_and_cpus_are_idle(
     monkeypatch.setattr(parse_pool.os, "getloadavg", lambda: (load, load, load))
     monkeypatch.setattr(parse_pool, "POOL_MIN_BYTES", min_bytes)
     assert parse_pool.default_workers(sorted(DATA.glob("*.xml"))) == workers
+
+
+def _one_big_suite(real_runs: Runs, tmp_path: Path, copies: int) -> tuple[Path, int]:
+    """The failing run folder with its JUnit's test cases repeated ``copies`` times
+    under new names, all in its one <testsuite>: what `harness run` writes, only more
+    of it. Returns the folder and the number of cases in it."""
+    import re
+
+    target = tmp_path / "big" / "record" / f"{real_runs.failing.name}-big"
+    shutil.copytree(real_runs.failing, target)
+    record = RunRecord.read(target)
+    record.run_id = target.name
+    (target / "manifest.json").write_text(record.to_json())
+    [junit] = sorted((target / "junit").glob("*.xml"))
+    text = junit.read_text()
+    cases = re.findall(r"<testcase [^>]*/>|<testcase [^>]*[^/]>.*?</testcase>", text, flags=re.S)
+    assert len(cases) > 5 and text.count("<testsuite ") == 1
+    more = []
+    for copy in range(copies):
+        for case in cases:
+            case = re.sub(r'(<testcase [^>]*?\bname=")', rf"\g<1>c{copy}_", case, count=1)
+            more.append(case.replace("check_record.py::", f"check_record.py::c{copy}_"))
+    end = text.rindex("</testsuite>")
+    junit.write_text(text[:end] + "".join(more) + text[end:])
+    return target.parent.parent, len(cases) * (copies + 1)
+
+
+def test_a_worker_sends_a_big_suite_in_bounded_batches(real_runs: Runs, tmp_path: Path) -> None:
+    from harness.history.writer import prepare
+    from harness.results.junit_read import JunitReader
+
+    folder, total = _one_big_suite(real_runs, tmp_path, 1000)
+    [junit] = sorted(folder.rglob("junit/*.xml"))
+    messages = list(parse_pool._messages(junit))
+    *batches, (kind, suites, warnings) = messages
+    assert kind == "end" and [s[0] for s in suites] and warnings == []
+    assert {k for k, _, _ in batches} == {"rows"}
+    assert len(batches) == -(-total // parse_pool.BATCH) >= 4
+    assert all(len(rows) <= parse_pool.BATCH for _, rows, _ in batches)
+    rows = [row for _, batch, _ in batches for row in batch]
+    assert rows == list(map(prepare, JunitReader(junit, pytest.fail)))
+
+
+def test_one_big_suite_streamed_in_batches_stores_what_whole_reading_stores(
+    real_runs: Runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.history import writer as writer_mod
+    from harness.results import junit_read
+
+    folder, total = _one_big_suite(real_runs, tmp_path, 1000)  # over 8k cases, one suite
+    assert total > 2 * writer_mod.BATCH
+    got = {}
+    for workers in (0, 2):  # in-process; real worker processes, 2048 cases a message
+        db = tmp_path / f"w{workers}.sqlite"
+        result = ingest_paths(db, [folder], pytest.fail, workers=workers)
+        got[workers] = (_contents(db), result.cases)
+    # The old path: the whole suite held (no rerun window) and one INSERT batch.
+    monkeypatch.setattr(junit_read, "_RERUN_WINDOW", 1 << 30)
+    monkeypatch.setattr(writer_mod, "BATCH", 1 << 30)
+    whole = tmp_path / "whole.sqlite"
+    result = ingest_paths(whole, [folder], pytest.fail, workers=0)
+    assert got[0] == got[2] == (_contents(whole), result.cases)
+    contents = got[0][0]
+    assert len(contents["cases"]) == result.cases
+    # Every copy of the failing run's outcomes, counted like the original run's.
+    counts = {k: v for k, v in RunRecord.read(real_runs.failing).counts().as_dict().items() if v}
+    stored: dict[str, int] = {}
+    for row in contents["cases"]:
+        stored[str(row[4])] = stored.get(str(row[4]), 0) + 1
+    assert stored == {k: v * result.cases // sum(counts.values()) for k, v in counts.items()}
