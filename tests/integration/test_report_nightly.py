@@ -114,6 +114,11 @@ def test_grid_keeps_every_problem_and_counts_the_rest(
     ]
     assert [r.key for r in capped.test_grid] == [r.key for r in full if r.key in kept]
     assert capped.headline == report.headline
+    from harness.reports.html import render_html
+
+    total = report.test_rows_total
+    assert f"showing the first {len(kept)} of {total} tests" in render_html(capped)
+    assert "showing the first" not in render_html(report)
 
 
 def test_what_changed_since_the_last_night(report: Report) -> None:
