@@ -293,8 +293,9 @@ def print_rows(title: str, rows: list[Row]) -> None:
         peak_ratio = f"{got['peak_mb'] / peak:.2f}" if peak else "-"
         detail = got["detail"] + (f"; median of {got['spread']}" if "spread" in got else "")
         print(
-            f"{name:<28} {got['seconds']:>8.2f} {seconds or 0:>7.0f} {time_ratio:>6} "
-            f"{got['cpu_s']:>6.1f} {got['peak_mb']:>8.0f} {peak or 0:>7.0f} {peak_ratio:>6} "
+            f"{name:<28} {got['seconds']:>8.2f} {f'{seconds:.0f}' if seconds else '-':>7} "
+            f"{time_ratio:>6} {got['cpu_s']:>6.1f} {got['peak_mb']:>8.0f} "
+            f"{f'{peak:.0f}' if peak else '-':>7} {peak_ratio:>6} "
             f"{got['load']:>5.2f}  {detail}"
         )
 
@@ -370,8 +371,8 @@ def main() -> int:
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="harness-report-scale-"))
     try:
-        print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}, "
-              f"{os.cpu_count()} CPUs")
+        loads = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"load average before: {loads}, {os.cpu_count()} CPUs")
         if args.case in ("many", "both"):
             run_many(work, args)
         if args.case in ("huge", "both"):

@@ -14,16 +14,14 @@ reports one line naming the file and the parser's line:column.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.parsers import expat
 
-from harness.results.testids import normalise_test_id, stable_ids
+from harness.results.testids import case_ids, recorded_ids
 from harness.results.xml_clean import XmlCleaner
 
 NODEID_PROPERTY = "nodeid"  # the plugin records pytest's node id under this name
@@ -68,50 +66,6 @@ class Suite:
     timestamp: str = ""
     hostname: str = ""
     properties: dict[str, str] = field(default_factory=dict)
-
-
-_PYTEST_MODULE = re.compile(r"test_\w*|\w+_test|tests?|conftest")
-
-
-def _module_path(classname: str, file: str) -> tuple[str, list[str]]:
-    """``suites.parity.test_x.TestA`` -> (``suites/parity/test_x.py``, [``TestA``]).
-
-    Only pytest-looking names are turned into paths; a Java or gtest class name
-    (``com.example.CalculatorTest``) stays as it is.
-    """
-    parts = classname.split(".")
-    base = file.rpartition("/")[2]  # Path(file).stem, without building a Path
-    stem = (base[:-3] if base != ".py" else base) if file.endswith(".py") else ""
-    module_end = -1
-    for index, part in enumerate(parts):
-        if part == stem or (not stem and _PYTEST_MODULE.fullmatch(part)):
-            module_end = index
-    if module_end < 0:
-        return (file.replace("\\", "/"), []) if stem else ("", [])
-    path = file.replace("\\", "/") if stem else "/".join(parts[: module_end + 1]) + ".py"
-    return path, parts[module_end + 1 :]
-
-
-# Nightly runs repeat the same names; caching keeps ingest linear in distinct ids. The
-# size bounds memory (each entry is a few hundred bytes) when every id is new.
-_ID_CACHE = 1 << 16
-_recorded_ids = functools.lru_cache(maxsize=_ID_CACHE)(stable_ids)
-
-
-@functools.lru_cache(maxsize=_ID_CACHE)
-def case_ids(classname: str, name: str, file: str = "") -> tuple[str, str, str]:
-    """Return (nodeid, key, params) for a JUnit case that carries no pytest node id
-    (another producer's file): the id is rebuilt from ``classname``/``name``/``file``,
-    normalised, then keyed by the same rule as a recorded node id (:func:`stable_ids`).
-    """
-    path, classes = _module_path(classname, file) if classname else ("", [])
-    if path:
-        head = "::".join([path, *classes])
-    elif classname and classname != name.partition("[")[0]:
-        head = classname
-    else:
-        head = ""
-    return stable_ids(normalise_test_id(f"{head}::{name}" if head else name))
 
 
 _STATUS_TAGS = frozenset({"failure", "error", "skipped"}) | _RERUN_TAGS
@@ -303,7 +257,7 @@ class _Parse:
         recorded = props.get(NODEID_PROPERTY)
         # pytest's own id when the plugin recorded it, else rebuilt from the attributes.
         nodeid, key, params = (
-            _recorded_ids(recorded)
+            recorded_ids(recorded)
             if recorded
             else case_ids(classname, name, attrs.get("file", ""))
         )

@@ -1,12 +1,14 @@
 """Normalised test ids: one spelling for a test whatever its device ordinal or dtype alias.
 
-Known failures match on these, and the history keys test cases by them, so that
+Known failures match on these, and the history keys test cases by them (``case_ids``
+rebuilds one from another producer's JUnit attributes), so that
 ``test_x[cuda:0-torch.bfloat16]`` and ``test_x[cuda-bf16]`` are the same test. No pytest
 import here: the CLI uses it at start-up.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 
 _DEVICE_ORDINAL = re.compile(r"\b(cuda|xpu|hip|mps):\d+\b")
@@ -58,3 +60,47 @@ def stable_ids(nodeid: str) -> tuple[str, str, str]:
     if kept and kept != [""]:
         key += "[" + "-".join(kept) + "]"
     return nodeid, normalise_test_id(key), "-".join(kept)
+
+
+_PYTEST_MODULE = re.compile(r"test_\w*|\w+_test|tests?|conftest")
+
+
+def _module_path(classname: str, file: str) -> tuple[str, list[str]]:
+    """``suites.parity.test_x.TestA`` -> (``suites/parity/test_x.py``, [``TestA``]).
+
+    Only pytest-looking names are turned into paths; a Java or gtest class name
+    (``com.example.CalculatorTest``) stays as it is.
+    """
+    parts = classname.split(".")
+    base = file.rpartition("/")[2]  # Path(file).stem, without building a Path
+    stem = (base[:-3] if base != ".py" else base) if file.endswith(".py") else ""
+    module_end = -1
+    for index, part in enumerate(parts):
+        if part == stem or (not stem and _PYTEST_MODULE.fullmatch(part)):
+            module_end = index
+    if module_end < 0:
+        return (file.replace("\\", "/"), []) if stem else ("", [])
+    path = file.replace("\\", "/") if stem else "/".join(parts[: module_end + 1]) + ".py"
+    return path, parts[module_end + 1 :]
+
+
+# Nightly runs repeat the same names; caching keeps ingest linear in distinct ids. The
+# size bounds memory (each entry is a few hundred bytes) when every id is new.
+_ID_CACHE = 1 << 16
+recorded_ids = functools.lru_cache(maxsize=_ID_CACHE)(stable_ids)
+
+
+@functools.lru_cache(maxsize=_ID_CACHE)
+def case_ids(classname: str, name: str, file: str = "") -> tuple[str, str, str]:
+    """Return (nodeid, key, params) for a JUnit case that carries no pytest node id
+    (another producer's file): the id is rebuilt from ``classname``/``name``/``file``,
+    normalised, then keyed by the same rule as a recorded node id (:func:`stable_ids`).
+    """
+    path, classes = _module_path(classname, file) if classname else ("", [])
+    if path:
+        head = "::".join([path, *classes])
+    elif classname and classname != name.partition("[")[0]:
+        head = classname
+    else:
+        head = ""
+    return stable_ids(normalise_test_id(f"{head}::{name}" if head else name))
