@@ -34,18 +34,22 @@ def _facts(
     facts = _Facts({lane: bit for bit, lane in enumerate(lanes)})
     keys = dict(db.execute("SELECT id, key FROM tests"))
     seen, ran, worst = facts.seen, facts.ran, facts.worst
+    bits = {run: facts.lanes[lane] for run, lane in latest.items()}
+    # The latest nights are read case by case below; the earlier runs only say where
+    # a test ran (none to read when the window holds one night per lane).
+    earlier = [run for run in window if run not in bits]
     for lane, test in db.execute(
         "SELECT DISTINCT r.lane, c.test FROM cases c JOIN runs r ON r.id = c.run"
-        f" WHERE c.run IN ({queries.ids(window)})"
-    ):
+        f" WHERE c.run IN ({queries.ids(earlier)})"
+    ) if earlier else ():
         key = keys[test]
         seen[key] = seen.get(key, 0) | 1 << facts.lanes[lane]
-    bits = {run: facts.lanes[lane] for run, lane in latest.items()}
     for run, test, status, message in db.execute(
         f"SELECT run, test, status, message FROM cases WHERE run IN ({queries.ids(bits)})"
     ):
         key, bit = keys[test], bits[run]
         ran[key] = ran.get(key, 0) | 1 << bit
+        seen[key] = seen.get(key, 0) | 1 << bit
         if status != "passed":
             old = worst.get((key, bit))
             if old is None or STATUS_RANK[status] < STATUS_RANK[old[0]]:
