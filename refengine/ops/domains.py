@@ -70,6 +70,14 @@ PAIRWISE: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+# Combinations no call can have (the case generator skips them): a block-mode row's
+# "width" is its group's (FP8_BLOCK, one tile), and only block mode has groups.
+ALLOWED: dict[str, Callable[[Mapping[str, str]], bool]] = {
+    "fp8_quant": lambda v: ((v["mode"] != "block" or v["width"] == "one-tile")
+                            and (v["mode"] == "block" or v["last_group"] == "full")),
+}
+
+
 def _layout(args: Mapping[str, Any]) -> str:
     tensors = [v for v in args.values() if isinstance(v, torch.Tensor)]
     return "contiguous" if all(t.is_contiguous() for t in tensors) else "strided"
@@ -178,13 +186,16 @@ def classify(op: str, bound: Mapping[str, Any]) -> dict[str, str]:
     return values
 
 
-def missing(op: str, seen: list[dict[str, str]]) -> list[str]:
-    """``arg=value`` (and ``a=x & b=y`` pairs) that none of ``seen`` covered."""
-    out = [f"{name}={value}" for name, values in DOMAINS[op].items() for value in values
+def missing(op: str, seen: list[dict[str, str]],
+            extra: Mapping[str, tuple[str, ...]] | None = None) -> list[str]:
+    """``arg=value`` (and ``a=x & b=y`` pairs) that none of ``seen`` covered; ``extra``
+    adds domains the platform declares (the dtypes it runs the op on)."""
+    domains = {**DOMAINS[op], **(extra or {})}
+    out = [f"{name}={value}" for name, values in domains.items() for value in values
            if not any(s.get(name) == value for s in seen)]
     for a, b in PAIRWISE.get(op, ()):
-        for va in DOMAINS[op][a]:
-            for vb in DOMAINS[op][b]:
+        for va in domains[a]:
+            for vb in domains[b]:
                 if not any(s.get(a) == va and s.get(b) == vb for s in seen):
                     out.append(f"{a}={va} & {b}={vb}")
     return out

@@ -30,28 +30,33 @@ class Coverage:
     missing: list[str] = field(default_factory=list)
 
 
-def coverage(op: str, provider_name: str, cases: Sequence[Case], dtype: torch.dtype,
-             fp8: torch.dtype | None, device: str) -> Coverage:
+def coverage(op: str, provider_name: str, cases: Sequence[Case], dtypes: Sequence[str],
+             device: str) -> Coverage:
+    """What ``provider_name`` is checked on: every case on each of ``dtypes`` (the platform's
+    dtype names for the op) that it runs on, the dtype counted as one more argument."""
     from refengine.providers import get_provider
 
     provider = get_provider(provider_name, device)
     result = Coverage(op, provider_name)
     every: list[dict[str, str]] = []
-    act = torch.bfloat16 if op in FP8_OPS else dtype
     for case in cases:
-        args = case.args(act, fp8, device, 0)
-        values = classify(op, bind(op, args))
-        every.append(values)
-        info = describe(op, args)
-        ok, why = provider.supports(op, info.dtype, info.shapes, info.layout)
-        if ok:
-            result.seen.append(values)
-        else:
-            result.declined_cases.append(f"{case.id}: {why}")
-            for name, value in values.items():
-                result.declined.setdefault(f"{name}={value}", f"{case.id}: {why}")
-    gaps = missing(op, result.seen)
-    absent = set(missing(op, every))
+        for name in dtypes if case.dtypes is None else [d for d in dtypes if d in case.dtypes]:
+            dtype = getattr(torch, name)
+            fp8 = dtype if op in FP8_OPS else None
+            args = case.args(torch.bfloat16 if fp8 else dtype, fp8, device, 0)
+            values = {**classify(op, bind(op, args)), "dtype": name}
+            every.append(values)
+            info = describe(op, args)
+            ok, why = provider.supports(op, info.dtype, info.shapes, info.layout)
+            if ok:
+                result.seen.append(values)
+            else:
+                result.declined_cases.append(f"{case.id} {name}: {why}")
+                for arg, value in values.items():
+                    result.declined.setdefault(f"{arg}={value}", f"{case.id} {name}: {why}")
+    extra = {"dtype": tuple(dtypes)}
+    gaps = missing(op, result.seen, extra)
+    absent = set(missing(op, every, extra))
     result.missing = [g for g in gaps if g in absent]
     result.declined = {g: result.declined.get(g, "declined") for g in gaps if g not in absent}
     return result
@@ -71,18 +76,17 @@ def summary_lines(rows: Sequence[Coverage]) -> list[str]:
     return lines
 
 
-def platform_coverage(profile: Any, providers_for: Any, cases_for: Any,
+def platform_coverage(profile: Any, providers_for: Any, provider_cases: Any,
                       dtypes_for: Any) -> list[Coverage]:
     from refengine.ops.spec import OP_NAMES
 
     rows = []
     for op in OP_NAMES:
-        names = [d for d in dtypes_for(profile, op) if d]
-        dtypes = [getattr(torch, n) for n in names if getattr(torch, n, None) is not None]
-        if not dtypes:
+        dtypes = dtypes_for(profile, op)
+        names = [n for n in dtypes if n and getattr(torch, n, None) is not None]
+        if not names:
             continue
-        fp8 = dtypes[0] if op in FP8_OPS else None
         for provider in providers_for(profile, op):
-            rows.append(coverage(op, provider, cases_for(op, provider),
-                                 torch.float32 if fp8 else dtypes[0], fp8, profile.device))
+            rows.append(coverage(op, provider, provider_cases(op, provider, dtypes), names,
+                                 profile.device))
     return rows

@@ -19,6 +19,7 @@ claim anything about the GPU.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -66,19 +67,28 @@ def providers_for(profile: Any, op: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*listed, *ALWAYS_TRIED, *capable, *extra]))
 
 
-def provider_cases(op: str, provider: str) -> tuple[Any, ...]:
-    cases = cases_for(op)
-    if provider not in ONE_CASE_PROVIDERS:
-        return cases
-    extra = ONE_CASE_EXTRA.get(op, ())
-    return cases[:1] + tuple(case for case in cases[1:] if case.id in extra)
-
-
 def dtypes_for(profile: Any, op: str) -> tuple[str | None, ...]:
     if op in FP8_OPS:
         flavours = tuple(n for n in (profile.matrix.fp8.e4m3, profile.matrix.fp8.e5m2) if n)
         return flavours or (None,)
     return tuple(profile.dtypes)
+
+
+def provider_cases(op: str, provider: str, dtypes: tuple[str | None, ...]) -> tuple[Any, ...]:
+    """The op's cases: the kept ones, then those generated over its domains and ``dtypes``
+    (each generated case runs on the dtypes its rows name); inductor takes the first and
+    the op's ONE_CASE_EXTRA, on every dtype."""
+    cases = cases_for(op, tuple(d for d in dtypes if d))
+    if provider not in ONE_CASE_PROVIDERS:
+        return cases
+    extra = ONE_CASE_EXTRA.get(op, ())
+    chosen = cases[:1] + tuple(case for case in cases[1:] if case.id in extra)
+    return tuple(dataclasses.replace(case, dtypes=None) for case in chosen)
+
+
+def case_dtypes(case: Any, dtypes: tuple[str | None, ...]) -> tuple[str | None, ...]:
+    """The platform dtypes one case runs on."""
+    return dtypes if case.dtypes is None else tuple(d for d in dtypes if d in case.dtypes)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -90,11 +100,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         params.append(pytest.param(None, id="no-platform"))
     else:
         for op in OP_NAMES:
+            dtypes = dtypes_for(profile, op)
             for provider in providers_for(profile, op):
-                for n, case in enumerate(provider_cases(op, provider)):
+                for n, case in enumerate(provider_cases(op, provider, dtypes)):
                     # the smoke tier (e.g. s390x) runs each op's first case per provider
                     marks = [pytest.mark.tier("smoke")] if n == 0 else []
-                    for dtype in dtypes_for(profile, op):
+                    for dtype in case_dtypes(case, dtypes):
                         test_id = (f"{op}-{case.id}-{dtype or 'nofp8'}-{provider}"
                                    f"-{profile.device}")
                         params.append(pytest.param((op, case, dtype, provider), id=test_id,

@@ -14,7 +14,6 @@ import pytest
 import torch
 from arg_coverage import coverage
 from conftest import ONE_CASE_PROVIDERS, dtypes_for, provider_cases, providers_for
-from parity_cases import FP8_OPS
 from test_selection import DECLINES
 
 from refengine.ops.spec import OP_NAMES
@@ -30,17 +29,17 @@ def _primary(platform: Any, op: str) -> str | None:
 
 @pytest.mark.parametrize("op", OP_NAMES)
 def test_every_argument_value_is_checked(op: str, platform: Any, record_property: Any) -> None:
-    names = [d for d in dtypes_for(platform, op) if d and getattr(torch, d, None) is not None]
+    dtypes = dtypes_for(platform, op)
+    names = [d for d in dtypes if d and getattr(torch, d, None) is not None]
     if not names:
         pytest.skip(f"{platform.name} has no dtype for {op} here")
-    fp8 = getattr(torch, names[0]) if op in FP8_OPS else None
-    dtype = torch.float32 if fp8 else getattr(torch, names[0])
     holes = []
     primary = _primary(platform, op)
     for provider in providers_for(platform, op):
         if provider in ONE_CASE_PROVIDERS:
             continue
-        row = coverage(op, provider, provider_cases(op, provider), dtype, fp8, platform.device)
+        row = coverage(op, provider, provider_cases(op, provider, dtypes), names,
+                       platform.device)
         record_property(f"coverage.{provider}.declined", "; ".join(row.declined) or "none")
         if row.missing:
             holes.append(f"{provider} never saw {', '.join(row.missing)}")

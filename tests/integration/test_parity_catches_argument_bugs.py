@@ -23,24 +23,31 @@ import torch
 from provider_bugs import ROOT, SUITE, tolerance
 
 from refengine.ops import reference
-from refengine.ops.spec import OPS, bind
+from refengine.ops.spec import OPS
 
 sys.path.insert(0, str(SUITE))
 from arg_coverage import coverage
-from parity_cases import cases_for
+from parity_cases import Case, case_where, cases_for, values_of
 from parity_check import ParityError, check_case
 
-from refengine.ops.domains import classify, missing
+from refengine.ops.domains import missing
 
 
-def _run(op: str, case_id: str, impl: Any, dtype: torch.dtype,
+def _case(op: str, which: str | dict[str, str]) -> Case:
+    """A kept case by its id, or the first case (kept or generated) with these values."""
+    if isinstance(which, dict):
+        return case_where(op, **which)
+    return next(c for c in cases_for(op) if c.id == which)
+
+
+def _run(op: str, which: str | dict[str, str], impl: Any, dtype: torch.dtype,
          fp8: torch.dtype | None = None) -> None:
-    case = next(c for c in cases_for(op) if c.id == case_id)
+    case = _case(op, which)
 
     def build() -> tuple[Any, ...]:
         return case.args(dtype, fp8, "cpu", 0)
 
-    check_case(op, build, impl, tolerance, case_id, case.layout)
+    check_case(op, build, impl, tolerance, case.id, case.layout)
 
 
 # -- the bugs ----------------------------------------------------------------------------
@@ -75,18 +82,21 @@ def residual_not_written(x: Any, residual: Any, weight: Any, eps: float) -> Any:
     return reference.rms_norm((x.float() + residual.float()).to(residual.dtype), weight, eps)
 
 
-BUGS = {
-    # bug: (op, a case that existed before, the new case that catches it, impl, dtype, fp8)
-    "ignores-softmax-scale": ("attention_prefill", "causal-gqa", "scale-other",
+BUGS: dict[str, tuple[str, str | dict[str, str], dict[str, str], Any, torch.dtype,
+                      torch.dtype | None]] = {
+    # bug: (op, a case like those that existed before, the argument values of the new
+    # cases that catch it (the generated case with them), impl, dtype, fp8)
+    "ignores-softmax-scale": ("attention_prefill", "causal-gqa", {"scale": "other"},
                               ignores_softmax_scale, torch.float32, None),
-    "epsilon-hard-coded": ("rms_norm", "2d-odd", "multi-tile-eps-large", eps_hard_coded,
+    "epsilon-hard-coded": ("rms_norm", "2d-odd", {"eps": "large"}, eps_hard_coded,
                            torch.float32, None),
-    "one-scale-granularity-for-another": ("fp8_scaled_gemm", "per-tensor",
-                                          "a-tensor-w-channel-large-k-fp32",
+    "one-scale-granularity-for-another": ("fp8_scaled_gemm",
+                                          {"a_scales": "per-tensor", "w_scales": "per-tensor"},
+                                          {"a_scales": "per-tensor", "w_scales": "per-channel"},
                                           weight_scale_follows_activation_scale, torch.bfloat16,
                                           torch.float8_e4m3fn),
-    "half-precision-accumulator": ("linear", "2d-odd-bias", "large-k", bf16_partial_sums,
-                                   torch.bfloat16, None),
+    "half-precision-accumulator": ("linear", {"k": "small"}, {"k": "large-k"},
+                                   bf16_partial_sums, torch.bfloat16, None),
 }
 
 
@@ -126,22 +136,29 @@ def test_multi_tile_row_catches_a_dropped_tile_offset(tmp_path: Path) -> None:
     buggy = _buggy_triton_norm(tmp_path)
     _run("rms_norm", "2d-odd", buggy.rms_norm, torch.float32)  # one tile: passes
     with pytest.raises(ParityError):
-        _run("rms_norm", "multi-tile-eps-large", buggy.rms_norm, torch.float32)
+        _run("rms_norm", {"width": "multi-tile"}, buggy.rms_norm, torch.float32)
 
 
 def test_coverage_names_a_value_no_case_has() -> None:
-    cases = tuple(c for c in cases_for("attention_prefill") if c.id != "scale-other")
-    row = coverage("attention_prefill", "native", cases, torch.float32, None, "cpu")
+    cases = tuple(c for c in cases_for("attention_prefill")
+                  if values_of(c)["scale"] != "other")
+    row = coverage("attention_prefill", "native", cases, ["float32"], "cpu")
     assert row.missing == ["scale=other"]
     full = coverage("attention_prefill", "native", cases_for("attention_prefill"),
-                    torch.float32, None, "cpu")
+                    ["float32"], "cpu")
     assert full.missing == []
 
 
+def test_coverage_names_a_dtype_no_case_runs_on() -> None:
+    cases = cases_for("gelu_and_mul", ("float32", "bfloat16"))  # generated over two dtypes
+    row = coverage("gelu_and_mul", "native", cases, ["float32", "bfloat16", "float16"], "cpu")
+    assert row.missing == ["dtype=float16"]
+
+
 def test_pairwise_scale_shapes_are_required() -> None:
-    seen = [classify("fp8_scaled_gemm", bind("fp8_scaled_gemm", c.args(
-        torch.bfloat16, torch.float8_e4m3fn, "cpu", 0))) for c in cases_for("fp8_scaled_gemm")
-        if c.id in ("per-tensor", "per-row-bias")]  # the two cases there were
+    # the two cases there were: per-tensor scales, and per-token with per-channel
+    seen = [{"a_scales": "per-tensor", "w_scales": "per-tensor"},
+            {"a_scales": "per-token", "w_scales": "per-channel"}]
     gaps = missing("fp8_scaled_gemm", seen)
     assert "a_scales=per-tensor & w_scales=per-channel" in gaps
     assert "a_scales=per-token & w_scales=per-tensor" in gaps
