@@ -77,11 +77,13 @@ def summary_lines(rows: Sequence[Coverage]) -> list[str]:
 
 
 def platform_coverage(profile: Any, providers_for: Any, provider_cases: Any,
-                      dtypes_for: Any) -> list[Coverage]:
+                      dtypes_for: Any, ops: Any = None) -> list[Coverage]:
     from refengine.ops.spec import OP_NAMES
 
     rows = []
     for op in OP_NAMES:
+        if ops is not None and op not in ops:
+            continue
         dtypes = dtypes_for(profile, op)
         names = [n for n in dtypes if n and getattr(torch, n, None) is not None]
         if not names:

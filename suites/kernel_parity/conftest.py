@@ -9,8 +9,10 @@ compile, and the suite must stay within minutes on a 2-core host; an op whose fi
 is a known failure of inductor gets one more (ONE_CASE_EXTRA), so that the op is still
 checked somewhere on it.
 
-The terminal summary lists the argument values (refengine/ops/domains.py) each provider
-never saw or declined; test_coverage.py fails on a value no case has.
+Cases: the hand-written ones that encode a finding, then those generated over the op's
+argument domains and the platform's dtypes (parity_cases.py). The terminal summary lists
+the argument values (refengine/ops/domains.py) each provider never saw or declined, for
+the ops the run selected; test_coverage.py fails on a value no case has.
 
 Ids end with the device the kernels ran on (``...-bfloat16-torch-cpu``): a finding of a
 CPU kernel seen while emulating a GPU profile is recorded for ``-cpu`` only, and does not
@@ -113,14 +115,30 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("parity_param", params)
 
 
+_RUN_OPS = pytest.StashKey[set[str]]()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The ops whose parity tests this run selected (the summary is about those)."""
+    ops = set()
+    for item in session.items:
+        callspec = getattr(item, "callspec", None)
+        param = callspec.params.get("parity_param") if callspec else None
+        if param:
+            ops.add(param[0])
+    session.config.stash[_RUN_OPS] = ops
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     profile = _profile(config)
-    if profile is None or too_old():
+    # None where this process collected nothing (an xdist controller): every op
+    ops = config.stash.get(_RUN_OPS, None)
+    if profile is None or too_old() or ops == set():
         return
     from arg_coverage import platform_coverage, summary_lines
 
     lines = summary_lines(platform_coverage(profile, providers_for, provider_cases,
-                                            dtypes_for))
+                                            dtypes_for, ops))
     if lines:
         terminalreporter.section("argument values a provider never saw or declined")
         for line in lines:
