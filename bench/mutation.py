@@ -57,7 +57,8 @@ def _parity(op_k: str, matrix: str = "cpu", emulate: bool = False) -> tuple[str,
     when the platform's primary provider declines a case it should serve)."""
     extra = ("--emulate",) if emulate else ()
     op = op_k.split()[0]
-    return ("suites/kernel_parity/test_parity.py", "suites/kernel_parity/test_coverage.py",
+    # the coverage test first: it is cheap and kills a supports() mutant before any case
+    return ("suites/kernel_parity/test_coverage.py", "suites/kernel_parity/test_parity.py",
             "--platform", matrix, *extra, "-k", f"({op_k}) or (every and {op})")
 
 
@@ -91,6 +92,13 @@ TARGETS: dict[str, Target] = {
                                              "row_amax_kernel"),
                                             _parity("fp8_quant and triton", "cuda",
                                                     emulate=True)),
+    # the cpu matrix's inductor provider: one dispatcher (torch.compile of the native op
+    # per (op, dtype), the data-dependent ops declined) for every op, judged by every
+    # op's inductor parity case
+    "inductor:ops": Target("refengine/providers/inductor.py", ("InductorProvider",),
+                           ("suites/kernel_parity/test_coverage.py",
+                            "suites/kernel_parity/test_parity.py", "--platform", "cpu",
+                            "-k", "inductor or every")),
     # a fusion pass: the fusion suite's decoder-layer test
     "fusion:add_rms_norm": Target("refengine/fusion/passes.py",
                                   ("_add_rms_pattern", "_add_rms_check", "_add_rms"),
