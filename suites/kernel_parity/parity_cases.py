@@ -345,10 +345,11 @@ def _gen_block_gemm(v: dict[str, str], i: int) -> tuple[Builder, str]:
 
 def _gen_scaled_gemm(v: dict[str, str], i: int) -> tuple[Builder, str]:
     k = LARGE_K if v["k"] == "large-k" else 48 + 16 * i
-    # odd rows: a narrow output (N = 2, 6, ...), where a per-channel weight scale has as
-    # few entries as the boundary between "one scale" and "a scale per channel"
-    n = 2 * i if i % 2 else 24 + 8 * i
-    return _scaled_gemm(5 + 2 * i, k, n, v["a_scales"] == "per-token",
+    # odd rows a narrow output (N = 2, 6, ...), even rows two tokens (M = 2): a per-channel
+    # or per-token scale with as few entries as the boundary between "one scale" and "a
+    # scale per row / channel"
+    m, n = (5 + 2 * i, 2 * i) if i % 2 else (2, 24 + 8 * i)
+    return _scaled_gemm(m, k, n, v["a_scales"] == "per-token",
                         v["bias"] == "given", getattr(torch, v["out_dtype"]),
                         per_channel=v["w_scales"] == "per-channel"), "contiguous"
 
