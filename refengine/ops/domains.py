@@ -33,8 +33,10 @@ DOMAINS: dict[str, Domains] = {
                "k": ("small", "large-k")},
     "rms_norm": {"eps": ("small", "large"), "layout": LAYOUT, "rank": ("2d", "3d+"),
                  "width": ("one-tile", "multi-tile")},
+    # the residual is written in place: its own layout (a strided 3-D+ residual has
+    # leading dims that no rows view can merge, so a kernel must write it back itself)
     "add_rms_norm": {"eps": ("small", "large"), "layout": LAYOUT, "rank": ("2d", "3d+"),
-                     "width": ("one-tile", "multi-tile")},
+                     "width": ("one-tile", "multi-tile"), "residual": LAYOUT},
     "silu_and_mul": {"layout": LAYOUT, "rank": ("2d", "3d+"),
                      "width": ("one-tile", "multi-tile")},
     "gelu_and_mul": {"approximate": ("none", "tanh"), "layout": LAYOUT, "rank": ("2d", "3d+")},
@@ -109,8 +111,12 @@ def _dtype(d: torch.dtype) -> str:
 
 def _norm(a: Mapping[str, Any]) -> dict[str, str]:
     x = a["x"]
-    return {"eps": "large" if a["eps"] >= LARGE_EPS else "small", "layout": _layout(a),
-            "rank": _rank(x), "width": _width(x.shape[-1])}
+    values = {"eps": "large" if a["eps"] >= LARGE_EPS else "small",
+              "layout": _layout({k: v for k, v in a.items() if k != "residual"}),
+              "rank": _rank(x), "width": _width(x.shape[-1])}
+    if "residual" in a:
+        values["residual"] = _layout({"residual": a["residual"]})
+    return values
 
 
 def _rope(a: Mapping[str, Any]) -> dict[str, str]:

@@ -66,15 +66,27 @@ def _linear(m: tuple[int, ...], k: int, n: int, bias: bool, w_t: bool = False,
     return build
 
 
+def _strided_residual(g: torch.Generator, shape: tuple[int, ...], dt: torch.dtype,
+                      dev: str) -> torch.Tensor:
+    """A non-contiguous residual: 2-D rows sliced out of a wider buffer; 3-D+ with its two
+    leading dims transposed (no rows view merges them: the kernel must write it back)."""
+    if len(shape) == 2:
+        return _wide_then_slice(g, shape[:-1], shape[-1], dt, dev)
+    swapped = (shape[1], shape[0], *shape[2:])
+    return _randn(g, *swapped, dtype=dt, device=dev).transpose(0, 1)
+
+
 def _norm(shape: tuple[int, ...], strided: bool = False, residual: bool = False,
-          eps: float | None = None) -> Builder:
+          eps: float | None = None, residual_strided: bool = False) -> Builder:
     def build(dt: torch.dtype, fp8: Any, dev: str, g: torch.Generator) -> tuple[Any, ...]:
         h = shape[-1]
         x = (_wide_then_slice(g, shape[:-1], h, dt, dev) if strided
              else _randn(g, *shape, dtype=dt, device=dev))
         w = _randn(g, h, dtype=dt, device=dev, scale=0.5) + 1
         if residual:
-            return x, _randn(g, *shape, dtype=dt, device=dev), w, eps or 1e-6
+            r = (_strided_residual(g, shape, dt, dev) if residual_strided
+                 else _randn(g, *shape, dtype=dt, device=dev))
+            return x, r, w, eps or 1e-6
         return x, w, eps or 1e-5
     return build
 
@@ -302,8 +314,10 @@ def _gen_linear(v: dict[str, str], i: int) -> tuple[Builder, str]:
 def _gen_norm(residual: bool) -> Realize:
     def realize(v: dict[str, str], i: int) -> tuple[Builder, str]:
         h = TILE_CAP + 203 + 2 * i if v["width"] == "multi-tile" else 90 + 6 * i
+        layout = "strided" if "strided" in (v["layout"], v.get("residual")) else "contiguous"
         return _norm((*_lead(v, i, 3), h), strided=_strided(v), residual=residual,
-                     eps=LARGE_EPS if v["eps"] == "large" else None), v["layout"]
+                     eps=LARGE_EPS if v["eps"] == "large" else None,
+                     residual_strided=v.get("residual") == "strided"), layout
     return realize
 
 
@@ -405,7 +419,8 @@ _TOKENS = {
     ("causal", "false"): "noncausal", ("queries", "one"): "one-query",
     ("queries", "several"): "queries", ("renormalize", "true"): "renorm",
     ("renormalize", "false"): "no-renorm", ("top_k", "1"): "top1",
-    ("top_k", "several"): "topk",
+    ("top_k", "several"): "topk", ("residual", "contiguous"): "",
+    ("residual", "strided"): "residual-strided",
 }
 
 
