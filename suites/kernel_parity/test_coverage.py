@@ -17,6 +17,7 @@ from conftest import ONE_CASE_PROVIDERS, dtypes_for, provider_cases, providers_f
 from test_selection import DECLINES
 
 from refengine.ops.spec import OP_NAMES
+from refengine.providers import get_provider
 
 
 def _primary(platform: Any, op: str) -> str | None:
@@ -36,6 +37,12 @@ def test_every_argument_value_is_checked(op: str, platform: Any, record_property
     holes = []
     primary = _primary(platform, op)
     for provider in providers_for(platform, op):
+        # A provider named like a capability the platform has must be usable: its parity
+        # tests skip when it is not, and a broken install would pass as "skipped".
+        if platform.matrix.capabilities.known(provider) and not platform.why_missing(provider):
+            usable, why = get_provider(provider, platform.device).is_available()
+            if not usable:
+                holes.append(f"{provider} is unavailable on a platform that provides it: {why}")
         if provider in ONE_CASE_PROVIDERS:
             continue
         row = coverage(op, provider, provider_cases(op, provider, dtypes), names,
