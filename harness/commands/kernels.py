@@ -89,8 +89,6 @@ def _in_interpreter(matrix: Matrix, args: argparse.Namespace) -> int:
 def explain_rows(
     matrix: Matrix, ops: list[str], dtype: str | None, emulate: bool
 ) -> list[tuple[str, str, str, bool, str]]:
-    import importlib
-
     try:
         import torch
     except ImportError as error:
@@ -101,10 +99,9 @@ def explain_rows(
             f"the matrix's environment, or add --emulate for a GPU matrix on this CPU"
         ) from None
 
-    # refengine is outside mypy's strict scope; import it as a plain module.
-    spec: Any = importlib.import_module("refengine.ops.spec")
-    Registry: Any = importlib.import_module("refengine.registry").Registry
-    OP_NAMES: tuple[str, ...] = spec.OP_NAMES
+    # Imported here, after the torch check: refengine imports torch.
+    from refengine.ops.spec import OP_NAMES
+    from refengine.registry import Registry
 
     fp8_ops = ("fp8_quant", "fp8_block_gemm", "fp8_scaled_gemm")
     unknown = [op for op in ops if op not in OP_NAMES]

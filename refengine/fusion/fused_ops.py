@@ -15,10 +15,11 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch.library import custom_op, register_fake
+from torch.library import custom_op
 
 import refengine.ops  # noqa: F401  (registers refengine::* that the fused ops compose)
 from refengine import registry
+from refengine.ops.custom import fake
 
 Tensor = torch.Tensor
 
@@ -28,9 +29,10 @@ def _run(op: str, *args: Any) -> Any:
 
 
 def _group(group_name: str) -> Any:
-    from torch.distributed.distributed_c10d import _resolve_process_group
+    from torch._C._distributed_c10d import _resolve_process_group
+    from torch.distributed.distributed_c10d import GroupName
 
-    return _resolve_process_group(group_name)
+    return _resolve_process_group(GroupName(group_name))
 
 
 def world_group_name() -> str:
@@ -47,7 +49,7 @@ def all_reduce(x: Tensor, group_name: str) -> Tensor:
     return out
 
 
-@register_fake("refengine::all_reduce")
+@fake("refengine::all_reduce")
 def _all_reduce_fake(x: Tensor, group_name: str) -> Tensor:
     return torch.empty_like(x)
 
@@ -127,7 +129,7 @@ def fused_add_rms_norm(
     return _kernel("fused_add_rms_norm")(x, residual, weight, eps)  # type: ignore[no-any-return]
 
 
-@register_fake("refengine::fused_add_rms_norm")
+@fake("refengine::fused_add_rms_norm")
 def _fused_add_rms_norm_fake(
     x: Tensor, residual: Tensor, weight: Tensor, eps: float
 ) -> tuple[Tensor, Tensor]:
@@ -153,7 +155,7 @@ def rms_norm_fp8_quant(
     return _kernel("rms_norm_fp8_quant")(x, weight, eps, fp8_dtype, mode, scale, group_size)  # type: ignore[no-any-return]
 
 
-@register_fake("refengine::rms_norm_fp8_quant")
+@fake("refengine::rms_norm_fp8_quant")
 def _rms_norm_fp8_quant_fake(
     x: Tensor,
     weight: Tensor,
@@ -173,7 +175,7 @@ def silu_and_mul_fp8_quant(
     return _kernel("silu_and_mul_fp8_quant")(x, fp8_dtype, mode, scale, group_size)  # type: ignore[no-any-return]
 
 
-@register_fake("refengine::silu_and_mul_fp8_quant")
+@fake("refengine::silu_and_mul_fp8_quant")
 def _silu_and_mul_fp8_quant_fake(
     x: Tensor, fp8_dtype: torch.dtype, mode: str, scale: Tensor | None, group_size: int
 ) -> tuple[Tensor, Tensor]:
@@ -186,6 +188,6 @@ def all_reduce_rms_norm(x: Tensor, weight: Tensor, eps: float, group_name: str) 
     return _kernel("all_reduce_rms_norm")(x, weight, eps, group_name)  # type: ignore[no-any-return]
 
 
-@register_fake("refengine::all_reduce_rms_norm")
+@fake("refengine::all_reduce_rms_norm")
 def _all_reduce_rms_norm_fake(x: Tensor, weight: Tensor, eps: float, group_name: str) -> Tensor:
     return torch.empty_like(x)

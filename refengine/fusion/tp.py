@@ -54,10 +54,12 @@ def run_tp(
     kernels: Any = None,
 ) -> list[dict[str, Any]]:
     """``kernels``: the refengine Registry each rank installs (None: native only)."""
-    import torch.multiprocessing as mp
+    from torch.multiprocessing.spawn import spawn
 
     workdir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     names = [str(d).removeprefix("torch.") if d is not None else "" for d in (dtype, fp8_dtype)]
-    mp.spawn(_rank_main, args=(world, str(workdir), *names, kernels), nprocs=world, join=True)
+    spawn(  # type: ignore[no-untyped-call]  # torch.multiprocessing.spawn has no annotations
+        _rank_main, args=(world, str(workdir), *names, kernels), nprocs=world, join=True
+    )
     return [torch.load(workdir / f"rank{r}.pt") for r in range(world)]

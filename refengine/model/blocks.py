@@ -61,7 +61,7 @@ class DecoderLayer(nn.Module):
         residual = x + residual
         h = R.rms_norm(residual, self.ln1, EPS)
         qkv = self._proj(h, "wqkv").view(1, -1, 3 * HEADS, HEAD_DIM)
-        q, k, v = qkv.split(HEADS, dim=2)
+        q, k, v = torch.split(qkv, HEADS, dim=2)
         attn = R.attention_prefill(q, k, v, HEAD_DIM**-0.5, True).reshape(-1, HEADS * HEAD_DIM)
         residual = R.linear(attn, self.wo, None) + residual
         h = R.rms_norm(residual, self.ln2, EPS)

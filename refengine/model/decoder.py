@@ -146,8 +146,8 @@ def forward(
     for i, layer in enumerate(model.layers):
         h = R.rms_norm(x, layer["ln1"], c.eps)
         qkv = R.linear(h, layer["wqkv"], None)
-        q, k, v = qkv.split(
-            [c.heads * c.head_dim, c.kv_heads * c.head_dim, c.kv_heads * c.head_dim], dim=-1
+        q, k, v = torch.split(
+            qkv, [c.heads * c.head_dim, c.kv_heads * c.head_dim, c.kv_heads * c.head_dim], dim=-1
         )
         q, k = R.rotary_embedding(
             positions, q.contiguous(), k.contiguous(), model.cos_sin, c.head_dim, True

@@ -7,7 +7,8 @@ eager implementation asks ``refengine.registry.current()`` for a provider per ca
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TypeVar
 
 import torch
 from torch.library import custom_op, register_fake
@@ -16,10 +17,27 @@ from refengine import registry
 from refengine.ops.spec import FP8_BLOCK, n_groups
 
 Tensor = torch.Tensor
+_Fake = TypeVar("_Fake", bound=Callable[..., object])
 
 
-def _run(op: str, *args: object) -> Any:
-    return registry.current().run(op, *args)
+def _run(op: str, *args: object) -> Tensor:
+    out: Tensor = registry.current().run(op, *args)
+    return out
+
+
+def _run_pair(op: str, *args: object) -> tuple[Tensor, Tensor]:
+    out: tuple[Tensor, Tensor] = registry.current().run(op, *args)
+    return out
+
+
+def fake(name: str) -> Callable[[_Fake], _Fake]:
+    """``torch.library.register_fake`` with its type: the function is returned unchanged."""
+
+    def register(fn: _Fake) -> _Fake:
+        register_fake(name, fn)
+        return fn
+
+    return register
 
 
 @custom_op("refengine::linear", mutates_args=())
@@ -27,7 +45,7 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
     return _run("linear", x, weight, bias)
 
 
-@register_fake("refengine::linear")
+@fake("refengine::linear")
 def _linear_fake(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
     return x.new_empty((*x.shape[:-1], weight.shape[0]))
 
@@ -37,7 +55,7 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
     return _run("rms_norm", x, weight, eps)
 
 
-@register_fake("refengine::rms_norm")
+@fake("refengine::rms_norm")
 def _rms_norm_fake(x: Tensor, weight: Tensor, eps: float) -> Tensor:
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
@@ -47,7 +65,7 @@ def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float) -> Ten
     return _run("add_rms_norm", x, residual, weight, eps)
 
 
-@register_fake("refengine::add_rms_norm")
+@fake("refengine::add_rms_norm")
 def _add_rms_norm_fake(x: Tensor, residual: Tensor, weight: Tensor, eps: float) -> Tensor:
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
@@ -61,7 +79,7 @@ def silu_and_mul(x: Tensor) -> Tensor:
     return _run("silu_and_mul", x)
 
 
-@register_fake("refengine::silu_and_mul")
+@fake("refengine::silu_and_mul")
 def _silu_and_mul_fake(x: Tensor) -> Tensor:
     return _half_last(x)
 
@@ -71,7 +89,7 @@ def gelu_and_mul(x: Tensor, approximate: str) -> Tensor:
     return _run("gelu_and_mul", x, approximate)
 
 
-@register_fake("refengine::gelu_and_mul")
+@fake("refengine::gelu_and_mul")
 def _gelu_and_mul_fake(x: Tensor, approximate: str) -> Tensor:
     return _half_last(x)
 
@@ -79,11 +97,11 @@ def _gelu_and_mul_fake(x: Tensor, approximate: str) -> Tensor:
 @custom_op("refengine::rotary_embedding", mutates_args=())
 def rotary_embedding(positions: Tensor, query: Tensor, key: Tensor, cos_sin_cache: Tensor,
                      head_size: int, is_neox: bool) -> tuple[Tensor, Tensor]:
-    return _run("rotary_embedding", positions, query, key, cos_sin_cache,
+    return _run_pair("rotary_embedding", positions, query, key, cos_sin_cache,
                 head_size, is_neox)
 
 
-@register_fake("refengine::rotary_embedding")
+@fake("refengine::rotary_embedding")
 def _rotary_embedding_fake(positions: Tensor, query: Tensor, key: Tensor,
                            cos_sin_cache: Tensor, head_size: int,
                            is_neox: bool) -> tuple[Tensor, Tensor]:
@@ -93,10 +111,10 @@ def _rotary_embedding_fake(positions: Tensor, query: Tensor, key: Tensor,
 @custom_op("refengine::fp8_quant", mutates_args=())
 def fp8_quant(x: Tensor, fp8_dtype: torch.dtype, mode: str, scale: Tensor | None,
               group_size: int) -> tuple[Tensor, Tensor]:
-    return _run("fp8_quant", x, fp8_dtype, mode, scale, group_size)
+    return _run_pair("fp8_quant", x, fp8_dtype, mode, scale, group_size)
 
 
-@register_fake("refengine::fp8_quant")
+@fake("refengine::fp8_quant")
 def _fp8_quant_fake(x: Tensor, fp8_dtype: torch.dtype, mode: str, scale: Tensor | None,
                     group_size: int) -> tuple[Tensor, Tensor]:
     q = x.new_empty(x.shape, dtype=fp8_dtype)
@@ -115,7 +133,7 @@ def fp8_block_gemm(a: Tensor, a_scales: Tensor, w: Tensor, w_scales: Tensor,
     return _run("fp8_block_gemm", a, a_scales, w, w_scales, out_dtype)
 
 
-@register_fake("refengine::fp8_block_gemm")
+@fake("refengine::fp8_block_gemm")
 def _fp8_block_gemm_fake(a: Tensor, a_scales: Tensor, w: Tensor, w_scales: Tensor,
                          out_dtype: torch.dtype) -> Tensor:
     assert a_scales.shape[-1] == n_groups(a.shape[-1], FP8_BLOCK)
@@ -129,7 +147,7 @@ def fp8_scaled_gemm(a: Tensor, a_scales: Tensor, w: Tensor, w_scales: Tensor,
                 out_dtype)
 
 
-@register_fake("refengine::fp8_scaled_gemm")
+@fake("refengine::fp8_scaled_gemm")
 def _fp8_scaled_gemm_fake(a: Tensor, a_scales: Tensor, w: Tensor, w_scales: Tensor,
                           bias: Tensor | None, out_dtype: torch.dtype) -> Tensor:
     return a.new_empty((*a.shape[:-1], w.shape[0]), dtype=out_dtype)
@@ -142,7 +160,7 @@ def int8_scaled_gemm(a: Tensor, a_scales: Tensor, w: Tensor, w_scales: Tensor,
                 out_dtype)
 
 
-@register_fake("refengine::int8_scaled_gemm")
+@fake("refengine::int8_scaled_gemm")
 def _int8_scaled_gemm_fake(a: Tensor, a_scales: Tensor, w: Tensor, w_scales: Tensor,
                            bias: Tensor | None, out_dtype: torch.dtype) -> Tensor:
     return a.new_empty((*a.shape[:-1], w.shape[0]), dtype=out_dtype)
@@ -153,7 +171,7 @@ def attention_prefill(q: Tensor, k: Tensor, v: Tensor, scale: float, causal: boo
     return _run("attention_prefill", q, k, v, scale, causal)
 
 
-@register_fake("refengine::attention_prefill")
+@fake("refengine::attention_prefill")
 def _attention_prefill_fake(q: Tensor, k: Tensor, v: Tensor, scale: float,
                             causal: bool) -> Tensor:
     return q.new_empty(q.shape)
@@ -166,7 +184,7 @@ def attention_decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, block_tables: 
                 block_tables, context_lens, scale)
 
 
-@register_fake("refengine::attention_decode")
+@fake("refengine::attention_decode")
 def _attention_decode_fake(q: Tensor, k_cache: Tensor, v_cache: Tensor,
                            block_tables: Tensor, context_lens: Tensor,
                            scale: float) -> Tensor:
@@ -180,7 +198,7 @@ def fused_moe(x: Tensor, router_logits: Tensor, w13: Tensor, w2: Tensor, top_k: 
                 renormalize)
 
 
-@register_fake("refengine::fused_moe")
+@fake("refengine::fused_moe")
 def _fused_moe_fake(x: Tensor, router_logits: Tensor, w13: Tensor, w2: Tensor, top_k: int,
                     renormalize: bool) -> Tensor:
     return x.new_empty(x.shape)

@@ -102,6 +102,7 @@ class ZentorchProvider:
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     zen = torch.ops.zentorch
     rows = x.reshape(-1, x.shape[-1])
+    out: torch.Tensor
     if bias is None:
         out = zen.zentorch_mm(rows, weight.t())
     else:
