@@ -75,13 +75,13 @@ TARGETS: dict[str, Target] = {
                                   ("silu_and_mul_kernel", "silu_and_mul"),
                                   _parity("silu_and_mul and triton")),
     # the cpu matrix's primary providers (torch's fast paths)
-    "torch:int8_scaled_gemm": Target("refengine/providers/torch_fast.py",
+    "torch:int8_scaled_gemm": Target("refengine/providers/torch_provider.py",
                                      ("int8_scaled_gemm", "_check_int_mm"),
                                      _parity("int8_scaled_gemm and torch")),
-    "torch:fp8_scaled_gemm": Target("refengine/providers/torch_fast.py",
+    "torch:fp8_scaled_gemm": Target("refengine/providers/torch_provider.py",
                                     ("_scaled_mm", "fp8_scaled_gemm", "_check_fp8_scaled"),
                                     _parity("fp8_scaled_gemm and torch")),
-    "torch:add_rms_norm": Target("refengine/providers/torch_fast.py", ("add_rms_norm",),
+    "torch:add_rms_norm": Target("refengine/providers/torch_provider.py", ("add_rms_norm",),
                                  _parity("add_rms_norm and torch")),
     # an emulated GPU matrix: the triton fp8 quantizer CUDA selects (ROCm's fnuz flavours
     # are declined under the interpreter), its mode / scale-shape dispatch, then the kernels

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from harness.results.junit_read import read_junit  # noqa: E402
 from harness.select import select_changes  # noqa: E402
 
-TORCH = "refengine/providers/torch_fast.py"
+TORCH = "refengine/providers/torch_provider.py"
 RMS = "    return F.rms_norm(x, (x.shape[-1],), weight.to(x.dtype), eps)\n"
 OFF_BY_ONE = '''
 
@@ -74,7 +74,7 @@ BUGS = {
         "    out = acc * a_scales.float().reshape(-1, 1) * w_scales.float().reshape(1, -1)\n",
         "    out = acc * a_scales.float().reshape(-1, 1)\n"),), "cpu"),
     # inductor (a compile of the reference) is the only non-reference fp8_block_gemm
-    "block-edge-off-by-one": Bug("refengine/providers/inductor.py", (
+    "block-edge-off-by-one": Bug("refengine/providers/inductor_provider.py", (
         ("                fn = torch.compile(getattr(reference, op), dynamic=False,\n",
          "                fn = torch.compile(_BUGGY.get(op, getattr(reference, op)),"
          " dynamic=False,\n"),

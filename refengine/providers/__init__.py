@@ -1,7 +1,7 @@
 """The provider protocol and the table of known providers.
 
 A provider is one source of kernels (plain torch, torch's fast paths, inductor, Triton,
-zentorch). Each lives in ``refengine/providers/<module>.py`` exposing
+zentorch). Each lives in ``refengine/providers/<name>_provider.py`` exposing
 ``make_provider(device: str) -> Provider``. A provider implements a subset of the ops in
 ``refengine.ops.spec`` with exactly the signatures written there.
 
@@ -21,9 +21,9 @@ import torch
 
 # Provider name -> module under refengine.providers (or a full dotted path).
 BUILTIN: dict[str, str] = {
-    "native": "refengine.providers.native",
-    "torch": "refengine.providers.torch_fast",
-    "inductor": "refengine.providers.inductor",
+    "native": "refengine.providers.native_provider",
+    "torch": "refengine.providers.torch_provider",
+    "inductor": "refengine.providers.inductor_provider",
     "triton": "refengine.providers.triton_provider",
     "zentorch": "refengine.providers.zentorch_provider",
 }

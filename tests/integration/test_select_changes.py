@@ -71,11 +71,11 @@ def reset(clone: Path) -> Path:
 
 def test_a_provider_change_selects_its_parity_cases_and_the_e2e_runs_using_it(
         reset: Path, cpu_ids: list[str]) -> None:
-    _change(reset, "refengine/providers/torch_fast.py",
+    _change(reset, "refengine/providers/torch_provider.py",
             "    return F.silu(x[..., :d]) * x[..., d:]\n",
             "    return F.silu(x[..., :d]) * x[..., d:]  # one-line change\n")
     selection = select_changes(reset, "HEAD~1")
-    assert selection.changed == ("refengine/providers/torch_fast.py",)
+    assert selection.changed == ("refengine/providers/torch_provider.py",)
     cpu = selection.lanes["cpu"]
     assert not cpu.full
     chosen = [t for t in cpu_ids if cpu.selects(t)]
@@ -143,14 +143,14 @@ def test_an_unknown_file_selects_everything_and_says_why(
 def test_explain_names_the_changed_file_behind_each_rule(
         reset: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    _change(reset, "refengine/providers/torch_fast.py",
+    _change(reset, "refengine/providers/torch_provider.py",
             "    return F.silu(x[..., :d]) * x[..., d:]\n",
             "    return F.silu(x[..., :d]) * x[..., d:]  # one-line change\n")
     monkeypatch.setenv("HARNESS_ROOT", str(reset))
     assert main(["select", "--changed-since", "HEAD~1", "--matrices", "cpu", "--explain"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[-3:] == ["lane cpu: part", "    tests running provider torch (every op)",
-                        "      <- refengine/providers/torch_fast.py: provider torch's module"]
+                        "      <- refengine/providers/torch_provider.py: provider torch's module"]
 
 
 def test_a_bad_ref_is_one_line_exit_2(reset: Path, capsys: pytest.CaptureFixture[str],
