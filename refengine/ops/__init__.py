@@ -32,8 +32,6 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return _tensor(_ops.linear(x, weight, bias))
 
 
-matmul = linear
-
 
 def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6) -> Tensor:
     return _tensor(_ops.rms_norm(x, weight, eps))
@@ -99,4 +97,4 @@ def _scale(q: Tensor, scale: float | None) -> float:
     return float(q.shape[-1]) ** -0.5 if scale is None else scale
 
 
-__all__ = ["OPS", "OP_NAMES", "OpSpec", *OP_NAMES, "matmul"]
+__all__ = ["OPS", "OP_NAMES", "OpSpec", *OP_NAMES]
