@@ -85,3 +85,14 @@ def test_bad_fixtures_fail_the_json_schema_too(name: str) -> None:
     validator = _validator()
     raw = plain(read_yaml(DATA / name, name))
     assert list(validator.iter_errors(raw)) != []
+
+
+def test_schema_names_the_ops_and_providers_refengine_registers() -> None:
+    """schema.py keeps its own lists (the CLI must not import torch to validate a matrix);
+    this keeps them equal, in order, to refengine's op table and provider table."""
+    from harness.matrix import schema
+    from refengine.ops.spec import OP_NAMES
+    from refengine.providers import BUILTIN
+
+    assert schema.OPS == OP_NAMES
+    assert tuple(BUILTIN) == schema.PROVIDERS
