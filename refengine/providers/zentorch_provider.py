@@ -14,7 +14,7 @@ Argument contracts, from each op's schema and zentorch's own tests:
   int32, skip_weighted, act): experts only; routing is done here in fp32 like native.
   It caches expert weights by address and serves stale ones after the weights change
   in place, even after zentorch_flush_moe_weight_cache() (a finding, see
-  tests/unit/test_zentorch_provider.py): weights must not be updated in place.
+  tests/kernels/test_zentorch_provider.py): weights must not be updated in place.
 - zentorch_dynamic_qlinear(input float, weight int8 [N, K], weight_scales [1, N], bias):
   per-token symmetric int8 quantisation of the input inside the op; needs K % 4 == 0.
   refengine has no dynamic-w8a8 op yet, so it is offered as ``dynamic_int8_linear``.

@@ -47,7 +47,7 @@ def test_zentorch_provider_findings_hold(zen_python: Path) -> None:
     """Real zentorch against the fp32 reference; its known bugs are strict xfails."""
     env = os.environ | {"PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [str(zen_python), "-m", "pytest", "tests/unit/test_zentorch_provider.py", "-q",
+        [str(zen_python), "-m", "pytest", "tests/kernels/test_zentorch_provider.py", "-q",
          "-p", "no:cacheprovider", "-p", "harness.pytest_entry", "-o", "addopts="],
         cwd=ROOT, capture_output=True, text=True, timeout=1800, check=False, env=env)
     assert done.returncode == 0, done.stdout[-4000:]
