@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,95 @@ pytest_plugins = ("pytester",)
 # Triton reads this once, when it is first imported: every test here runs Triton on the
 # CPU, so set it before any test module (in any xdist worker) can import triton.
 os.environ.setdefault("TRITON_INTERPRET", "1")
+
+# -- the harness's own tests, not a suite under tests/data that `harness run` started ------
+# (those load this conftest too, carry --platform, and keep the suite's own settings).
+
+
+def _own_tests(config: pytest.Config) -> bool:
+    return not config.getoption("--platform", default=None)
+
+
+# Warnings are errors in the harness's own tests. Set here rather than in pyproject.toml:
+# `harness run` runs the product suites (suites/) under the same pyproject, and their
+# warnings (torch's) are findings for their report, not errors. Every exception is named
+# with why it is there.
+WARNING_EXCEPTIONS: tuple[tuple[str, str], ...] = ()
+
+# Per-test timeouts (pytest-timeout) for the harness's own tests. The ini's `timeout` (900 s)
+# stays the fallback of a product suite run straight with pytest (`harness run` passes the
+# matrix's). Here each test gets a limit by folder, on its body only (func_only): the session
+# fixtures that make real runs once for everyone are bounded by their own subprocess
+# timeouts rather than charged to whichever test asks first. A test that is long on purpose
+# says so with @pytest.mark.timeout(N) (fixtures included, as pytest-timeout's default).
+DEFAULT_TIMEOUT_S = 300
+FOLDER_TIMEOUTS_S = {"unit": 60, "kernels": 60}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not _own_tests(config):
+        return
+    config.addinivalue_line("filterwarnings", "error")
+    for spec, _why in WARNING_EXCEPTIONS:
+        config.addinivalue_line("filterwarnings", spec)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not _own_tests(config):
+        return
+    tests_dir = Path(__file__).parent
+    for item in items:
+        if item.get_closest_marker("timeout") is not None:
+            continue
+        try:
+            folder = item.path.relative_to(tests_dir).parts[0]
+        except ValueError:
+            continue
+        limit = FOLDER_TIMEOUTS_S.get(folder, DEFAULT_TIMEOUT_S)
+        item.add_marker(pytest.mark.timeout(limit, func_only=True))
+
+
+# -- isolation: no test writes outside its tmp dirs ----------------------------------------
+# Each session (each xdist worker) gets its own home: the harness cache (~/.cache/harness,
+# from the matrices' caches.root), XDG caches and configs, the download cache and the
+# history database all land under the session's tmp folder. A test that means to use the
+# real, shared cache (matrix venvs built once per pins and reused, minutes each) asks for
+# the `shared_cache` fixture.
+REAL_HOME = Path.home()
+_CACHE_ENV = ("HOME", "XDG_CACHE_HOME", "HARNESS_DOWNLOAD_CACHE")
+REAL_CACHE_ENV = {name: os.environ.get(name) for name in _CACHE_ENV}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_home(request: pytest.FixtureRequest,
+                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path | None]:
+    if not _own_tests(request.config):
+        yield None
+        return
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(home))
+        patch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+        patch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+        patch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+        patch.setenv("HARNESS_HISTORY", str(home / "history.sqlite"))
+        patch.delenv("HARNESS_DOWNLOAD_CACHE", raising=False)  # under the new home
+        yield home
+
+
+@pytest.fixture(scope="module")
+def shared_cache() -> Iterator[Path]:
+    """The real home and its caches, for this test module (and the module fixtures that ask
+    for it): for tests that reuse what is costly to build, the matrix venvs under
+    ~/.cache/harness/venvs. The history database stays the session's. Yields the real
+    harness cache root."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in REAL_CACHE_ENV.items():
+            if value is None:
+                patch.delenv(name, raising=False)
+            else:
+                patch.setenv(name, value)
+        yield REAL_HOME / ".cache" / "harness"
 
 
 def _once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], Any]) -> Any:

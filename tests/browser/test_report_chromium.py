@@ -22,7 +22,6 @@ from harness.reports import build_report, write_reports
 
 CHROMIUM = find_chromium()
 pytestmark = [
-    pytest.mark.slow,
     pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt install chromium)"),
 ]
 

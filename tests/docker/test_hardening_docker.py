@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from docker_helpers import ROOT, leftovers
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]  # container starts and kills
 FIXTURE = "tests/data/suites/hardening/check_hardening.py"
 
 

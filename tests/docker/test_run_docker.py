@@ -16,7 +16,10 @@ from typing import Any
 import pytest
 from docker_helpers import ROOT
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+# The cpu matrix's own cache (downloads, tokenizer files) as CI keeps it between runs;
+# each run may build its image first: as long as harness_run allows.
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("shared_cache"),
+              pytest.mark.timeout(3600)]
 
 
 def harness_run(*args: str, reports: Path) -> subprocess.CompletedProcess[str]:

@@ -19,7 +19,10 @@ import pytest
 from docker_helpers import ROOT
 from test_run_docker import harness_run, need_image, outcomes, run_dir_of
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+# The e2e suite reads the s390x matrix's primed tokenizer cache (the shared one, as in
+# CI); qemu runs the suites big-endian, as long as harness_run allows.
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("shared_cache"),
+              pytest.mark.timeout(3600)]
 
 S390X_BASE = "harness-base-s390x:forky"
 # The CI slice, as one -k over the three suites (names that occur in one suite only).

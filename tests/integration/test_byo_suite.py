@@ -206,7 +206,6 @@ EXPECTED_FAILED = {
 }
 
 
-@pytest.mark.slow
 def test_a_foreign_tree_runs_with_its_import_failure_as_an_error_case(byo: Byo) -> None:
     out = byo.done.stdout
     assert byo.done.returncode == 1, out[-4000:] + byo.done.stderr[-2000:]
@@ -229,7 +228,6 @@ def test_a_foreign_tree_runs_with_its_import_failure_as_an_error_case(byo: Byo) 
     assert "console_output_style=classic --tb=short" in log.splitlines()[0]  # suite, then --
 
 
-@pytest.mark.slow
 def test_the_suite_is_mostly_skipped_with_its_reasons(byo: Byo) -> None:
     manifest = json.loads((byo.run_dir / "manifest.json").read_text())
     (suite,) = manifest["suites"]
@@ -243,7 +241,6 @@ def test_the_suite_is_mostly_skipped_with_its_reasons(byo: Byo) -> None:
     assert re.search(r"^engine\s+failed .*mostly skipped: 63 of 70 \(90%", byo.done.stdout, re.M)
 
 
-@pytest.mark.slow
 def test_nothing_is_silent(byo: Byo) -> None:
     manifest = json.loads((byo.run_dir / "manifest.json").read_text())
     assert manifest["new_files"] == [LEFTOVER]
@@ -262,7 +259,6 @@ def test_nothing_is_silent(byo: Byo) -> None:
     )
 
 
-@pytest.mark.slow
 def test_repro_failed_reruns_exactly_the_failures(byo: Byo, tmp_path: Path) -> None:
     done = harness(
         "repro", str(byo.run_dir), "--failed", "--python", "current",
@@ -273,7 +269,6 @@ def test_repro_failed_reruns_exactly_the_failures(byo: Byo, tmp_path: Path) -> N
     assert ids_by_outcome(rerun / "junit" / "engine.partial.jsonl") == EXPECTED_FAILED
 
 
-@pytest.mark.slow
 def test_history_keys_are_pytests_node_ids(byo: Byo, tmp_path: Path) -> None:
     db = tmp_path / "history.sqlite"
     done = harness("history", "ingest", str(byo.run_dir), "--db", str(db), cwd=tmp_path)
@@ -283,7 +278,6 @@ def test_history_keys_are_pytests_node_ids(byo: Byo, tmp_path: Path) -> None:
     assert keys == set(ids_by_outcome(byo.run_dir / "junit" / "engine.partial.jsonl"))
 
 
-@pytest.mark.slow
 def test_plain_pytest_gives_the_same_ids_and_known_failure_matches(
     byo: Byo, tmp_path: Path
 ) -> None:

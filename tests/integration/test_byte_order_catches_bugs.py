@@ -14,7 +14,6 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-import pytest
 from provider_bugs import run_suite_with
 
 WRONG_ORDER_PROVIDER = textwrap.dedent('''
@@ -65,7 +64,6 @@ WRONG_ORDER_PROVIDER = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.slow
 def test_byte_order_checks_fail_on_the_other_byte_order(tmp_path: Path) -> None:
     proc = run_suite_with(tmp_path, "wrongorder", WRONG_ORDER_PROVIDER, "test_byte_order.py",
                           "-k", "wrongorder or native", "-rA")

@@ -6,11 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from cache_matrix import harness, temp_cpu_matrix
 
 
-@pytest.mark.slow
 def test_corrupt_cache_file_is_reported_before_the_run(tmp_path: Path) -> None:
     matrix = temp_cpu_matrix(tmp_path)
     primed = harness("cache", "prime", "--matrix", str(matrix))

@@ -27,7 +27,6 @@ def only_run_dir(reports: Path, matrix: str) -> Path:
     return run_dir
 
 
-@pytest.mark.slow
 def test_platform_suite_passes_and_leaves_a_complete_run_folder(tmp_path: Path) -> None:
     done = harness("run", "--suite", "platform", "--python", "current", reports=tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
@@ -48,7 +47,6 @@ def test_platform_suite_passes_and_leaves_a_complete_run_folder(tmp_path: Path) 
     assert "platform" in done.stdout and "passed" in done.stdout  # the final table
 
 
-@pytest.mark.slow
 def test_rocm_emulated_skips_hardware_checks_with_reasons(tmp_path: Path) -> None:
     done = harness("run", "--matrix", "rocm", "--emulate", "--suite", "platform",
                    "--python", "current", reports=tmp_path)
@@ -85,7 +83,6 @@ def test_bad_matrix_is_exit_2_without_traceback(tmp_path: Path) -> None:
     assert "runtime.shm_sise: unknown key (did you mean shm_size?)" in done.stderr
 
 
-@pytest.mark.slow
 def test_failing_test_is_exit_1_and_infra_is_exit_3(tmp_path: Path) -> None:
     # A suite that fails a test -> 1; a -k that makes pytest error out (usage) -> 3.
     done = harness("run", "--suite", "platform", "--python", "current", "-k", "(((",
@@ -119,7 +116,6 @@ def test_docker_dry_run_prints_pasteable_docker_run(
     assert "-m pytest" in command and "TIKTOKEN_CACHE_DIR=" in command
 
 
-@pytest.mark.slow
 def test_report_flag_prints_the_path_of_a_one_run_report(tmp_path: Path) -> None:
     from report_history import matrix_text
 
@@ -145,7 +141,6 @@ def test_report_flag_prints_the_path_of_a_one_run_report(tmp_path: Path) -> None
     assert len(added) == 1
 
 
-@pytest.mark.slow
 def test_a_suite_that_ran_no_test_is_not_passed(tmp_path: Path) -> None:
     # -k that selects nothing: pytest exits 5; that is its own state and exit 1 ...
     done = harness("run", "--suite", "platform", "--python", "current", "-k",

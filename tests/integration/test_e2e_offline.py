@@ -28,7 +28,6 @@ def _unshare_or_skip() -> None:
         pytest.skip(f"unshare -n is not permitted here: {done.stderr.strip()}")
 
 
-@pytest.mark.slow
 def test_e2e_passes_without_network(tmp_path: Path) -> None:
     _unshare_or_skip()
     # The namespace really has no route out (ENETUNREACH), not just a slow one.

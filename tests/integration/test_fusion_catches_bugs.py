@@ -55,7 +55,6 @@ BUGS = {
 }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("bug", BUGS)
 def test_fusion_check_rejects_the_bug(bug: str) -> None:
     defs, fp8, expected = BUGS[bug]
@@ -63,7 +62,6 @@ def test_fusion_check_rejects_the_bug(bug: str) -> None:
     assert any(expected in p for p in problems), problems
 
 
-@pytest.mark.slow
 def test_bitwise_check_sees_what_the_tolerance_allows() -> None:
     # An epsilon 10x off moves a bf16 norm by less than the tolerance: within tolerance,
     # but not the same bits as the unfused path, which a composed fused kernel must give.
@@ -79,7 +77,6 @@ def test_bitwise_check_sees_what_the_tolerance_allows() -> None:
     assert not check_outputs("x", good.eager, good.fused, [], True, Tol())
 
 
-@pytest.mark.slow
 def test_tensor_parallel_fusion_with_the_wrong_epsilon_fails_on_two_ranks(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from refengine.fusion.tp import run_tp

@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,7 +61,6 @@ def _pytest(suite: Path, env: dict[str, str], *extra: str) -> subprocess.Complet
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=suite)
 
 
-@pytest.mark.slow
 def test_changed_pass_fails_then_updates(tmp_path: Path) -> None:
     suite = tmp_path / "fusion"
     shutil.copytree(ROOT / "suites" / "fusion", suite, ignore=shutil.ignore_patterns("__pycache__"))

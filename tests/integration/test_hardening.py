@@ -71,7 +71,6 @@ def wait_for(path: Path, proc: subprocess.Popen[str], seconds: float = 180) -> N
         time.sleep(0.2)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_a_ci_cancel_finishes_the_run_folder_and_leaves_no_process(
     tmp_path: Path, sig: signal.Signals, code: int
@@ -121,7 +120,6 @@ def passed_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return only_run_dir(folder / "r")
 
 
-@pytest.mark.slow
 def test_eight_concurrent_first_ingests_into_a_new_database_all_succeed(
     passed_run: Path, tmp_path: Path
 ) -> None:
@@ -148,7 +146,7 @@ def test_eight_concurrent_first_ingests_into_a_new_database_all_succeed(
             (SCHEMA_VERSION,)]
 
 
-@pytest.mark.slow
+@pytest.mark.timeout(900)  # two venv builds racing (each waited on for up to 900 s)
 def test_two_concurrent_first_builds_of_one_environment_both_pass(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     matrix = tmp_path / "sharedenv.yaml"
@@ -197,7 +195,6 @@ def small_disk(tmp_path: Path) -> Path:
     subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
-@pytest.mark.slow
 def test_a_full_disk_stops_the_run_with_exit_3_and_keeps_what_was_written(
     small_disk: Path, tmp_path: Path
 ) -> None:
@@ -255,7 +252,6 @@ def files_holding(folder: Path, needle: str) -> list[str]:
             if p.is_file() and needle.encode() in p.read_bytes()]
 
 
-@pytest.mark.slow
 def test_a_secret_printed_by_a_test_is_in_no_file_nor_the_report(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
     env |= {"HARNESS_HARDENING": "secret", "HF_TOKEN": SECRET}
@@ -289,7 +285,6 @@ def _connect_at_once(db: str, barrier: Any, results: Any) -> None:
         results.put(f"{type(error).__name__}: {error}")
 
 
-@pytest.mark.slow
 def test_eight_processes_opening_a_new_database_at_the_same_instant_all_succeed(
     tmp_path: Path,
 ) -> None:

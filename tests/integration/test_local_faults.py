@@ -76,7 +76,6 @@ def run_one(inv: Invocation):  # type: ignore[no-untyped-def]
     return outcome
 
 
-@pytest.mark.slow
 def test_segfault_keeps_results_and_names_signal(tmp_path: Path) -> None:
     inv = invocation(tmp_path, "os.kill(os.getpid(), signal.SIGSEGV)")
     outcome = run_one(inv)
@@ -88,13 +87,11 @@ def test_segfault_keeps_results_and_names_signal(tmp_path: Path) -> None:
     assert "test_after" not in got
 
 
-@pytest.mark.slow
 def test_abort_is_exit_134_like(tmp_path: Path) -> None:
     outcome = run_one(invocation(tmp_path, "os.abort()"))
     assert outcome.status is Status.CRASHED and "SIGABRT" in outcome.reason
 
 
-@pytest.mark.slow
 def test_hang_past_step_timeout_is_killed(tmp_path: Path) -> None:
     inv = invocation(tmp_path, "time.sleep(600)", timeout_s=8)
     outcome = run_one(inv)
@@ -105,7 +102,6 @@ def test_hang_past_step_timeout_is_killed(tmp_path: Path) -> None:
     assert any("timeout" in name and kind == "error" for name, kind in got.items())
 
 
-@pytest.mark.slow
 def test_plain_failure_is_failed_not_infra(tmp_path: Path) -> None:
     inv = invocation(tmp_path, "assert 1 == 2")
     outcome = run_one(inv)
@@ -114,7 +110,6 @@ def test_plain_failure_is_failed_not_infra(tmp_path: Path) -> None:
     assert outcome.counts == {"passed": 3, "failed": 1}
 
 
-@pytest.mark.slow
 def test_exit_zero_without_junit_is_infra(tmp_path: Path) -> None:
     inv = invocation(tmp_path, "assert True")
     inv = Invocation(**{**inv.__dict__, "argv": (sys.executable, "-c", "print('hi')")})
@@ -142,7 +137,6 @@ def test_known():
 """
 
 
-@pytest.mark.slow
 def test_a_suite_that_mostly_skips_is_not_green(tmp_path: Path) -> None:
     inv = invocation(tmp_path, "pass")
     (tmp_path / "suite" / "test_faulty.py").write_text(MOSTLY_SKIPPED)

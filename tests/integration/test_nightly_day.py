@@ -21,7 +21,6 @@ from cdp import find_chromium, load_page
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = find_chromium()
-pytestmark = pytest.mark.slow
 
 LANES_SCRIPT = """JSON.stringify({
   lanes: [...document.querySelectorAll('#test-grid thead th.lane-col')].map(th => th.title),
@@ -41,7 +40,8 @@ def _docker_ready() -> bool:
 
 
 @pytest.fixture(scope="module")
-def day(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def day(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> dict[str, Any]:
+    # the lanes' matrix venvs are built once per pins in the shared cache and reused
     out = tmp_path_factory.mktemp("nightly-day")
     args = [sys.executable, str(ROOT / "ci" / "nightly_day.py"), "--out", str(out)]
     if not _docker_ready():

@@ -130,7 +130,6 @@ def _buggy_triton_norm(tmp_path: Path) -> Any:
     return module
 
 
-@pytest.mark.slow
 def test_multi_tile_row_catches_a_dropped_tile_offset(tmp_path: Path) -> None:
     pytest.importorskip("triton")
     buggy = _buggy_triton_norm(tmp_path)
@@ -170,7 +169,6 @@ def test_every_op_declares_its_domains() -> None:
     assert set(DOMAINS) == set(OPS)
 
 
-@pytest.mark.slow
 def test_cpu_parity_suite_checks_the_triton_provider_it_lists() -> None:
     import subprocess
 
@@ -199,7 +197,6 @@ def make_provider(device):
 '''
 
 
-@pytest.mark.slow
 def test_a_known_failure_id_no_longer_hides_a_new_bug(tmp_path: Path) -> None:
     """The same id as a known bf16 rounding failure, now wrong for another reason: with the
     entry's signature (the torch entry's, copied) the run fails; without one it was an xfail."""

@@ -128,7 +128,6 @@ BUGGY_PROVIDER = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.slow
 def test_suite_itself_fails_on_a_buggy_provider(tmp_path: Path) -> None:
     proc = run_suite_with(tmp_path, "buggy", BUGGY_PROVIDER, "test_parity.py",
                           "-k", "silu_and_mul and buggy")

@@ -21,8 +21,6 @@ from harness.history import ingest_paths
 from harness.reports import build_report
 from harness.reports.model import Report
 
-pytestmark = pytest.mark.slow
-
 KERNELS = f"{SUITES}/check_kernels.py"
 
 

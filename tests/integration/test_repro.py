@@ -66,7 +66,6 @@ def cpu_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield make_run(tmp_path_factory.mktemp("cpu"), "repro-cpu", "cpu.yaml")
 
 
-@pytest.mark.slow
 def test_repro_reruns_exactly_the_failed_test(cpu_run: Path, tmp_path: Path) -> None:
     done = harness("repro", str(cpu_run), "--python", "current", "--reports", str(tmp_path))
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
@@ -85,7 +84,6 @@ def test_repro_reruns_exactly_the_failed_test(cpu_run: Path, tmp_path: Path) -> 
     assert (rerun / "matrix.json").read_text() == (cpu_run / "matrix.json").read_text()
 
 
-@pytest.mark.slow
 def test_dry_run_prints_the_command_with_the_node_id(cpu_run: Path, tmp_path: Path) -> None:
     for target in (cpu_run, cpu_run / "junit" / "repro.xml", cpu_run / "merged.xml"):
         done = harness("repro", str(target), "--dry-run", "--python", "current",
@@ -98,7 +96,6 @@ def test_dry_run_prints_the_command_with_the_node_id(cpu_run: Path, tmp_path: Pa
     assert not any(tmp_path.iterdir())
 
 
-@pytest.mark.slow
 def test_a_loose_junit_file_finds_its_matrix_from_the_suite_properties(
     cpu_run: Path, tmp_path: Path
 ) -> None:
@@ -112,7 +109,6 @@ def test_a_loose_junit_file_finds_its_matrix_from_the_suite_properties(
     assert [name for _, name in cases(rerun / "junit" / "repro.xml")] == ["test_dtype[float16]"]
 
 
-@pytest.mark.slow
 def test_test_option_picks_by_substring_and_a_clean_run_has_nothing_to_rerun(
     cpu_run: Path, tmp_path: Path
 ) -> None:
@@ -131,7 +127,6 @@ def test_test_option_picks_by_substring_and_a_clean_run_has_nothing_to_rerun(
         "harness: error: --test no_such_test: matches none of the run's tests")
 
 
-@pytest.mark.slow
 def test_changed_matrix_is_reported_and_the_recorded_one_is_used(
     cpu_run: Path, tmp_path: Path
 ) -> None:
@@ -157,7 +152,6 @@ def test_changed_matrix_is_reported_and_the_recorded_one_is_used(
     assert f"--platform {copy / 'matrix.json'}" in done.stdout
 
 
-@pytest.mark.slow
 def test_rocm_emulated_run_repro_runs_on_the_cpu(tmp_path: Path) -> None:
     run_dir = make_run(tmp_path, "repro-rocm", "rocm.yaml", "--emulate")
     done = harness("repro", str(run_dir), "--python", "current",

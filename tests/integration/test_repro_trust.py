@@ -68,14 +68,12 @@ def refused(done: subprocess.CompletedProcess[str]) -> list[str]:
     return done.stderr.strip().splitlines()
 
 
-@pytest.mark.slow
 def test_an_untouched_run_folder_repros(run_copy: Path) -> None:
     done = repro(run_copy)
     assert done.returncode == 0, done.stderr
     assert "harness repro: would set OMP_NUM_THREADS=" in done.stdout
 
 
-@pytest.mark.slow
 def test_a_matrix_json_changed_without_its_hash_is_refused(run_copy: Path) -> None:
     edit_json(run_copy / "matrix.json", lambda m: m["runtime"].update(step_timeout_s=7))
     (line,) = refused(repro(run_copy))
@@ -83,7 +81,6 @@ def test_a_matrix_json_changed_without_its_hash_is_refused(run_copy: Path) -> No
     assert "--trust-run-folder" in line
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("change", "says"), [
     (lambda m: m["runtime"].update(cap_add=["SYS_ADMIN"]), "runtime.cap_add ['SYS_ADMIN']"),
     (lambda m: m["runtime"].update(devices=["/dev/mem"]), "runtime.devices ['/dev/mem']"),
@@ -108,7 +105,6 @@ def test_what_the_current_matrix_does_not_allow_is_refused_with_one_line(
     assert "+" in trusted.stdout and "changed since run" in trusted.stdout  # the diff
 
 
-@pytest.mark.slow
 def test_a_node_id_outside_the_checkout_is_refused(run_copy: Path) -> None:
     evil = run_copy / "evil.py"
     evil.write_text("def test_x():\n    open('/tmp/pwned', 'w')\n")
@@ -120,7 +116,6 @@ def test_a_node_id_outside_the_checkout_is_refused(run_copy: Path) -> None:
                      "refused"]
 
 
-@pytest.mark.slow
 def test_only_seed_and_thread_settings_come_back_from_the_env(run_copy: Path) -> None:
     edit_json(run_copy / "manifest.json", lambda m: m["env"].update(
         PYTEST_ADDOPTS="-k test_passes", LD_PRELOAD="/tmp/x.so"))

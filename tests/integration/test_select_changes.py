@@ -19,7 +19,6 @@ from harness.select import select_changes
 from harness.select.collect import collect
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
 
 
 def _git(repo: Path, *args: str) -> str:

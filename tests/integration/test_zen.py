@@ -19,14 +19,15 @@ from harness.platform.host import cpu_model_and_flags
 ROOT = repo_root()
 _, FLAGS, VENDOR = cpu_model_and_flags()
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.timeout(2000),  # each test waits up to 1800 s for its harness or pytest run
     pytest.mark.skipif(VENDOR != "AuthenticAMD" or "avx512_bf16" not in FLAGS,
                        reason="needs an AMD Zen 4/5 CPU (AuthenticAMD with avx512_bf16)"),
 ]
 
 
 @pytest.fixture(scope="module")
-def zen_python() -> Path:
+def zen_python(shared_cache: Path) -> Path:
+    """The zen venv in the shared cache (about 5.6 GB: built once per pins, then reused)."""
     from harness.platform.cache import cache_root
     from harness.run.venvs import ensure_venv
 
