@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cache import cache_root
 from harness.history.schema import default_db_path
 from harness.matrix import load_matrix
+from harness.platform.cache import cache_root
 
 
 def test_home_caches_and_history_are_under_the_sessions_tmp(
