@@ -191,8 +191,9 @@ class LineSink:
 
     def pump(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stdout is not None
-        for raw in proc.stdout:
-            self.line(raw.decode("utf-8", "replace").rstrip("\n"))
+        with proc.stdout:  # closed at EOF, not left to the garbage collector
+            for raw in proc.stdout:
+                self.line(raw.decode("utf-8", "replace").rstrip("\n"))
 
     def line(self, line: str) -> None:
         line = scrub(line)
