@@ -15,6 +15,7 @@ its container, so every start reaps this host's harness containers whose owner i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
@@ -273,6 +274,11 @@ class Container:
                     splitter.feed(chunk)
             except Exception:  # the connection drops when the container is killed
                 pass
+            finally:  # the stream's socket, closed here rather than by the garbage collector
+                close = getattr(stream, "close", None)
+                if callable(close):
+                    with contextlib.suppress(Exception):
+                        close()
             splitter.close()
 
         reader = threading.Thread(target=pump, daemon=True, name=f"logs-{self.name}")

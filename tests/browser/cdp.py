@@ -118,6 +118,8 @@ class Browser:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        if self.process.stderr is not None:
+            self.process.stderr.close()
         os.close(self._write)
         os.close(self._read)
         shutil.rmtree(self.profile, ignore_errors=True)
