@@ -95,7 +95,7 @@ TARGETS: dict[str, Target] = {
     # the cpu matrix's inductor provider: one dispatcher (torch.compile of the native op
     # per (op, dtype), the data-dependent ops declined) for every op, judged by every
     # op's inductor parity case
-    "inductor:ops": Target("refengine/providers/inductor.py", ("InductorProvider",),
+    "inductor:ops": Target("refengine/providers/inductor_provider.py", ("InductorProvider",),
                            ("suites/kernel_parity/test_coverage.py",
                             "suites/kernel_parity/test_parity.py", "--platform", "cpu",
                             "-k", "inductor or every")),
