@@ -131,6 +131,3 @@ def get_provider(name: str, device: str = "cpu") -> Provider:
         _CACHE[key] = module.make_provider(device)
     return _CACHE[key]
 
-
-def known_names() -> tuple[str, ...]:
-    return tuple(module_table())
