@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError
+from harness.results.jsonfile import read_json
 
 SCHEMA = 1
 PLATFORM_TOKEN = "platform"
@@ -151,14 +152,7 @@ def dump_lane(lane: LaneSelection, path: Path) -> None:
 
 
 def load_lane(path: Path) -> LaneSelection:
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ConfigError(f"cannot read selection ({error.strerror or error})",
-                          file=str(path)) from None
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"not valid JSON ({error.msg})", file=str(path),
-                          line=error.lineno) from None
+    raw = read_json(path, "selection")
     if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
         raise ConfigError(f"expected a lane selection (schema {SCHEMA})", file=str(path),
                           key="schema")

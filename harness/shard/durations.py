@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError
+from harness.results.jsonfile import read_json
 
 SCHEMA = 1
 
@@ -56,14 +57,7 @@ def _seconds_map(raw: Any, path: Path, key: str) -> dict[str, float]:
 
 
 def load(path: Path) -> DurationSet:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ConfigError(f"cannot read durations file ({error.strerror or error})",
-                          file=str(path)) from None
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"not valid JSON ({error.msg})", file=str(path),
-                          line=error.lineno) from None
+    data = read_json(path, "durations file")
     if isinstance(data, dict) and "schema" in data:
         if data["schema"] != SCHEMA:
             raise ConfigError(f"unsupported schema {data['schema']!r} (expected {SCHEMA})",
