@@ -26,7 +26,7 @@ class Coverage:
     provider: str
     seen: list[dict[str, str]] = field(default_factory=list)
     declined: dict[str, str] = field(default_factory=dict)  # "arg=value" -> why
-    declined_cases: list[str] = field(default_factory=list)  # "case: why"
+    declined_cases: list[tuple[str, str, str]] = field(default_factory=list)  # case, dtype, why
     missing: list[str] = field(default_factory=list)
 
 
@@ -51,7 +51,7 @@ def coverage(op: str, provider_name: str, cases: Sequence[Case], dtypes: Sequenc
             if ok:
                 result.seen.append(values)
             else:
-                result.declined_cases.append(f"{case.id} {name}: {why}")
+                result.declined_cases.append((case.id, name, why))
                 for arg, value in values.items():
                     result.declined.setdefault(f"{arg}={value}", f"{case.id} {name}: {why}")
     extra = {"dtype": tuple(dtypes)}

@@ -1,13 +1,13 @@
 """Parametrize the parity test from the platform: op x case x dtype x provider.
 
 Providers per op: those the platform's ``kernels:`` lists for it (but native, the
-reference), plus torch and inductor, plus every capability provider the platform has
-(triton, zentorch) that has a kernel for the op, listed or not (the cpu matrix provides
-triton, and its e2e runs the triton set), plus any named in KERNEL_PARITY_PROVIDERS (how a
-test-only provider is brought in). inductor gets one case per op: every shape is a
-compile, and the suite must stay within minutes on a 2-core host; an op whose first case
-is a known failure of inductor gets one more (ONE_CASE_EXTRA), so that the op is still
-checked somewhere on it.
+reference), plus torch and inductor where they have a kernel for it, plus every capability
+provider the platform has (triton, zentorch) that has a kernel for the op, listed or not
+(the cpu matrix provides triton, and its e2e runs the triton set), plus any named in
+KERNEL_PARITY_PROVIDERS (how a test-only provider is brought in). inductor gets one case
+per op: every shape is a compile, and the suite must stay within minutes on a 2-core
+host; an op whose first case is a known failure of inductor gets one more
+(ONE_CASE_EXTRA), so that the op is still checked somewhere on it.
 
 Cases: the hand-written ones that encode a finding, then those generated over the op's
 argument domains and the platform's dtypes (parity_cases.py). The terminal summary lists
@@ -62,11 +62,20 @@ def _has_kernel(profile: Any, name: str, op: str) -> bool:
     return op in getattr(provider, "ops", lambda: ())()
 
 
+def _offers(profile: Any, name: str, op: str) -> bool:
+    """Whether provider ``name`` has an ``op`` kernel at all (those without ``ops()``: yes)."""
+    from refengine.providers import get_provider
+
+    ops = getattr(get_provider(name, profile.device), "ops", None)
+    return ops is None or op in ops()
+
+
 def providers_for(profile: Any, op: str) -> tuple[str, ...]:
     listed = [name for name in profile.matrix.kernels.get(op, ()) if name != "native"]
+    tried = [name for name in ALWAYS_TRIED if _offers(profile, name, op)]
     capable = [name for name in CAPABILITY_PROVIDERS if _has_kernel(profile, name, op)]
     extra = [n.strip() for n in os.environ.get(EXTRA_ENV, "").split(",") if n.strip()]
-    return tuple(dict.fromkeys([*listed, *ALWAYS_TRIED, *capable, *extra]))
+    return tuple(dict.fromkeys([*listed, *tried, *capable, *extra]))
 
 
 def dtypes_for(profile: Any, op: str) -> tuple[str | None, ...]:

@@ -4,6 +4,10 @@ The domains are declared with the ops (refengine/ops/domains.py); a value no cas
 op has for a provider is a hole through which a kernel that ignores that argument (or
 mishandles that scale shape, tile, layout) passes the suite. inductor gets one case per op
 (each shape is a compile); its unseen values are printed in the summary, not failed.
+
+Every case the suite gives a provider must also run on it: a case its ``supports`` turns
+down is skipped, so a provider claiming too little passes unseen. The only declines
+allowed are those declines.py declares (and each of those must happen).
 """
 
 from __future__ import annotations
@@ -14,18 +18,10 @@ import pytest
 import torch
 from arg_coverage import coverage
 from conftest import ONE_CASE_PROVIDERS, dtypes_for, provider_cases, providers_for
-from test_selection import DECLINES
+from declines import decline_holes
 
 from refengine.ops.spec import OP_NAMES
 from refengine.providers import get_provider
-
-
-def _primary(platform: Any, op: str) -> str | None:
-    """The first provider the matrix lists for ``op`` that the platform has."""
-    for name in platform.matrix.kernels.get(op, ()):
-        if not (platform.matrix.capabilities.known(name) and platform.why_missing(name)):
-            return str(name)
-    return None
 
 
 @pytest.mark.parametrize("op", OP_NAMES)
@@ -35,7 +31,6 @@ def test_every_argument_value_is_checked(op: str, platform: Any, record_property
     if not names:
         pytest.skip(f"{platform.name} has no dtype for {op} here")
     holes = []
-    primary = _primary(platform, op)
     for provider in providers_for(platform, op):
         # A provider named like a capability the platform has must be usable: its parity
         # tests skip when it is not, and a broken install would pass as "skipped".
@@ -50,11 +45,7 @@ def test_every_argument_value_is_checked(op: str, platform: Any, record_property
         record_property(f"coverage.{provider}.declined", "; ".join(row.declined) or "none")
         if row.missing:
             holes.append(f"{provider} never saw {', '.join(row.missing)}")
-        # The platform's primary provider serving fewer calls than it should turns parity
-        # failures into skips; only the declines test_selection.py declares are expected.
-        declared = any(d.applies(provider, op, names[0], platform.device) for d in DECLINES)
-        if provider == primary and row.declined_cases and not declared:
-            holes.append(f"{provider} (the primary) declined {'; '.join(row.declined_cases)}")
+        holes.extend(decline_holes(op, provider, row.declined_cases, names, platform.device))
     assert not holes, f"{op}: " + "; ".join(holes)
 
 

@@ -4,7 +4,7 @@ For every op the matrix lists and every dtype it runs, the expected provider is 
 from the matrix alone: the first listed provider that
 - the platform has (a provider named like a capability needs it; under --emulate the
   hardware-only ones are gone, e.g. zentorch "needs hardware"), and
-- is not passing this (op, dtype) on by a limit declared in DECLINES below (each one a
+- is not passing this (op, dtype) on by a limit declared in declines.py (each one a
   fact about a library on a device, with its reason).
 The registry, built for the device the suite runs on (the CPU under --emulate), must
 choose exactly that provider for one engine-shaped call (parity_cases.SELECTION_CASES).
@@ -18,42 +18,16 @@ an op it has no kernel for, or when a declared decline no longer happens (stale 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 import torch
+from declines import DECLINES, Decline
 from parity_cases import FP8_OPS, SELECTION_CASES
 
 from refengine.ops.spec import OP_NAMES, describe
 from refengine.providers import get_provider
 from refengine.registry import Registry
-
-FNUZ = ("float8_e4m3fnuz", "float8_e5m2fnuz")
-
-
-@dataclass(frozen=True)
-class Decline:
-    """``provider`` rightly passes ``op`` at these key dtypes to the next on these devices."""
-
-    provider: str
-    op: str  # "*": every op
-    dtypes: tuple[str, ...]
-    devices: tuple[str, ...]  # torch device types
-    why: str
-
-    def applies(self, provider: str, op: str, dtype: str, device: str) -> bool:
-        return (provider == self.provider and self.op in ("*", op)
-                and dtype in self.dtypes and device in self.devices)
-
-
-DECLINES = (
-    Decline("triton", "fp8_quant", FNUZ, ("cpu",),
-            "Triton's interpreter has no fnuz fp8 types (emulated ROCm gfx942)"),
-    Decline("torch", "fused_moe", ("float32", "float16"), ("cuda", "xpu"),
-            "torch._grouped_mm on a GPU takes bfloat16 only"),
-    Decline("zentorch", "*", ("float16",), ("cpu",), "zentorch kernels take float32/bfloat16"),
-)
 
 
 def _dtype_names(platform: Any, op: str) -> list[str]:

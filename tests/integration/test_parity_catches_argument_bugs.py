@@ -234,3 +234,54 @@ def test_multi_tile_class_follows_the_triton_block_cap() -> None:
 
     assert inspect.signature(tiles).parameters["cap"].default == TILE_CAP
     assert tiles(TILE_CAP + 1)["N_TILES"] == 2
+
+
+SHY_TRITON = '''
+import torch
+from refengine.providers.triton_provider import TritonProvider
+
+class Shy(TritonProvider):
+    name = "{name}"
+
+    def supports(self, op, dtype, shapes, layout):
+        if {bug} and dtype == torch.float16:  # a dtype check missing one entry
+            return False, "rms_norm kernels take float32/bfloat16"
+        return super().supports(op, dtype, shapes, layout)
+
+def make_provider(device):
+    return Shy(device)
+'''
+
+
+def test_a_provider_declining_what_it_serves_fails_coverage(tmp_path: Path) -> None:
+    """A checked provider (not the platform's primary) that turns float16 cases down made
+    them skips, and the suite passed (mutation testing of triton's supports() found it):
+    every undeclared decline is now a coverage hole. The same provider without the bug
+    passes, so the failure is the decline's."""
+    import subprocess
+
+    outcomes = {}
+    for name, bug in (("shy", True), ("plain", False)):
+        (tmp_path / f"{name}_triton.py").write_text(SHY_TRITON.format(name=name, bug=bug))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]),
+                   REFENGINE_PROVIDER_MODULES=f"{name}={name}_triton",
+                   KERNEL_PARITY_PROVIDERS=name)
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "--platform", "cpu",
+             str(SUITE / "test_coverage.py"), "-q", "-p", "no:cacheprovider",
+             "-k", "every and rms_norm and not add"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        outcomes[name] = (proc.returncode, proc.stdout + proc.stderr)
+    code, out = outcomes["shy"]
+    assert code == 1 and "shy declined" in out and "no DECLINES entry declares" in out, out
+    assert outcomes["plain"][0] == 0, outcomes["plain"][1]
+
+
+def test_a_declared_decline_that_stops_happening_is_stale() -> None:
+    from declines import decline_holes
+
+    fnuz = ["float8_e4m3fnuz"]
+    turned_down = [("per-token-dynamic", "float8_e4m3fnuz", "interpreter has no fnuz")]
+    assert decline_holes("fp8_quant", "triton", turned_down, fnuz, "cpu") == []
+    assert decline_holes("fp8_quant", "triton", [], fnuz, "cpu") == [
+        "triton's declared decline at float8_e4m3fnuz did not happen (a stale entry)"]
