@@ -50,6 +50,8 @@ class Target:
     module: str
     functions: tuple[str, ...]
     tests: tuple[str, ...]  # pytest arguments after the interpreter's ``-m pytest``
+    # more pytest runs (another platform, the e2e suite), each after the one before passed
+    also: tuple[tuple[str, ...], ...] = ()
 
 
 def _parity(op_k: str, matrix: str = "cpu", emulate: bool = False) -> tuple[str, ...]:
@@ -75,10 +77,21 @@ TARGETS: dict[str, Target] = {
                                   ("silu_and_mul_kernel", "silu_and_mul"),
                                   _parity("silu_and_mul and triton")),
     # what the triton provider claims to serve, and whether it is there at all
+    # (on cpu, then the emulated GPU profiles, where triton is primary and ROCm's fnuz
+    # flavours are declined under the interpreter, then the e2e triton set, whose registry
+    # asks triton for every op)
     "triton:supports": Target("refengine/providers/triton_provider.py", ("TritonProvider",),
                               ("suites/kernel_parity/test_coverage.py",
                                "suites/kernel_parity/test_parity.py", "--platform", "cpu",
-                               "-k", "triton or every")),
+                               "-k", "triton or every"),
+                              also=(*(("suites/kernel_parity/test_coverage.py",
+                                       "suites/kernel_parity/test_selection.py",
+                                       "suites/kernel_parity/test_parity.py", "--platform",
+                                       gpu, "--emulate", "-k",
+                                       "every or selection or (fp8_quant and triton)")
+                                      for gpu in ("rocm", "cuda")),
+                                    ("suites/e2e/test_e2e.py", "--platform", "cpu", "-k",
+                                     "triton"))),
     # the cpu matrix's primary providers (torch's fast paths)
     "torch:int8_scaled_gemm": Target("refengine/providers/torch_provider.py",
                                      ("int8_scaled_gemm", "_check_int_mm"),
@@ -215,13 +228,16 @@ def run_target(name: str, target: Target, workdir: Path, timeout: float,
     if not tally_only:
         session.unlink(missing_ok=True)
     tests = " ".join(f"'{a}'" if " " in a else a for a in target.tests)
+    pytest = f"{sys.executable} -m pytest -x -q -p no:cacheprovider {tests}"
+    if target.also:  # several runs: this script runs them in turn (see run_tests)
+        pytest = f"{sys.executable} bench/mutation.py --run-tests {name}"
     ranges = line_ranges(workdir / target.module, target.functions)
     config.write_text(
         "[cosmic-ray]\n"
         f"module-path = {json.dumps(target.module)}\n"
         f"timeout = {timeout}\n"
         "excluded-modules = []\n"
-        f'test-command = "{sys.executable} -m pytest -x -q -p no:cacheprovider {tests}"\n'
+        f"test-command = {json.dumps(pytest)}\n"
         "[cosmic-ray.distributor]\nname = \"local\"\n"
         "[cosmic-ray.filters.operators-filter]\n"
         f"exclude-operators = {_toml_list(_excluded_operators(cosmic))}\n"
@@ -229,6 +245,9 @@ def run_target(name: str, target: Target, workdir: Path, timeout: float,
         f"{json.dumps(target.module)} = {_toml_list(ranges)}\n"
     )
     env = dict(os.environ, PYTHONPATH=str(workdir), TRITON_INTERPRET="1")
+    tiktoken = Path.home() / ".cache" / "harness" / "tiktoken"  # `harness cache prime`'s
+    if tiktoken.is_dir():
+        env.setdefault("TIKTOKEN_CACHE_DIR", str(tiktoken))
     env.setdefault("TORCHINDUCTOR_CACHE_DIR",
                    str(Path.home() / ".cache" / "harness" / "inductor"))
 
@@ -270,6 +289,17 @@ def run_target(name: str, target: Target, workdir: Path, timeout: float,
             "survivors": survivors}
 
 
+def run_tests(name: str) -> int:
+    """A target's pytest runs in turn, stopping at the first that fails (its exit code)."""
+    target = TARGETS[name]
+    for args in (target.tests, *target.also):
+        code = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q",
+                               "-p", "no:cacheprovider", *args]).returncode
+        if code:
+            return code
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", action="append", default=[], choices=sorted(TARGETS),
@@ -280,7 +310,11 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="list the targets and exit")
     parser.add_argument("--tally-only", action="store_true",
                         help="count the sessions already in --workdir again (no mutants run)")
+    parser.add_argument("--run-tests", metavar="TARGET", choices=sorted(TARGETS),
+                        help="run TARGET's test command (what each mutant is judged by)")
     args = parser.parse_args()
+    if args.run_tests:
+        return run_tests(args.run_tests)
     if args.list:
         for name, target in TARGETS.items():
             print(f"{name:<24} {target.module} {','.join(target.functions)}")

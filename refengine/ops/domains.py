@@ -37,7 +37,8 @@ DOMAINS: dict[str, Domains] = {
     # leading dims that no rows view can merge, so a kernel must write it back itself)
     "add_rms_norm": {"eps": ("small", "large"), "layout": LAYOUT, "rank": ("2d", "3d+"),
                      "width": ("one-tile", "multi-tile"), "residual": LAYOUT},
-    "silu_and_mul": {"layout": LAYOUT, "rank": ("2d", "3d+"),
+    # one token without a token dim ([2d]: the spec's T... may be empty)
+    "silu_and_mul": {"layout": LAYOUT, "rank": ("1d", "2d", "3d+"),
                      "width": ("one-tile", "multi-tile")},
     "gelu_and_mul": {"approximate": ("none", "tanh"), "layout": LAYOUT, "rank": ("2d", "3d+")},
     "rotary_embedding": {"is_neox": ("true", "false"), "rotary_dim": ("full", "partial"),
@@ -75,6 +76,8 @@ PAIRWISE: dict[str, tuple[tuple[str, str], ...]] = {
 # Combinations no call can have (the case generator skips them): a block-mode row's
 # "width" is its group's (FP8_BLOCK, one tile), and only block mode has groups.
 ALLOWED: dict[str, Callable[[Mapping[str, str]], bool]] = {
+    # a 1-D slice of a wider row is contiguous
+    "silu_and_mul": lambda v: v["rank"] != "1d" or v["layout"] == "contiguous",
     "fp8_quant": lambda v: ((v["mode"] != "block" or v["width"] == "one-tile")
                             and (v["mode"] == "block" or v["last_group"] == "full")),
 }
@@ -86,7 +89,7 @@ def _layout(args: Mapping[str, Any]) -> str:
 
 
 def _rank(t: torch.Tensor) -> str:
-    return "2d" if t.dim() <= 2 else "3d+"
+    return "1d" if t.dim() == 1 else "2d" if t.dim() == 2 else "3d+"
 
 
 def _width(n: int) -> str:

@@ -302,6 +302,8 @@ Realize = Callable[[dict[str, str], int], tuple[Builder, str]]
 
 def _lead(v: dict[str, str], i: int, rows: int = 5) -> tuple[int, ...]:
     # few rows: the Triton interpreter runs one program per row (or group) in turn
+    if v["rank"] == "1d":
+        return ()
     return (rows + i % 3,) if v["rank"] == "2d" else (2, 2 + i % 2)
 
 
