@@ -57,3 +57,22 @@ def test_one_case_extras_name_real_cases() -> None:
     for op, ids in ONE_CASE_EXTRA.items():
         known = {case.id for case in cases_for(op)[1:]}
         assert set(ids) <= known, f"{op}: {sorted(set(ids) - known)} is not a later case"
+
+
+def test_every_provider_declines_the_ops_it_has_no_kernel_for(platform: Any) -> None:
+    """A provider claiming an op it has no kernel for would be chosen by a registry that
+    lists it (the e2e provider sets list one provider for every op) and fail the call; no
+    shipped matrix lists such a pair (test_selection.py), so only this sees the claim."""
+    names = dict.fromkeys(name for op in OP_NAMES for name in providers_for(platform, op))
+    wrong = []
+    for name in names:
+        provider = get_provider(name, platform.device)
+        ops = getattr(provider, "ops", None)
+        if ops is None:  # serves every op (inductor compiles the native one)
+            continue
+        for op in (op for op in OP_NAMES if op not in ops()):
+            for dtype in (d for d in dtypes_for(platform, op) if d and hasattr(torch, d)):
+                ok, _ = provider.supports(op, getattr(torch, dtype), {}, "contiguous")
+                if ok:
+                    wrong.append(f"{name} claims {op} at {dtype}")
+    assert not wrong, "; ".join(wrong)
