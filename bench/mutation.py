@@ -56,7 +56,7 @@ class Target:
 
 def _parity(op_k: str, matrix: str = "cpu", emulate: bool = False) -> tuple[str, ...]:
     """The op's parity cases for the provider, plus the op's coverage test (which fails
-    when the platform's primary provider declines a case it should serve)."""
+    when a checked provider declines a case declines.py does not declare)."""
     extra = ("--emulate",) if emulate else ()
     op = op_k.split()[0]
     # the coverage test first: it is cheap and kills a supports() mutant before any case
