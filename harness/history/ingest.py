@@ -22,8 +22,9 @@ from typing import Any
 from harness.errors import HarnessError, InfraError, UsageError
 from harness.history import infra
 from harness.history.parse_pool import Parsed, parse_files
+from harness.history.rows import Batch
 from harness.history.schema import connect
-from harness.history.writer import Prepared, Writer
+from harness.history.writer import Writer
 from harness.results import layout
 from harness.results.manifest import RunRecord, SuiteRecord
 
@@ -200,27 +201,23 @@ def _ingest_file(
     suite: Callable[..., tuple[int, str | None]],
     warn: Warn,
 ) -> int:
-    stream = iter(file.cases)
+    stream = iter(file.batches)
     head = next(stream, None)  # an empty stream is exhausted: file.suites is final
     if head is None and not file.suites:
         _not_junit(writer, run_id, file, warn)
         suite(layout.suite_of(file.path)[0] if run.record else file.path.stem, "no-junit")
         return 0
-    cases: Iterable[Prepared] = () if head is None else itertools.chain([head], stream)
-    total = 0
-    if run.record is not None:
-        # In a run folder the file names the suite.
-        sid, signature = suite(layout.suite_of(file.path)[0])
-        total += writer.insert_cases(run_id, sid, cases, signature)
-        props: dict[str, str] = {}
-        for found in file.suites.values():
-            props.update(found.properties)
-        writer.set_suite_properties(sid, props)
-    else:
-        # A loose file uses its <testsuite> names, which arrive together per suite.
-        for name, group in itertools.groupby(cases, key=lambda row: row[0]):
-            sid, signature = suite(name)
-            total += writer.insert_cases(run_id, sid, group, signature)
+    batches: Iterable[Batch] = () if head is None else itertools.chain([head], stream)
+    if run.record is None:
+        # A loose file uses its <testsuite> names.
+        return writer.insert_cases(run_id, batches, suite)
+    # In a run folder the file names the suite.
+    named = suite(layout.suite_of(file.path)[0])
+    total = writer.insert_cases(run_id, batches, lambda _: named)
+    props: dict[str, str] = {}
+    for found in file.suites.values():
+        props.update(found.properties)
+    writer.set_suite_properties(named[0], props)
     return total
 
 
@@ -313,7 +310,7 @@ def _ingest_one(
         writer.db.execute("RELEASE one_run")
         writer.forget_since(mark)
         for file in files:  # the rest of its stream, so the next run's files line up
-            for _ in file.cases:
+            for _ in file.batches:
                 pass
         warn(f"{run.source}: not ingested ({type(error).__name__}: {error}); the others were")
         return False

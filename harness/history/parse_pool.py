@@ -4,8 +4,8 @@ XML parsing is most of an ingest's CPU time and SQLite takes one writer, so big
 ingests parse in a few worker processes (``serve`` below) while this one writes.
 File ``i`` goes to worker ``i % n`` and its results are read back in order, so the
 database and the warnings do not depend on which worker was quicker. A worker sends
-each file as batches of at most ``BATCH`` prepared cases, then one message with its
-suites and warnings; blocked on its full stdout pipe, it waits for the writer. So
+each file as batches of at most ``rows.BATCH`` cases made into rows, then one message
+with its suites and warnings; blocked on its full stdout pipe, it waits for the writer. So
 memory is bounded per case, not per file or testsuite: a 200 MB file of one
 ``<testsuite>`` never sits whole in either process. Small ingests (the nightly run,
 the tests) parse in-process, streaming the same way.
@@ -16,7 +16,6 @@ open database, and no re-import of the caller's ``__main__``.
 
 from __future__ import annotations
 
-import itertools
 import os
 import pickle
 import signal
@@ -30,14 +29,13 @@ from typing import IO, Any
 
 import harness
 from harness.errors import InfraError
-from harness.history.writer import Prepared, prepare
+from harness.history.rows import Batch, RowMaker
 from harness.results.junit_read import JunitReader, Suite
 
 Warn = Callable[[str], None]
 # Below this much XML the workers cost more to start than they save.
 POOL_MIN_BYTES = 16 << 20
 MAX_WORKERS = 4
-BATCH = 2048  # prepared cases per message from a worker
 _HEADER = struct.Struct("<Q")
 _WORKER = "from harness.history.parse_pool import serve; serve()"
 _STOP_TIMEOUT_S = 5.0
@@ -45,11 +43,11 @@ _STOP_TIMEOUT_S = 5.0
 
 @dataclass
 class Parsed:
-    """One file's cases, a stream to read once and in file order; ``suites`` is
-    complete once that stream is exhausted."""
+    """One file's cases as batches of rows, a stream to read once and in file order;
+    ``suites`` is complete once that stream is exhausted."""
 
     path: Path
-    cases: Iterable[Prepared]
+    batches: Iterable[Batch]
     suites: dict[str, Suite] = field(default_factory=dict)
 
 
@@ -74,24 +72,24 @@ def default_workers(files: Sequence[Path]) -> int:
     return min(spare, MAX_WORKERS, len(files)) if spare >= 2 else 0
 
 
-# A worker's messages: ("rows", [prepared, ...]) any number of times, then
+# A worker's messages: ("rows", batch, []) any number of times, then
 # ("end", [(name, timestamp, hostname, properties), ...], [warning, ...]) per file.
-_Message = tuple[str, list[Any], list[str]]
+_Message = tuple[str, Any, list[str]]
 
 
 def _in_process(files: Sequence[Path], warn: Warn) -> Generator[Parsed, None, None]:
+    maker = RowMaker()
     for path in files:
         reader = JunitReader(path, warn)
-        yield Parsed(path, map(prepare, reader), reader.suites)
+        yield Parsed(path, maker.batches(reader.batches()), reader.suites)
 
 
-def _messages(path: Path) -> Iterator[_Message]:
-    """In a worker: one file as batches of prepared rows (plain tuples, which pickle
+def _messages(path: Path, maker: RowMaker) -> Iterator[_Message]:
+    """In a worker: one file as batches of rows (plain lists and tuples, which pickle
     fast), then its suites and warnings."""
     warnings: list[str] = []
     reader = JunitReader(path, warnings.append)
-    rows = map(prepare, reader)
-    while batch := list(itertools.islice(rows, BATCH)):
+    for batch in maker.batches(reader.batches()):
         yield "rows", batch, []
     suites = [(s.name, s.timestamp, s.hostname, s.properties) for s in reader.suites.values()]
     yield "end", suites, warnings
@@ -103,9 +101,10 @@ def serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     paths = [os.fsdecode(raw) for raw in sys.stdin.buffer.read().split(b"\0") if raw]
     out = sys.stdout.buffer
+    maker = RowMaker()
     try:
         for path in paths:
-            for message in _messages(Path(path)):
+            for message in _messages(Path(path), maker):
                 data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
                 out.write(_HEADER.pack(len(data)))
                 out.write(data)
@@ -144,8 +143,9 @@ def _start(paths: Sequence[Path]) -> subprocess.Popen[bytes]:
 
 def _received(
     proc: subprocess.Popen[bytes], path: Path, parsed: Parsed, warn: Warn
-) -> Iterator[Prepared]:
-    """The cases of one file as its worker sends them; fills ``parsed.suites`` at its end."""
+) -> Iterator[Batch]:
+    """The batches of one file as its worker sends them; fills ``parsed.suites`` at its
+    end."""
     assert proc.stdout is not None
     while True:
         try:
@@ -157,7 +157,7 @@ def _received(
                 f"JUnit parser worker stopped (exit {code}) before reading {path}"
             ) from None
         if kind == "rows":
-            yield from items
+            yield items
             continue
         for line in warnings:
             warn(line)
@@ -175,7 +175,7 @@ def _pooled(files: Sequence[Path], warn: Warn, workers: int) -> Generator[Parsed
             procs.append(_start(files[index::workers]))
         for index, path in enumerate(files):
             parsed = Parsed(path, ())
-            parsed.cases = _received(procs[index % workers], path, parsed, warn)
+            parsed.batches = _received(procs[index % workers], path, parsed, warn)
             yield parsed
     finally:
         for proc in procs:
@@ -191,9 +191,9 @@ def _pooled(files: Sequence[Path], warn: Warn, workers: int) -> Generator[Parsed
 def parse_files(
     files: Sequence[Path], warn: Warn, workers: int | None = None
 ) -> Generator[Parsed, None, None]:
-    """Each file's cases and suites, in order; ``workers`` None picks by size, 0 in-process.
+    """Each file's rows and suites, in order; ``workers`` None picks by size, 0 in-process.
 
-    Read each file's ``cases`` to the end before the next file's: a worker's files
+    Read each file's ``batches`` to the end before the next file's: a worker's files
     arrive one after the other on one pipe.
     """
     count = default_workers(files) if workers is None else min(workers, len(files))

@@ -334,29 +334,40 @@ def _one_big_suite(real_runs: Runs, tmp_path: Path, copies: int) -> tuple[Path, 
 
 
 def test_a_worker_sends_a_big_suite_in_bounded_batches(real_runs: Runs, tmp_path: Path) -> None:
-    from harness.history.writer import prepare
+    from harness.history import rows as rows_mod
     from harness.results.junit_read import JunitReader
 
     folder, total = _one_big_suite(real_runs, tmp_path, 1000)
     [junit] = sorted(folder.rglob("junit/*.xml"))
-    messages = list(parse_pool._messages(junit))
+    messages = list(parse_pool._messages(junit, rows_mod.RowMaker()))
     *batches, (kind, suites, warnings) = messages
     assert kind == "end" and [s[0] for s in suites] and warnings == []
     assert {k for k, _, _ in batches} == {"rows"}
-    assert len(batches) == -(-total // parse_pool.BATCH) >= 4
-    assert all(len(rows) <= parse_pool.BATCH for _, rows, _ in batches)
-    rows = [row for _, batch, _ in batches for row in batch]
-    assert rows == list(map(prepare, JunitReader(junit, pytest.fail)))
+    assert len(batches) == -(-total // rows_mod.BATCH) >= 4
+    sizes = [sum(map(len, groups.values())) for _, (groups, _), _ in batches]
+    assert max(sizes) == rows_mod.BATCH and sum(sizes) == total
+    # Each node id's key travels once; every row says what the case read says.
+    sent = [nodeid for _, (_, new), _ in batches for nodeid in new]
+    cases = list(JunitReader(junit, pytest.fail))
+    assert sorted(sent) == sorted({case.nodeid for case in cases})
+    got = [
+        (row[0], row[1], row[2], row[3])
+        for _, (groups, _), _ in batches
+        for group in groups.values()
+        for row in group
+    ]
+    want = [(c.nodeid, c.status, c.duration, c.reruns) for c in cases]
+    assert sorted(got) == sorted(want)
 
 
 def test_one_big_suite_streamed_in_batches_stores_what_whole_reading_stores(
     real_runs: Runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness.history import writer as writer_mod
+    from harness.history import rows as rows_mod
     from harness.results import junit_read
 
     folder, total = _one_big_suite(real_runs, tmp_path, 1000)  # over 8k cases, one suite
-    assert total > 2 * writer_mod.BATCH
+    assert total > 2 * rows_mod.BATCH
     got = {}
     for workers in (0, 2):  # in-process; real worker processes, 2048 cases a message
         db = tmp_path / f"w{workers}.sqlite"
@@ -364,7 +375,7 @@ def test_one_big_suite_streamed_in_batches_stores_what_whole_reading_stores(
         got[workers] = (_contents(db), result.cases)
     # The old path: the whole suite held (no rerun window) and one INSERT batch.
     monkeypatch.setattr(junit_read, "_RERUN_WINDOW", 1 << 30)
-    monkeypatch.setattr(writer_mod, "BATCH", 1 << 30)
+    monkeypatch.setattr(rows_mod, "BATCH", 1 << 30)
     whole = tmp_path / "whole.sqlite"
     result = ingest_paths(whole, [folder], pytest.fail, workers=0)
     assert got[0] == got[2] == (_contents(whole), result.cases)

@@ -1,0 +1,151 @@
+"""Turn a file's parsed cases into rows of the ``cases`` table, ready to insert.
+
+Ingest spends most of its time parsing and here, so everything about a row that needs
+no database id is done where the file is parsed (a parse worker, see ``parse_pool``):
+the writer (``writer.Writer.insert_cases``) only swaps each row's node id for its
+test id and runs one INSERT per group.
+
+A :data:`Batch` holds up to ``BATCH`` cases as lists grouped by (suite, the optional
+columns the rows have, judged). A row names only the columns it has a value for, and
+its group goes to the INSERT of exactly those columns (a handful in practice), because
+the sqlite3 module binds ``None`` slowly (it looks for an adapter on every one) and
+most cases have no message and no properties. Judged rows (failed or error) end with
+the infrastructure signature their message carries; the writer decides with the
+suite's outcome whether the row keeps it. A node id's ``key`` and ``params`` travel
+the first time the parser meets it (see :func:`key_and_params`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from harness.history import infra
+from harness.results.junit_read import COLUMN_PROPERTIES, Fields
+from harness.results.testids import stable_ids
+
+BATCH = 2048  # cases per batch (and per message from a parse worker)
+_COLUMNS = frozenset(COLUMN_PROPERTIES)
+_FLOATS = frozenset({"max_abs_err", "max_rel_err", "atol", "rtol", "headroom"})
+_FAILED = frozenset({"failed", "error"})
+_SEEN_MAX = 1 << 16  # node ids remembered as sent; past this the memory starts again
+Columns = tuple[str, ...]  # the optional columns of a row, in table order
+# (suite name, optional columns, judged: the row ends with its message's signature)
+Group = tuple[str, Columns, bool]
+# Rows: [node id (the writer puts the test id there), status, duration, reruns,
+# the optional columns' values..., the message's signature when judged].
+Groups = dict[Group, list[list[Any]]]
+# (rows by group, {node id: (key, params)} for node ids this parser had not sent)
+Batch = tuple[Groups, dict[str, tuple[str, str]]]
+_PLAIN: Columns = ()
+_MESSAGE: Columns = ("message",)
+# The property names of a case, in their order -> (its columns without and with a
+# message, (name, is a float) per column, whether some go to ``extra``).
+_Plan = tuple[Columns, Columns, tuple[tuple[str, bool], ...], bool]
+_PLANS: dict[tuple[str, ...], _Plan] = {}
+
+
+def _plan(names: tuple[str, ...]) -> _Plan:
+    present = set(names)
+    columns = tuple(c for c in COLUMN_PROPERTIES if c in present)
+    extra = not present <= _COLUMNS
+    tail: Columns = ("extra",) if extra else ()
+    found = (
+        columns + tail,
+        _MESSAGE + columns + tail,
+        tuple((c, c in _FLOATS) for c in columns),
+        extra,
+    )
+    _PLANS[names] = found
+    return found
+
+
+def _extra(props: dict[str, str]) -> str:
+    return json.dumps({k: v for k, v in props.items() if k not in _COLUMNS}, sort_keys=True)
+
+
+def _float(value: str) -> float | None:
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def _with_numbers_missing(
+    props: dict[str, str], row: list[Any], message: bool, plan: _Plan
+) -> Columns:
+    """A number property that is not one (or is empty): that column stays NULL."""
+    columns = ["message"] if message else []
+    for name, is_float in plan[2]:
+        value = _float(props[name]) if is_float else props[name]
+        if value is not None:
+            columns.append(name)
+            row.append(value)
+    if plan[3]:
+        columns.append("extra")
+        row.append(_extra(props))
+    return tuple(columns)
+
+
+def _with_properties(props: dict[str, str], row: list[Any], message: bool) -> Columns:
+    """Add the property columns' values to ``row``; return its optional columns."""
+    plan = _PLANS.get(names := tuple(props)) or _plan(names)
+    try:
+        values = [float(props[c]) if is_float else props[c] for c, is_float in plan[2]]
+    except ValueError:
+        return _with_numbers_missing(props, row, message, plan)
+    row += values
+    if plan[3]:
+        row.append(_extra(props))
+    return plan[1] if message else plan[0]
+
+
+class RowMaker:
+    """Rows from one parser's cases (one process: it remembers the node ids it sent)."""
+
+    def __init__(self) -> None:
+        self.sent: set[str] = set()
+
+    def batches(self, blocks: Iterable[list[Fields]]) -> Iterator[Batch]:
+        """The cases of one file, ``BATCH`` at a time."""
+        cases = itertools.chain.from_iterable(blocks)
+        while chunk := list(itertools.islice(cases, BATCH)):
+            yield self.batch(chunk)
+
+    def batch(self, cases: list[Fields]) -> Batch:
+        groups: Groups = {}
+        new: dict[str, tuple[str, str]] = {}
+        sent = self.sent
+        for suite, nodeid, key, params, status, duration, message, reruns, props in cases:
+            if nodeid not in sent:
+                if len(sent) >= _SEEN_MAX:
+                    sent.clear()
+                sent.add(nodeid)
+                new[nodeid] = (key, params)
+            if message:
+                row: list[Any] = [nodeid, status, duration, reruns, message]
+                columns = _with_properties(props, row, True) if props else _MESSAGE
+            else:
+                row = [nodeid, status, duration, reruns]
+                columns = _with_properties(props, row, False) if props else _PLAIN
+            judged = status in _FAILED
+            if judged:
+                row.append(infra.from_message(message))
+            group = (suite, columns, judged)
+            rows = groups.get(group)
+            if rows is None:
+                rows = groups[group] = []
+            rows.append(row)
+        return groups, new
+
+
+def key_and_params(nodeid: str, new: dict[str, tuple[str, str]]) -> tuple[str, str]:
+    """(key, params) of a node id the writer does not know: from the batch when the
+    parser sent them, else derived again (it had sent them for a run since rolled
+    back). Both come from ``stable_ids``: a node id is its own ``stable_ids`` input."""
+    found = new.get(nodeid)
+    return found if found is not None else stable_ids(nodeid)[1:]
