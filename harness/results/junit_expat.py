@@ -14,6 +14,7 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 from xml.parsers import expat
 
 from harness.results.testids import case_ids, recorded_ids
@@ -115,6 +116,11 @@ class Callbacks:
         self.in_case: _Mode = (self.case_start, self.case_end)
         self.in_props: _Mode = (self.prop_start, self.prop_end)
         self.resume: _Mode = self.outside
+        # A test case's <properties> is read in a quicker mode (see ``fast_prop``).
+        self.ends: list[str] = []
+        self.fast_props: _Mode = (self.fast_prop, self.ends.append)
+        self.opened = 0  # <property> elements opened in that mode
+        self.quick = False  # in that mode
         parser.StartElementHandler, parser.EndElementHandler = self.outside
 
     def _enter_props(self, into: dict[str, str], resume: _Mode) -> None:
@@ -159,8 +165,11 @@ class Callbacks:
                 if not attrs.get("message"):
                     self._begin_text(None)
             elif name == "properties" and self.case_props is None:
-                self.case_props = {}
-                self._enter_props(self.case_props, self.in_case)
+                self.case_props = self.props = {}
+                self.opened = 0
+                self.ends.clear()
+                self.quick = True
+                self.parser.StartElementHandler, self.parser.EndElementHandler = self.fast_props
 
     def case_end(self, name: str) -> None:
         if self.text is not None:
@@ -170,6 +179,62 @@ class Callbacks:
             return
         self.parser.StartElementHandler, self.parser.EndElementHandler = self.outside
         self._add(self.case)
+
+    def fast_prop(self, name: str, attrs: dict[str, str]) -> None:
+        """A start tag inside a test case's ``<properties>``, where end tags only go on
+        a list (a C call, not a Python one: a parity case has a dozen of them).
+
+        While every ``<property>`` so far has closed and this is another one, the
+        properties go on; anything else (an end tag past them, an element inside one,
+        a property with its value as text) leaves for the general mode, replaying the
+        end tags collected so far.
+        """
+        if len(self.ends) == self.opened and name == "property":
+            self.opened += 1
+            pname = attrs.get("name")
+            if pname:
+                value = attrs.get("value")
+                if value is not None:
+                    self.props[pname] = value
+                    return
+                self._general_props()
+                self._begin_text(pname)
+            return
+        ends = self.ends
+        if len(ends) == self.opened + 2 and ends[-1] == "testcase" and ends[-2] == "properties":
+            # The usual way out: </properties></testcase> and the next case's start tag.
+            ends.clear()
+            self.quick = False
+            self.level = 0
+            self.parser.StartElementHandler, self.parser.EndElementHandler = self.outside
+            self._add(self.case)
+            self.start(name, attrs)
+            return
+        self._general_props()
+        cast(_Start, self.parser.StartElementHandler)(name, attrs)  # in the mode it is now
+
+    def _general_props(self) -> None:
+        """Leave the quick mode for the general one: replay its end tags in order."""
+        ends = self.ends
+        # Each <property> but the last closed before the next opened: the last is still
+        # open (one element open inside <properties>), or the tags after its end tag
+        # are what happened since.
+        open_now = self.opened - len(ends)
+        tail = ends[self.opened :] if open_now <= 0 else []
+        ends.clear()
+        self.quick = False
+        self.plevel = max(open_now, 0)
+        self.resume = self.in_case
+        self.parser.StartElementHandler, self.parser.EndElementHandler = self.in_props
+        for name in tail:
+            end = self.parser.EndElementHandler  # the mode changes as they close
+            if end is not None:
+                end(name)
+
+    def sync(self) -> None:
+        """After a block: what the quick mode left on its list happens now."""
+        if self.quick and len(self.ends) > self.opened:
+            self._general_props()
 
     def prop_start(self, name: str, attrs: dict[str, str]) -> None:
         if self.text is not None:
@@ -270,6 +335,7 @@ class Callbacks:
 
     def take(self) -> list[Fields]:
         """The cases finished so far, in order; they are handed over once."""
+        self.sync()
         ready, self.ready = self.ready, []
         return ready
 

@@ -93,8 +93,8 @@ class JunitReader:
                 while True:
                     block = handle.read(_BLOCK)
                     parser.Parse(cleaner.feed(block, final=not block), not block)
-                    if state.ready:
-                        yield state.take()
+                    if ready := state.take():
+                        yield ready
                     if not block:
                         break
         except expat.ExpatError as error:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -203,3 +205,70 @@ def test_damage_inside_a_test_case_drops_only_that_case(tmp_path: Path) -> None:
     cases, _ = read_junit(path, warnings.append)
     assert [c.nodeid for c in cases] == ["m::a"]
     assert len(warnings) == 1 and warnings[0].startswith(f"{path}:1:")
+
+
+_PROPERTY_SHAPES = (
+    '<properties><property name="op" value="gemm"/><property name="dtype" value="bf16"/>'
+    "</properties>",
+    '<properties>\n    <property name="op" value="a"/>\n    <property name="n" value="1"/>\n'
+    "  </properties>\n",
+    "<properties/>",
+    "<properties></properties>",
+    '<properties><property name="op" value="v">text<b/>more</property></properties>',
+    '<properties><property name="op">as text</property><property name="x" value="y"/>'
+    "</properties>",
+    '<properties><group><property name="deep" value="1"/></group>'
+    '<property name="after" value="2"></property></properties>',
+    '<properties><!-- note --><property name="" value="nameless"/>'
+    '<property name="op" value="1"/><property name="op" value="2"/></properties>',
+    '<properties><property name="op" value="first"/></properties>'
+    '<properties><property name="op" value="second"/></properties>',
+)
+_AROUND = (
+    ("", ""),
+    ('<failure message="m">trace</failure>', ""),
+    ("", "<failure>first line\nmore</failure><system-out>out</system-out>"),
+    ("<skipped/>", '<error message="e"/>'),
+)
+
+
+def _expected_properties(case: ET.Element) -> dict[str, str] | None:
+    """What the reader keeps, from the element tree: the first <properties>' property
+    elements at any depth, a value attribute else the text before the first child."""
+    block = case.find("properties")
+    if block is None:
+        return None
+    found = {}
+    for prop in block.iter("property"):
+        name = prop.get("name")
+        if name:
+            value = prop.get("value")
+            found[name] = value if value is not None else (prop.text or "")
+    return found
+
+
+@pytest.mark.parametrize("block", [1, 5, 13, 1 << 20])  # block boundaries everywhere
+def test_property_shapes_read_as_the_element_tree_reads_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    from harness.results import junit_read
+
+    monkeypatch.setattr(junit_read, "_BLOCK", block)
+    cases = []
+    for index, (props, (before, after)) in enumerate(
+        itertools.product(_PROPERTY_SHAPES, _AROUND)
+    ):
+        cases.append(
+            f'<testcase classname="m.test_p" name="t{index}" time="0.5">'
+            f"{before}{props}{after}</testcase>\n"
+        )
+    text = f'<testsuites><testsuite name="s">{"".join(cases)}</testsuite></testsuites>'
+    path = tmp_path / "shapes.xml"
+    path.write_text(text)
+    got, _ = read_junit(path, pytest.fail)
+    tree = ET.fromstring(text).iter("testcase")
+    want = [(c.get("name"), _expected_properties(c) or {}) for c in tree]
+    assert [(c.nodeid.rsplit("::", 1)[1], c.properties) for c in got] == want
+    statuses = [c.status for c in got]
+    assert statuses == [("passed", "failed", "failed", "error")[i % 4] for i in range(len(got))]
+    assert [c.message for c in got][:4] == ["", "m", "first line", "e"]
