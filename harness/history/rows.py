@@ -5,8 +5,10 @@ no database id is done where the file is parsed (a parse worker, see ``parse_poo
 the writer (``writer.Writer.insert_cases``) only swaps each row's node id for its
 test id and runs one INSERT per group.
 
-A :data:`Batch` holds up to ``BATCH`` cases as lists grouped by (suite, the optional
-columns the rows have, judged). A row names only the columns it has a value for, and
+A :data:`Batch` holds up to ``BATCH`` cases as tuples grouped by (suite, the optional
+columns the rows have, judged), each group with its node ids beside its rows, so the
+writer adds the test ids with C loops (``map``, ``zip``) and no Python line per row.
+A row names only the columns it has a value for, and
 its group goes to the INSERT of exactly those columns (a handful in practice), because
 the sqlite3 module binds ``None`` slowly (it looks for an adapter on every one) and
 most cases have no message and no properties. Judged rows (failed or error) end with
@@ -34,9 +36,10 @@ _SEEN_MAX = 1 << 16  # node ids remembered as sent; past this the memory starts 
 Columns = tuple[str, ...]  # the optional columns of a row, in table order
 # (suite name, optional columns, judged: the row ends with its message's signature)
 Group = tuple[str, Columns, bool]
-# Rows: [node id (the writer puts the test id there), status, duration, reruns,
-# the optional columns' values..., the message's signature when judged].
-Groups = dict[Group, list[list[Any]]]
+# A row: (status, duration, reruns, the optional columns' values..., the message's
+# signature when judged); the node ids of a group's rows, in order, beside them.
+Rows = tuple[list[str], list[tuple[Any, ...]]]
+Groups = dict[Group, Rows]
 # (rows by group, {node id: (key, params)} for node ids this parser had not sent)
 Batch = tuple[Groups, dict[str, tuple[str, str]]]
 _PLAIN: Columns = ()
@@ -76,10 +79,11 @@ def _float(value: str) -> float | None:
 
 
 def _with_numbers_missing(
-    props: dict[str, str], row: list[Any], message: bool, plan: _Plan
-) -> Columns:
+    props: dict[str, str], head: tuple[Any, ...], message: bool, plan: _Plan
+) -> tuple[Columns, tuple[Any, ...]]:
     """A number property that is not one (or is empty): that column stays NULL."""
     columns = ["message"] if message else []
+    row = list(head)
     for name, is_float in plan[2]:
         value = _float(props[name]) if is_float else props[name]
         if value is not None:
@@ -88,20 +92,21 @@ def _with_numbers_missing(
     if plan[3]:
         columns.append("extra")
         row.append(_extra(props))
-    return tuple(columns)
+    return tuple(columns), tuple(row)
 
 
-def _with_properties(props: dict[str, str], row: list[Any], message: bool) -> Columns:
-    """Add the property columns' values to ``row``; return its optional columns."""
+def _with_properties(
+    props: dict[str, str], head: tuple[Any, ...], message: bool
+) -> tuple[Columns, tuple[Any, ...]]:
+    """The row's optional columns, and the row: ``head`` and the property values."""
     plan = _PLANS.get(names := tuple(props)) or _plan(names)
     try:
         values = [float(props[c]) if is_float else props[c] for c, is_float in plan[2]]
     except ValueError:
-        return _with_numbers_missing(props, row, message, plan)
-    row += values
+        return _with_numbers_missing(props, head, message, plan)
     if plan[3]:
-        row.append(_extra(props))
-    return plan[1] if message else plan[0]
+        values.append(_extra(props))
+    return (plan[1] if message else plan[0]), (*head, *values)
 
 
 class RowMaker:
@@ -127,19 +132,22 @@ class RowMaker:
                 sent.add(nodeid)
                 new[nodeid] = (key, params)
             if message:
-                row: list[Any] = [nodeid, status, duration, reruns, message]
-                columns = _with_properties(props, row, True) if props else _MESSAGE
+                row: tuple[Any, ...] = (status, duration, reruns, message)
+                columns = _MESSAGE
             else:
-                row = [nodeid, status, duration, reruns]
-                columns = _with_properties(props, row, False) if props else _PLAIN
+                row = (status, duration, reruns)
+                columns = _PLAIN
+            if props:
+                columns, row = _with_properties(props, row, bool(message))
             judged = status in _FAILED
             if judged:
-                row.append(infra.from_message(message))
+                row = (*row, infra.from_message(message))
             group = (suite, columns, judged)
-            rows = groups.get(group)
-            if rows is None:
-                rows = groups[group] = []
-            rows.append(row)
+            found = groups.get(group)
+            if found is None:
+                found = groups[group] = ([], [])
+            found[0].append(nodeid)
+            found[1].append(row)
         return groups, new
 
 

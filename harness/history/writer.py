@@ -12,7 +12,7 @@ import datetime as dt
 import json
 import sqlite3
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from harness.history import infra
 from harness.history.rows import Batch, Columns, key_and_params
@@ -102,48 +102,59 @@ class Writer:
     def insert_cases(self, run_id: int, batches: Iterable[Batch], suite_of: SuiteOf) -> int:
         """Insert the rows of one file's batches; return how many. ``suite_of`` names
         the suite of a <testsuite> name (a run folder's file names one for all)."""
-        test_ids = self.test_ids
         total = 0
         for groups, new in batches:
             fresh: list[tuple[Any, ...]] = []
-            for rows in groups.values():
-                for row in rows:
-                    row[0] = test_ids.get(row[0]) or self._new_test(row[0], new, fresh)
-            if fresh:
+            tests = [self._test_ids(nodeids, new, fresh) for nodeids, _ in groups.values()]
+            if fresh:  # before their cases (no foreign key points ahead)
                 self.db.executemany(
                     "INSERT INTO tests (id, nodeid, key, params) VALUES (?,?,?,?)", fresh
                 )
-            for (suite, columns, judged), rows in groups.items():
+            for (suite, columns, judged), (_, rows), ids in zip(
+                groups, groups.values(), tests, strict=True
+            ):
                 suite_id, signature = suite_of(suite)
                 if judged:
-                    self._insert_judged(run_id, suite_id, columns, rows, signature)
+                    with_tests = zip(rows, ids, strict=True)
+                    self._insert_judged(run_id, suite_id, columns, with_tests, signature)
                 else:
-                    self.db.executemany(self._sql(run_id, suite_id, columns), rows)
+                    # Each row gets its test id last, by C loops: (row) + (id,).
+                    with_ids = map(tuple.__add__, rows, zip(ids))
+                    self.db.executemany(self._sql(run_id, suite_id, columns), with_ids)
                 total += len(rows)
         return total
+
+    def _test_ids(
+        self, nodeids: list[str], new: dict[str, tuple[str, str]], fresh: list[tuple[Any, ...]]
+    ) -> list[int]:
+        ids = list(map(self.test_ids.get, nodeids))
+        if None in ids:  # a test this database has not seen (or seen twice in this batch)
+            for index, nodeid in enumerate(nodeids):
+                if ids[index] is None:
+                    ids[index] = self.test_ids.get(nodeid) or self._new_test(nodeid, new, fresh)
+        return cast(list[int], ids)
 
     def _insert_judged(
         self,
         run_id: int,
         suite_id: int,
         columns: Columns,
-        rows: list[list[Any]],
+        rows: Iterable[tuple[tuple[Any, ...], int]],
         suite_signature: str | None,
     ) -> None:
         """Failed and error rows: an error keeps its message's signature, else the
         suite's; a failure keeps its message's only in a suite that has one."""
         plain, signed = [], []
-        for row in rows:
-            found = row.pop()
-            if row[1] == "error":
+        for row, test in rows:
+            found = row[-1]
+            if row[0] == "error":
                 found = found or suite_signature
             elif not suite_signature:
                 found = None
             if found is None:
-                plain.append(row)
+                plain.append((*row[:-1], test))
             else:
-                row.append(found)
-                signed.append(row)
+                signed.append((*row[:-1], found, test))
         if plain:
             self.db.executemany(self._sql(run_id, suite_id, columns), plain)
         if signed:
@@ -156,6 +167,6 @@ class Writer:
         # The ids are ints this database gave (never text from a file): written into the
         # statement, they are not bound on every row. sqlite3 caches compiled statements.
         return (
-            f"INSERT INTO cases (run, suite, test, status, duration, reruns{names})"
-            f" VALUES ({int(run_id)}, {int(suite_id)}, ?, ?, ?, ?{', ?' * len(columns)})"
+            f"INSERT INTO cases (run, suite, status, duration, reruns{names}, test)"
+            f" VALUES ({int(run_id)}, {int(suite_id)}, ?, ?, ?{', ?' * len(columns)}, ?)"
         )

@@ -344,17 +344,17 @@ def test_a_worker_sends_a_big_suite_in_bounded_batches(real_runs: Runs, tmp_path
     assert kind == "end" and [s[0] for s in suites] and warnings == []
     assert {k for k, _, _ in batches} == {"rows"}
     assert len(batches) == -(-total // rows_mod.BATCH) >= 4
-    sizes = [sum(map(len, groups.values())) for _, (groups, _), _ in batches]
+    sizes = [sum(len(rows) for _, rows in groups.values()) for _, (groups, _), _ in batches]
     assert max(sizes) == rows_mod.BATCH and sum(sizes) == total
     # Each node id's key travels once; every row says what the case read says.
     sent = [nodeid for _, (_, new), _ in batches for nodeid in new]
     cases = list(JunitReader(junit, pytest.fail))
     assert sorted(sent) == sorted({case.nodeid for case in cases})
     got = [
-        (row[0], row[1], row[2], row[3])
+        (nodeid, *row[:3])
         for _, (groups, _), _ in batches
-        for group in groups.values()
-        for row in group
+        for nodeids, rows in groups.values()
+        for nodeid, row in zip(nodeids, rows, strict=True)
     ]
     want = [(c.nodeid, c.status, c.duration, c.reruns) for c in cases]
     assert sorted(got) == sorted(want)
@@ -387,3 +387,50 @@ def test_one_big_suite_streamed_in_batches_stores_what_whole_reading_stores(
     for row in contents["cases"]:
         stored[str(row[4])] = stored.get(str(row[4]), 0) + 1
     assert stored == {k: v * result.cases // sum(counts.values()) for k, v in counts.items()}
+
+
+def test_a_node_id_gives_its_own_key_again(real_runs: Runs) -> None:
+    # The writer derives (key, params) from a node id when the parser sent them for a
+    # run since rolled back: every id the reader makes must give them back unchanged.
+    from harness.history.rows import key_and_params
+    from harness.results.junit_read import read_junit
+
+    files = [*DATA.glob("*.xml"), *real_runs.reports.rglob("junit/*.xml")]
+    cases = [case for path in files for case in read_junit(path, lambda _: None)[0]]
+    assert len({case.nodeid for case in cases}) > 20
+    for case in cases:
+        assert key_and_params(case.nodeid, {}) == (case.key, case.params), case.nodeid
+
+
+def test_a_rolled_back_run_s_tests_are_written_again_by_the_next_run(
+    real_runs: Runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two copies of one run: the first fails after its tests were written, so the
+    # second (whose node ids the parser already sent) writes them again, keys and all.
+    reports = _run_folders(real_runs, tmp_path, 2 * len(real_runs.all))
+    real = ingest_mod.Writer.insert_cases
+    calls: list[object] = []
+
+    def failing_first(self: ingest_mod.Writer, *args: object) -> int:
+        calls.append(args)
+        count = real(self, *args)  # type: ignore[arg-type]
+        if len(calls) == 1:
+            raise sqlite3.OperationalError("disk I/O error")
+        return count
+
+    from harness.history import rows as rows_mod
+
+    derived: list[str] = []
+    stable_ids = rows_mod.stable_ids
+    monkeypatch.setattr(rows_mod, "stable_ids", lambda n: derived.append(n) or stable_ids(n))
+    monkeypatch.setattr(ingest_mod.Writer, "insert_cases", failing_first)
+    db = tmp_path / "h.sqlite"
+    result = ingest_paths(db, [reports], lambda _: None, workers=0)
+    assert len(result.failed) == 1 and derived  # the keys were derived again
+    monkeypatch.undo()
+    fresh = tmp_path / "fresh.sqlite"
+    ingest_paths(fresh, [reports], pytest.fail, workers=0)
+    with sqlite3.connect(db) as one, sqlite3.connect(fresh) as two:
+        query = "SELECT nodeid, key, params FROM tests ORDER BY nodeid"
+        assert one.execute(query).fetchall() == two.execute(query).fetchall()
+    assert _contents(db)["dangling"] == []
