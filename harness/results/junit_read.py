@@ -5,11 +5,13 @@ xunit2 without), Jenkins-style classname + name, nested ``<testsuites>``, Maven
 surefire's ``<flakyFailure>`` / ``<rerunFailure>``, pytest-rerunfailures (rerun
 elements, or one ``<testcase>`` per attempt), gtest (``status`` / ``result``
 attributes) and ctest (``status="fail"`` / ``"notrun"``). The history store needs one
-shape, and must read a million cases quickly, so this drives expat directly and keeps
-no element objects: a case is built when its ``</testcase>`` closes and handed out
-once it leaves a window of recent cases (where rerun attempts are merged) or its suite
-closes. A truncated file keeps every case before the damage and
-reports one line naming the file and the parser's line:column.
+shape, and must read a million cases quickly, so this drives expat directly (the
+callbacks are in ``junit_expat``) and keeps no element objects: a case is built when
+its ``</testcase>`` closes and handed out once it leaves a window of recent cases (where
+rerun attempts are merged) or its suite closes. ``JunitReader.batches`` hands them on
+as plain tuples (what the history ingest reads); iterating gives ``Case`` objects. A
+truncated file keeps every case before the damage and reports one line naming the file
+and the parser's line:column.
 """
 
 from __future__ import annotations
