@@ -2,8 +2,8 @@
 
 Ingest spends most of its time parsing and here, so everything about a row that needs
 no database id is done where the file is parsed (a parse worker, see ``parse_pool``):
-the writer (``writer.Writer.insert_cases``) only swaps each row's node id for its
-test id and runs one INSERT per group.
+the writer (``writer.Writer.insert_cases``) only adds each row's test id and runs one
+INSERT per group.
 
 A :data:`Batch` holds up to ``BATCH`` cases as tuples grouped by (suite, the optional
 columns the rows have, judged), each group with its node ids beside its rows, so the
