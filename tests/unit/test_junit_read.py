@@ -223,6 +223,8 @@ _PROPERTY_SHAPES = (
     '<property name="op" value="1"/><property name="op" value="2"/></properties>',
     '<properties><property name="op" value="first"/></properties>'
     '<properties><property name="op" value="second"/></properties>',
+    '<properties><property value="v" name="reversed"/><property name="x" value="1" a="b"/>'
+    '<property name="novalue"/><property name="later" value="2"/></properties>',
 )
 _AROUND = (
     ("", ""),
