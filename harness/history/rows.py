@@ -125,6 +125,9 @@ class RowMaker:
         groups: Groups = {}
         new: dict[str, tuple[str, str]] = {}
         sent = self.sent
+        group: Group = ("", (), False)
+        nodeids: list[str] = []
+        rows: list[tuple[Any, ...]] = []
         for suite, nodeid, key, params, status, duration, message, reruns, props in cases:
             if nodeid not in sent:
                 if len(sent) >= _SEEN_MAX:
@@ -142,12 +145,15 @@ class RowMaker:
             judged = status in _FAILED
             if judged:
                 row = (*row, infra.from_message(message))
-            group = (suite, columns, judged)
-            found = groups.get(group)
-            if found is None:
-                found = groups[group] = ([], [])
-            found[0].append(nodeid)
-            found[1].append(row)
+            # Most rows share the group of the row before: no key to build then.
+            if columns is not group[1] or suite is not group[0] or judged is not group[2]:
+                group = (suite, columns, judged)
+                found = groups.get(group)
+                if found is None:
+                    found = groups[group] = ([], [])
+                nodeids, rows = found
+            nodeids.append(nodeid)
+            rows.append(row)
         return groups, new
 
 
