@@ -46,11 +46,20 @@ def _randn(gen: torch.Generator, *shape: int, dtype: torch.dtype = torch.float32
     return (torch.randn(*shape, generator=gen) * scale).to(device=device, dtype=dtype)
 
 
+# What fills the columns of a wide buffer outside the view a case hands over: a kernel
+# that reads past its row (a mask off by one, a stride taken for the row length) reads
+# this, far outside the data's range, instead of a neighbour's value that may hide it.
+POISON = 4096.0
+
+
 def _wide_then_slice(gen: torch.Generator, rows: tuple[int, ...], cols: int, dtype: torch.dtype,
                      device: str, scale: float = 1.0) -> torch.Tensor:
-    """[*rows, cols] viewed out of a buffer with a wider last dim: non-contiguous rows."""
-    return _randn(gen, *rows, cols + 37, dtype=dtype, device=device,
-                  scale=scale)[..., 3:cols + 3]
+    """[*rows, cols] viewed out of a buffer with a wider last dim: non-contiguous rows,
+    the columns around them POISON."""
+    wide = _randn(gen, *rows, cols + 37, dtype=dtype, device=device, scale=scale)
+    wide[..., :3] = POISON
+    wide[..., cols + 3:] = POISON
+    return wide[..., 3:cols + 3]
 
 
 # -- float ops ------------------------------------------------------------------------------
