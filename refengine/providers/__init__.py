@@ -116,6 +116,13 @@ def module_table() -> dict[str, str]:
 _CACHE: dict[tuple[str, str, str], Provider] = {}
 
 
+def offers(provider: Provider, op: str) -> bool:
+    """Whether ``provider`` has a kernel for ``op``: its ``ops()`` when it lists them; one
+    without ``ops()`` (inductor compiles the native op) serves every op."""
+    ops = getattr(provider, "ops", None)
+    return ops is None or op in ops()
+
+
 def get_provider(name: str, device: str = "cpu") -> Provider:
     """The provider called ``name`` on ``device``; a MissingProvider when it cannot load."""
     table = module_table()

@@ -62,17 +62,11 @@ def _has_kernel(profile: Any, name: str, op: str) -> bool:
     return op in getattr(provider, "ops", lambda: ())()
 
 
-def _offers(profile: Any, name: str, op: str) -> bool:
-    """Whether provider ``name`` has an ``op`` kernel at all (those without ``ops()``: yes)."""
-    from refengine.providers import get_provider
-
-    ops = getattr(get_provider(name, profile.device), "ops", None)
-    return ops is None or op in ops()
-
-
 def providers_for(profile: Any, op: str) -> tuple[str, ...]:
+    from refengine.providers import get_provider, offers
+
     listed = [name for name in profile.matrix.kernels.get(op, ()) if name != "native"]
-    tried = [name for name in ALWAYS_TRIED if _offers(profile, name, op)]
+    tried = [name for name in ALWAYS_TRIED if offers(get_provider(name, profile.device), op)]
     capable = [name for name in CAPABILITY_PROVIDERS if _has_kernel(profile, name, op)]
     extra = [n.strip() for n in os.environ.get(EXTRA_ENV, "").split(",") if n.strip()]
     return tuple(dict.fromkeys([*listed, *tried, *capable, *extra]))

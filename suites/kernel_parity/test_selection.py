@@ -26,7 +26,7 @@ from declines import DECLINES, Decline
 from parity_cases import FP8_OPS, SELECTION_CASES
 
 from refengine.ops.spec import OP_NAMES, describe
-from refengine.providers import get_provider
+from refengine.providers import get_provider, offers
 from refengine.registry import Registry
 
 
@@ -37,8 +37,7 @@ def _dtype_names(platform: Any, op: str) -> list[str]:
 
 
 def _has_kernel(name: str, op: str, device: str) -> bool:
-    ops = getattr(get_provider(name, device), "ops", None)
-    return name == "native" or ops is None or op in ops()
+    return name == "native" or offers(get_provider(name, device), op)
 
 
 def expected(platform: Any, op: str, dtype: str, device: str,
