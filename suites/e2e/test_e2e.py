@@ -178,7 +178,6 @@ def test_generate(
             op=f"e2e.{model_name}.prompt{p}",
             provider=provider_set,
             dtype=str(dtype).removeprefix("torch."),
-            platform=platform.name,
         )
         # Ids last, and only from a sequence that passed the checks above: an update must
         # never write a broken kernel's output into the golden file.

@@ -9,12 +9,15 @@ with no problem, and the page it wrote shows every lane in a real Chromium.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 from cdp import find_chromium, load_page
@@ -95,3 +98,29 @@ def test_the_s390x_lane_ran_its_three_suites_big_endian(day: dict[str, Any]) -> 
     assert {"kernel_parity", "fusion", "e2e"} <= set(ran), ran
     assert set(ran.values()) == {"passed"}, ran
     assert manifest["device_fingerprint"]["byteorder"] == "big"
+
+
+def test_the_scale_bench_writes_cases_as_harness_run_does(day: dict[str, Any]) -> None:
+    """bench/report_scale.py times ingest on JUnit it writes itself: its cases must carry
+    the properties that the cpu lane's real run wrote (what ingest parses per case)."""
+    path = ROOT / "bench" / "report_scale.py"
+    spec = importlib.util.spec_from_file_location("report_scale", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    parity, firsts = [], set()
+    for run in day["lanes"]["cpu"]:
+        for path in sorted((Path(run) / "junit").glob("*.xml")):
+            for case in ElementTree.parse(path).iter("testcase"):
+                names = [prop.get("name") for prop in case.iter("property")]
+                firsts.add(tuple(names[:2]))
+                plain = "known_failure" not in names and not any(
+                    child.tag in ("failure", "error", "skipped") for child in case)
+                if case.get("name", "").startswith("test_parity[") and plain:
+                    parity.append(names)
+    assert firsts == {("nodeid", "platform")}
+    want = [name for name, _ in bench.case_properties(
+        "kernel_parity", "suites/kernel_parity/test_parity.py::x", "cpu", 0, "float32",
+        random.Random(0))]
+    assert len(parity) > 50
+    assert all(names == want for names in parity), (want, parity[:3])
