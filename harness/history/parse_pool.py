@@ -119,7 +119,7 @@ def _in_process(files: Sequence[Path], warn: Warn) -> Generator[Parsed, None, No
     maker = RowMaker()
     for path in files:
         reader = JunitReader(path, warn)
-        yield Parsed(path, maker.batches(reader.batches()), reader.suites)
+        yield Parsed(path, maker.batches(reader.batches(), reader.suites), reader.suites)
 
 
 def _messages(path: Path, maker: RowMaker) -> Iterator[_Message]:
@@ -127,7 +127,7 @@ def _messages(path: Path, maker: RowMaker) -> Iterator[_Message]:
     fast), then its suites and warnings."""
     warnings: list[str] = []
     reader = JunitReader(path, warnings.append)
-    for batch in maker.batches(reader.batches()):
+    for batch in maker.batches(reader.batches(), reader.suites):
         yield "rows", batch, []
     suites = [(s.name, s.timestamp, s.hostname, s.properties) for s in reader.suites.values()]
     yield "end", suites, warnings

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from harness.history import infra
-from harness.results.junit_read import COLUMN_PROPERTIES, Fields
+from harness.results.junit_read import COLUMN_PROPERTIES, Fields, Suite
 from harness.results.testids import stable_ids
 
 BATCH = 2048  # cases per batch (and per message from a parse worker)
@@ -115,13 +115,18 @@ class RowMaker:
     def __init__(self) -> None:
         self.sent: set[str] = set()
 
-    def batches(self, blocks: Iterable[list[Fields]]) -> Iterator[Batch]:
-        """The cases of one file, ``BATCH`` at a time."""
+    def batches(
+        self, blocks: Iterable[list[Fields]], suites: Mapping[str, Suite] | None = None
+    ) -> Iterator[Batch]:
+        """The cases of one file, ``BATCH`` at a time. ``suites`` (the file's, filled in
+        as it is read) names each testsuite's matrix: a case's ``platform`` property
+        that says the same is not stored again (the plugin records both)."""
         cases = itertools.chain.from_iterable(blocks)
         while chunk := list(itertools.islice(cases, BATCH)):
-            yield self.batch(chunk)
+            yield self.batch(chunk, suites or {})
 
-    def batch(self, cases: list[Fields]) -> Batch:
+    def batch(self, cases: list[Fields], suites: Mapping[str, Suite] | None = None) -> Batch:
+        matrix = {name: suite.properties.get("matrix") for name, suite in (suites or {}).items()}
         groups: Groups = {}
         new: dict[str, tuple[str, str]] = {}
         sent = self.sent
@@ -141,6 +146,8 @@ class RowMaker:
                 row = (status, duration, reruns)
                 columns = _PLAIN
             if props:
+                if "platform" in props and props["platform"] == matrix.get(suite):
+                    del props["platform"]
                 columns, row = _with_properties(props, row, bool(message))
             judged = status in _FAILED
             if judged:
