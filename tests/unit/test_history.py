@@ -138,6 +138,33 @@ def test_real_run_folders(real_runs: Runs, tmp_path: Path) -> None:
     assert again.added == [] and _contents(db) == before
 
 
+def test_a_case_s_platform_is_stored_once_per_suite(real_runs: Runs, tmp_path: Path) -> None:
+    """The plugin writes the platform on every case and the matrix on its testsuite:
+    ingest keeps the suite's, and a case's only where it says something else."""
+    junit = real_runs.passing / "junit" / "record.xml"
+    assert junit.read_text().count('name="platform" value="record"') > 3
+    db = tmp_path / "h.sqlite"
+    ingest_paths(db, [real_runs.passing], pytest.fail)
+    with sqlite3.connect(db) as conn:
+        extras = [row[0] for row in conn.execute("SELECT extra FROM cases")]
+        (props,) = conn.execute("SELECT properties FROM suites").fetchone()
+    assert json.loads(props)["matrix"] == "record"
+    assert not any(extra and "platform" in json.loads(extra) for extra in extras)
+    other = tmp_path / "other.xml"
+    other.write_text(
+        '<testsuite name="s"><properties><property name="matrix" value="cpu"/></properties>'
+        '<testcase classname="m" name="t"><properties>'
+        '<property name="platform" value="rocm"/></properties></testcase></testsuite>'
+    )
+    ingest_paths(db, [other], pytest.fail)
+    with sqlite3.connect(db) as conn:
+        (extra,) = conn.execute(
+            "SELECT c.extra FROM cases c JOIN runs r ON r.id = c.run WHERE r.source = ?",
+            (str(other),),
+        ).fetchone()
+    assert json.loads(extra) == {"platform": "rocm"}
+
+
 def test_a_corrupted_run_is_one_line_and_the_others_land(real_runs: Runs, tmp_path: Path) -> None:
     runs = copy_runs(real_runs, tmp_path)
     bad = runs.failing / "manifest.json"
