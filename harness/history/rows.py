@@ -25,11 +25,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from harness.history import infra
-from harness.results.junit_read import COLUMN_PROPERTIES, Fields, Suite
+from harness.results.junit_read import COLUMN_PROPERTIES, NODEID_PROPERTY, Fields, Suite
 from harness.results.testids import stable_ids
 
 BATCH = 2048  # cases per batch (and per message from a parse worker)
 _COLUMNS = frozenset(COLUMN_PROPERTIES)
+# Not kept in ``extra`` either: the node id is the case's test (``tests.nodeid``).
+_NOT_EXTRA = _COLUMNS | {NODEID_PROPERTY}
 _FLOATS = frozenset({"max_abs_err", "max_rel_err", "atol", "rtol", "headroom"})
 _FAILED = frozenset({"failed", "error"})
 _SEEN_MAX = 1 << 16  # node ids remembered as sent; past this the memory starts again
@@ -53,7 +55,7 @@ _PLANS: dict[tuple[str, ...], _Plan] = {}
 def _plan(names: tuple[str, ...]) -> _Plan:
     present = set(names)
     columns = tuple(c for c in COLUMN_PROPERTIES if c in present)
-    extra = not present <= _COLUMNS
+    extra = not present <= _NOT_EXTRA
     tail: Columns = ("extra",) if extra else ()
     found = (
         columns + tail,
@@ -66,7 +68,7 @@ def _plan(names: tuple[str, ...]) -> _Plan:
 
 
 def _extra(props: dict[str, str]) -> str:
-    return json.dumps({k: v for k, v in props.items() if k not in _COLUMNS}, sort_keys=True)
+    return json.dumps({k: v for k, v in props.items() if k not in _NOT_EXTRA}, sort_keys=True)
 
 
 def _float(value: str) -> float | None:

@@ -138,18 +138,21 @@ def test_real_run_folders(real_runs: Runs, tmp_path: Path) -> None:
     assert again.added == [] and _contents(db) == before
 
 
-def test_a_case_s_platform_is_stored_once_per_suite(real_runs: Runs, tmp_path: Path) -> None:
-    """The plugin writes the platform on every case and the matrix on its testsuite:
-    ingest keeps the suite's, and a case's only where it says something else."""
-    junit = real_runs.passing / "junit" / "record.xml"
-    assert junit.read_text().count('name="platform" value="record"') > 3
+def test_a_case_s_node_id_and_platform_are_not_stored_again(
+    real_runs: Runs, tmp_path: Path
+) -> None:
+    """The plugin writes the node id and the platform on every case and the matrix on
+    its testsuite: ingest keeps the node id as the case's test and the suite's matrix,
+    and a case's platform only where it says something else."""
+    junit = (real_runs.passing / "junit" / "record.xml").read_text()
+    assert junit.count('name="platform" value="record"') > 3 and junit.count('"nodeid"') > 3
     db = tmp_path / "h.sqlite"
     ingest_paths(db, [real_runs.passing], pytest.fail)
     with sqlite3.connect(db) as conn:
         extras = [row[0] for row in conn.execute("SELECT extra FROM cases")]
         (props,) = conn.execute("SELECT properties FROM suites").fetchone()
     assert json.loads(props)["matrix"] == "record"
-    assert not any(extra and "platform" in json.loads(extra) for extra in extras)
+    assert not any(extra and {"platform", "nodeid"} & set(json.loads(extra)) for extra in extras)
     other = tmp_path / "other.xml"
     other.write_text(
         '<testsuite name="s"><properties><property name="matrix" value="cpu"/></properties>'
