@@ -4,8 +4,10 @@ Two synthetic histories, each written into a temporary folder as run folders
 (manifest.json and junit/*.xml):
 
   many   1,000,000 test cases: 30 nights x 6 matrices x 3 suites (issue 16)
-  huge   one run whose one JUnit file holds one <testsuite> of 621,000 cases,
-         about 200 MB (issue 12: memory must be bounded per case, not per testsuite)
+  huge   one run whose one JUnit file holds one <testsuite> of 621,000 parity cases,
+         about 420 MB (issue 12: memory must be bounded per case, not per testsuite)
+
+Every case carries the properties the harness plugin writes (``case_properties``).
 
 then measures in separate child processes, one after the other:
 

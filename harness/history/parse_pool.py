@@ -63,10 +63,10 @@ def default_workers(files: Sequence[Path]) -> int:
     """Worker processes for these files: 0 (parse in-process) unless they are big and
     at least two CPUs are idle now.
 
-    Workers cost more CPU in all (pickling, start-up: 1M cases on 2 cores, 17 CPU s
-    with two workers, 15 s without), so on a busy machine they only take time from the
-    neighbours without finishing sooner (measured: at load 7 on 2 cores, 66 s wall
-    with two workers, 50 s without).
+    Workers cost more CPU in all (pickling, start-up: about a sixth more for 1M cases
+    on 2 cores), so on a busy machine they only take time from the neighbours without
+    finishing sooner (measured: at load 7 on 2 cores, 66 s wall with two workers, 50 s
+    without).
     """
     try:
         size = sum(path.stat().st_size for path in files)
@@ -184,8 +184,8 @@ def _widen(pipe: IO[bytes]) -> None:
     """Let a worker run up to ``PIPE_BYTES`` ahead of the writer (Linux; elsewhere, or
     past the system's pipe-max-size, the pipe keeps its size). The default 64 KiB is
     less than one batch, so a worker waited on the writer after every file, and the
-    writer on the worker whose file came next: 1M cases on 2 cores, 13 s wall with
-    two workers; 9.5 s with 1 MiB pipes."""
+    writer on the worker whose file came next (1M cases on 2 cores, two workers: a
+    third less wall time with 1 MiB pipes)."""
     setsize = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl else None
     if setsize is None:
         return
