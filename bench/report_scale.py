@@ -54,8 +54,8 @@ def case_properties(
     """A test case's JUnit properties, as the harness plugin writes them: the node id
     and the platform on every case; on a parity case the op, provider, dtype and its
     numbers (suites/kernel_parity/test_parity.py); on every 50th fusion case two
-    pattern counts. tests/integration/test_nightly_day.py checks the names against a
-    real ``harness run`` of the cpu lane."""
+    pattern counts. tests/integration/test_nightly_day.py checks the names against the
+    real runs of a nightly day."""
     props = [("nodeid", nodeid), ("platform", matrix)]
     if suite == "kernel_parity":
         head = rng.random()
@@ -68,6 +68,14 @@ def case_properties(
         found = 2 if rng.random() > 0.1 else 1
         props += [("fusion.add_rms_norm.expected", "2"), ("fusion.add_rms_norm.found", str(found))]
     return props
+
+
+def properties_xml(props: list[tuple[str, str]]) -> str:
+    return (
+        "<properties>"
+        + "".join(f'<property name="{key}" value="{value}"/>' for key, value in props)
+        + "</properties>"
+    )
 
 
 def write_history(root: Path, total: int, now: dt.datetime) -> int:
@@ -94,12 +102,8 @@ def write_history(root: Path, total: int, now: dt.datetime) -> int:
                     dtype = ("float32", "bfloat16", "float16")[i % 3]
                     name = f"test_{suite}_{i // 3}[{device}-{dtype}]"
                     roll = rng.random()
-                    props = "<properties>" + "".join(
-                        f'<property name="{key}" value="{value}"/>'
-                        for key, value in case_properties(
-                            suite, f"suites/{suite}/test_{suite}.py::{name}", matrix, i, dtype, rng
-                        )
-                    ) + "</properties>"
+                    nodeid = f"suites/{suite}/test_{suite}.py::{name}"
+                    props = properties_xml(case_properties(suite, nodeid, matrix, i, dtype, rng))
                     if roll < 0.01:
                         body = f'{props}<failure message="mismatch {i}">trace</failure>'
                     elif roll < 0.06:
@@ -155,10 +159,7 @@ def write_huge(root: Path, total: int, now: dt.datetime) -> tuple[int, int]:
             dtype = ("float32", "bfloat16", "float16")[i % 3]
             name = f"test_parity[op{i % 40}-shape{i // 120}-{i // 3 % 40}-cpu-{dtype}]"
             nodeid = f"suites/kernel_parity/test_parity.py::{name}"
-            props = "<properties>" + "".join(
-                f'<property name="{key}" value="{value}"/>'
-                for key, value in case_properties("kernel_parity", nodeid, "cpu", i, dtype, rng)
-            ) + "</properties>"
+            props = properties_xml(case_properties("kernel_parity", nodeid, "cpu", i, dtype, rng))
             roll = rng.random()
             if roll < 0.01:
                 props += f'<failure message="mismatch {i}">trace</failure>'

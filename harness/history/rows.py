@@ -125,7 +125,7 @@ class RowMaker:
         that says the same is not stored again (the plugin records both)."""
         cases = itertools.chain.from_iterable(blocks)
         while chunk := list(itertools.islice(cases, BATCH)):
-            yield self.batch(chunk, suites or {})
+            yield self.batch(chunk, suites)
 
     def batch(self, cases: list[Fields], suites: Mapping[str, Suite] | None = None) -> Batch:
         matrix = {name: suite.properties.get("matrix") for name, suite in (suites or {}).items()}
