@@ -62,6 +62,11 @@ class InfraError(HarnessError):
     exit_code = 3
 
 
+class HostUnavailable(InfraError):
+    """This host is not the matrix's: its device is absent, or its probe refuses the CPU
+    (exit 3; with ``harness run --skip-unavailable``, a run recorded as skipped)."""
+
+
 class Interrupted(HarnessError):
     """Ctrl-C (exit 130), or a cancel by SIGTERM (143) or SIGHUP (129)."""
 

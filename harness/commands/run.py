@@ -66,6 +66,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "print its path",
     )
     p.add_argument("--seed", type=int, default=0, help="seed for every test (default 0)")
+    _add_job_options(p)
+    # `harness run ... -- ARGS`: harness.cli splits ARGS off before parsing.
+    p.set_defaults(func=run, pytest_args=[])
+
+
+def _add_job_options(p: argparse.ArgumentParser) -> None:
+    """What a CI job narrows or relaxes: the change it tests, empty suites, foreign hosts."""
     p.add_argument(
         "--changed-since",
         metavar="REF",
@@ -81,8 +88,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="a suite in which no test ran (nothing selected) passes instead of exit 1",
     )
-    # `harness run ... -- ARGS`: harness.cli splits ARGS off before parsing.
-    p.set_defaults(func=run, pytest_args=[])
+    p.add_argument(
+        "--skip-unavailable",
+        action="store_true",
+        help="on a host that is not the matrix's (no device, or its probe refuses this CPU), "
+        "write a run folder marked skipped with the probe's line and exit 0 instead of 3",
+    )
 
 
 def _check_shard(text: str | None) -> str | None:
@@ -116,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         update_expectations=args.update_expectations,
         allow_empty=args.allow_empty,
+        skip_unavailable=args.skip_unavailable,
         command_line=tuple(["harness", *sys.argv[1:]]),
         pytest_args=tuple(args.pytest_args),
     )

@@ -117,8 +117,11 @@ def _run_values(run: _Run, suite_props: dict[str, str], started: str | None) -> 
             None, None, None, None, str(run.source), None, None, None,
         )  # fmt: skip
     infra_error = rec.infra_error
+    # A run skipped on a host that is not its matrix's failed nothing: no signature.
     signature = (
-        infra.classify(kind=infra_error.kind, message=infra_error.message) if infra_error else None
+        infra.classify(kind=infra_error.kind, message=infra_error.message)
+        if infra_error and rec.status != "skipped"
+        else None
     )
     fingerprint = (
         json.dumps(rec.device_fingerprint, sort_keys=True) if rec.device_fingerprint else None

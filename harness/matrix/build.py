@@ -14,6 +14,7 @@ from harness.matrix.model import (
     Download,
     Emulation,
     Fp8,
+    HostCondition,
     Image,
     KnownFailure,
     Matrix,
@@ -73,11 +74,19 @@ def known_failures(raw: list[Any], source: Any) -> tuple[KnownFailure, ...]:
                 action=entry.get("action", "xfail"),
                 requires=tuple(entry.get("requires", ())),
                 expect=entry.get("expect"),
+                host=_host(entry.get("host")),
                 line=entry.get("line", where[1]),
                 file=entry.get("file", where[0]),
             )
         )
     return tuple(out)
+
+
+def _host(raw: Mapping[str, Any] | None) -> HostCondition | None:
+    if not raw:
+        return None
+    return HostCondition(cpu_flags=tuple(raw.get("cpu_flags", ())),
+                         cpu_flags_absent=tuple(raw.get("cpu_flags_absent", ())))
 
 
 def _catalog(r: dict[str, Any]) -> dict[str, CapabilityDef]:

@@ -7,6 +7,11 @@ Patterns are globs over normalised test ids (``*`` any text, ``?`` one character
 brackets are literal, as in test ids), so one entry covers
 ``[cuda:0-torch.bfloat16]`` and ``[cuda-bfloat16]`` alike. ``{device}`` and ``{fp8}``
 in a pattern stand for the platform's device and fp8 flavour.
+
+An entry with a ``host:`` condition (CPU flags present or absent) applies only on a host
+where it holds: elsewhere the test runs as any other and must pass. Callers that know
+the host (the plugin, a run's unmatched check) pass its flags; one that does not (the
+nightly report, reading runs of many hosts) passes None and keeps every entry, marked.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from harness.results.testids import normalise_test_id
 
 if TYPE_CHECKING:
-    from harness.matrix.model import Matrix
+    from harness.matrix.model import HostCondition, Matrix
 
 
 @dataclass
@@ -34,6 +39,7 @@ class Entry:
     owner: str = ""
     raw: str = ""  # the id as the matrix writes it
     expect: Any = None  # the failure's signature (harness.plugin.failure_signature)
+    host: HostCondition | None = None  # the host it depends on (None: every host)
     matched: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -54,17 +60,26 @@ class Entry:
 
     def describe(self) -> str:
         issue = f" ({self.issue})" if self.issue else ""
-        return f"{self.reason}{issue} [{self.where}]"
+        host = f" ({self.host.describe()})" if self.host else ""
+        return f"{self.reason}{issue}{host} [{self.where}]"
 
 
 def entries_from_matrix(
-    matrix: Matrix, *, device: str, fp8: str | None, has: Callable[[str], bool]
+    matrix: Matrix,
+    *,
+    device: str,
+    fp8: str | None,
+    has: Callable[[str], bool],
+    host_flags: frozenset[str] | None,
 ) -> list[Entry]:
     """The entries that apply here: an entry with ``requires`` only where the profile
-    has every one of those capabilities (so an emulated profile drops hardware ones)."""
+    has every one of those capabilities (so an emulated profile drops hardware ones), an
+    entry with ``host`` only where ``host_flags`` meet it (None: the host is not known)."""
     entries = []
     for kf in matrix.known_failures:
         if not all(has(cap) for cap in kf.requires):
+            continue
+        if kf.host is not None and host_flags is not None and not kf.host.holds(host_flags):
             continue
         pattern = normalise_test_id(
             kf.id.replace("{device}", device).replace("{fp8}", fp8 or "nofp8")
@@ -80,7 +95,8 @@ def entries_from_matrix(
                 issue=kf.issue or "",
                 owner=kf.owner or "",
                 raw=kf.id,
-                expect=getattr(kf, "expect", None),
+                expect=kf.expect,
+                host=kf.host,
             )
         )
     return entries
@@ -93,13 +109,17 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(parts) + r"\Z", re.DOTALL)
 
 
-def entries_for(matrix: Matrix, *, emulate: bool) -> list[Entry]:
-    """The entries of ``matrix`` as they apply to its lane (emulated on the CPU or not)."""
+def entries_for(
+    matrix: Matrix, *, emulate: bool, host_flags: frozenset[str] | None
+) -> list[Entry]:
+    """The entries of ``matrix`` as they apply to its lane (emulated on the CPU or not) on
+    a host with ``host_flags`` (None: any host)."""
     return entries_from_matrix(
         matrix,
         device="cpu" if emulate else matrix.device,
         fp8=matrix.fp8.e4m3,
         has=lambda cap: bool(matrix.capabilities.has(cap, emulate=emulate)),
+        host_flags=host_flags,
     )
 
 

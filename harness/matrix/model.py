@@ -187,6 +187,25 @@ class Suite:
 
 
 @dataclass(frozen=True, kw_only=True)
+class HostCondition:
+    """The host a known failure depends on: CPU flags that must be there, or must not."""
+
+    cpu_flags: tuple[str, ...] = ()
+    cpu_flags_absent: tuple[str, ...] = ()
+
+    def holds(self, flags: frozenset[str]) -> bool:
+        return all(f in flags for f in self.cpu_flags) and not any(
+            f in flags for f in self.cpu_flags_absent
+        )
+
+    def describe(self) -> str:
+        parts = [f"with {', '.join(self.cpu_flags)}"] if self.cpu_flags else []
+        if self.cpu_flags_absent:
+            parts.append(f"without {', '.join(self.cpu_flags_absent)}")
+        return "on a host CPU " + " and ".join(parts)
+
+
+@dataclass(frozen=True, kw_only=True)
 class KnownFailure:
     id: str
     reason: str
@@ -198,6 +217,7 @@ class KnownFailure:
     # the failure's signature: raises, match, headroom / max_abs_err {min, max}; a
     # failure outside it fails the run (harness.plugin.failure_signature)
     expect: Mapping[str, Any] | None = None
+    host: HostCondition | None = None  # applies only on such a host (None: on every host)
     line: int | None = None
     file: str | None = None
 

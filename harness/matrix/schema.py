@@ -36,6 +36,20 @@ TOL_OPS = (*OPS, "e2e_logits")
 PROVIDERS = ("native", "torch", "inductor", "triton", "zentorch")
 PROBES = ("nvidia-smi", "amd-smi", "xpu-smi", "lscpu", "s390x", "none")
 ACTIONS = ("xfail", "skip", "quarantine")
+# The CPU flags a run records of its host (manifest host.cpu_flags) and a known failure's
+# host condition may name: the ones torch, oneDNN and the engines' kernel libraries choose by.
+CPU_FLAGS = (
+    "avx2",
+    "avx512f",
+    "avx512_bf16",
+    "avx512_vnni",
+    "avx512_fp16",
+    "avx_vnni",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "amx_fp16",
+)
 TIERS = ("smoke", "full")
 IDENT = r"^[a-z][a-z0-9_]*$"
 SIZE = r"^[0-9]+[bkmgBKMG]?$"
@@ -200,6 +214,19 @@ FAILURE_SIGNATURE = Obj(
     doc="what the failure looks like; a failure outside it fails the run with both shown",
 )
 
+def _flags(doc: str) -> Seq:
+    return Seq(item=Str(enum=CPU_FLAGS, what="CPU flag"), doc=doc)
+
+
+HOST_CONDITION = Obj(
+    fields={
+        "cpu_flags": _flags("applies only where the host CPU reports all of these"),
+        "cpu_flags_absent": _flags("applies only where the host CPU reports none of these"),
+    },
+    doc="the host the failure depends on (what the kernel library picks by); elsewhere the "
+    "entry does not apply and the test must pass",
+)
+
 KNOWN_FAILURE = Obj(
     fields={
         "id": Str(doc="test id pattern (fnmatch); device and dtype suffixes are normalised"),
@@ -210,6 +237,7 @@ KNOWN_FAILURE = Obj(
         "action": Str(enum=ACTIONS, what="action"),
         "requires": Seq(item=_cap(), doc="applies only where the platform has all of these"),
         "expect": FAILURE_SIGNATURE,
+        "host": HOST_CONDITION,
         "file": Str(doc="written by the loader into resolved matrices; not set by hand"),
         "line": Int(minimum=1, doc="written by the loader into resolved matrices"),
     },

@@ -18,8 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import InfraError
+from harness.errors import HostUnavailable, InfraError
 from harness.matrix.model import Matrix
+from harness.platform.probe import CommandRunner
 
 # Shipped suites that compile with torch.compile (inductor builds C++ on the CPU).
 COMPILING_SUITES = frozenset({"kernel_parity", "fusion", "e2e"})
@@ -189,10 +190,32 @@ def require_device(matrix: Matrix, *, command: str) -> None:
         return
     ok, detail = device_present(matrix.probe.kind)
     if not ok:
-        raise InfraError(
+        raise HostUnavailable(
             f"no {_GPU[matrix.probe.kind]} here ({detail}); to run the {matrix.name} profile "
             f"on this CPU: {command} --emulate"
         )
+
+
+def cpu_expectations(matrix: Matrix) -> dict[str, object]:
+    """What a CPU matrix's probe asks of the host CPU (zen: vendor and flags), if anything."""
+    if matrix.probe.kind != "lscpu":
+        return {}
+    return {k: v for k, v in matrix.probe.expect.items() if k != "min_devices"}
+
+
+def check_cpu_probe(matrix: Matrix, run: CommandRunner | None = None) -> Check:
+    """The matrix's own probe on this CPU: the check ``harness run`` makes before building.
+    ``run``: where its commands run (default: here)."""
+    from harness.platform.probe_local import probe_and_check, run_here
+
+    what = f"CPU for matrix {matrix.name}"
+    try:
+        fingerprint = probe_and_check(matrix, run or run_here)
+    except InfraError as error:
+        return Check(what=what, ok=False, detail=str(error),
+                     fix=f"use --emulate to run the {matrix.name} profile on this CPU")
+    return Check(what=what, ok=True, detail=f"{fingerprint.get('vendor')}, "
+                 f"{fingerprint.get('model') or 'model unknown'}: the probe's expectations hold")
 
 
 def run_checks(
@@ -202,13 +225,19 @@ def run_checks(
     docker: bool = False,
     build_venv: bool = True,
     suites: Sequence[str] = (),
+    probe_cpu: bool = True,
 ) -> list[Check]:
-    """The checks a run of ``matrix`` (or, without one, a first run of any) needs."""
+    """The checks a run of ``matrix`` (or, without one, a first run of any) needs.
+    ``probe_cpu``: include the CPU matrix's probe (``harness run`` probes it itself, to
+    keep the fingerprint)."""
     checks = [check_python()]
     if matrix is not None and not emulate and matrix.probe.kind in _GPU:
         checks.append(check_device(matrix))
         if not checks[-1].ok:
             return checks  # nothing else matters until there is a device (or --emulate)
+    if matrix is not None and not emulate and not docker and probe_cpu \
+            and cpu_expectations(matrix):
+        checks.append(check_cpu_probe(matrix))
     if docker:
         checks.append(check_docker())
         if matrix is not None and (matrix.runtime.platform or "").endswith("s390x"):

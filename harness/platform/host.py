@@ -7,15 +7,7 @@ import platform
 import sys
 from pathlib import Path
 
-_INTERESTING_FLAGS = (
-    "avx2",
-    "avx512f",
-    "avx512_bf16",
-    "avx512_vnni",
-    "amx_bf16",
-    "amx_tile",
-    "avx512_fp16",
-)
+from harness.matrix.schema import CPU_FLAGS
 
 
 def cpu_model_and_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, list[str], str]:
@@ -37,6 +29,11 @@ def cpu_model_and_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, lis
     return model, flags, vendor
 
 
+def cpu_flags() -> frozenset[str]:
+    """Every flag this host's CPU reports (what a known failure's host condition reads)."""
+    return frozenset(cpu_model_and_flags()[1])
+
+
 def host_fingerprint() -> dict[str, object]:
     model, flags, vendor = cpu_model_and_flags()
     return {
@@ -46,7 +43,7 @@ def host_fingerprint() -> dict[str, object]:
         "hostname": platform.node(),
         "cpu": model,
         "cpu_vendor": vendor,
-        "cpu_flags": [f for f in _INTERESTING_FLAGS if f in flags],
+        "cpu_flags": [f for f in CPU_FLAGS if f in flags],
         "cpu_count": os.cpu_count(),
         "byteorder": sys.byteorder,
         "python": platform.python_version(),

@@ -7,7 +7,7 @@ import subprocess
 from typing import Any
 
 from harness.matrix.model import Matrix
-from harness.platform.probe import probe
+from harness.platform.probe import CommandRunner, probe
 from harness.process.run import run_captured
 
 PROBE_TIMEOUT_S = 60
@@ -31,5 +31,7 @@ def run_probe(kind: str) -> dict[str, Any]:
     return probe(kind, {}, run_here)
 
 
-def probe_and_check(matrix: Matrix) -> dict[str, Any]:
-    return probe(matrix.probe.kind, matrix.probe.expect, run_here)
+def probe_and_check(matrix: Matrix, run: CommandRunner = run_here) -> dict[str, Any]:
+    """The matrix's probe, checked against what it expects (InfraError naming the first
+    expectation this host does not meet). ``run``: where the probe commands run."""
+    return probe(matrix.probe.kind, matrix.probe.expect, run)

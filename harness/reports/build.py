@@ -87,14 +87,19 @@ def _known_failures(
             []
             if latest is None
             else db.execute(
-                "SELECT t.nodeid, c.status FROM cases c JOIN tests t ON t.id = c.test"
+                "SELECT t.nodeid, c.status, json_extract(c.extra, '$.known_failure') IS NOT NULL"
+                " FROM cases c JOIN tests t ON t.id = c.test"
                 f" WHERE c.run IN ({queries.ids(runs.night(latest))})"
             ).fetchall()
         )
         for entry in item.known_failures:
             # The plugin's own matcher: brackets in an id are literal, devices filled in.
+            # An entry that depends on the host counts a pass only where the plugin applied
+            # it (that run's host met the condition); elsewhere the case is meant to pass.
             passing = sorted(
-                n for n, s in outcomes if s in ("passed", "xpass") and entry.covers(n)
+                n
+                for n, s, applied in outcomes
+                if s in ("passed", "xpass") and entry.covers(n) and (applied or not entry.host)
             )
             expiry = entry.expires
             state = None
@@ -139,11 +144,15 @@ def _changes(
     return regressions, fixes, streaks
 
 
-def _report_lanes(runs: Runs, lanes: list[str]) -> list[Lane]:
+def _report_lanes(db: sqlite3.Connection, runs: Runs, lanes: list[str]) -> list[Lane]:
     out = []
     for lane in lanes:
         rid = runs.latest(lane)
         row = runs.rows.get(rid) if rid is not None else None
+        skipped = ""
+        if row and row[3] == "skipped":  # harness run --skip-unavailable: the probe's line
+            found = db.execute("SELECT infra_message FROM runs WHERE id = ?", (rid,)).fetchone()
+            skipped = (found[0] if found else "") or "skipped"
         out.append(
             Lane(
                 lane,
@@ -153,6 +162,7 @@ def _report_lanes(runs: Runs, lanes: list[str]) -> list[Lane]:
                 runs.by_lane[lane][-1][1] if row else None,
                 row[3] if row else None,
                 row[4] if row else None,
+                skipped,
             )
         )
     return out
@@ -200,7 +210,7 @@ def _assemble(db: sqlite3.Connection, runs: Runs, facts: dict[str, MatrixFacts],
         until=runs.until,
         database=database,
         headline="",
-        lanes=_report_lanes(runs, lanes),
+        lanes=_report_lanes(db, runs, lanes),
         suites=suites,
         suite_grid=cells,
         test_grid=grid,
@@ -229,12 +239,15 @@ def headline(report: Report) -> str:
         1 for row in report.test_grid if any(s in ("failed", "error") for s in row.cells.values())
     )
     tonight = report.tonight
-    ran = sum(1 for lane in report.lanes if lane.runs)
+    ran = sum(1 for lane in report.lanes if lane.runs and not lane.skipped)
+    skipped = sum(1 for lane in report.lanes if lane.skipped)
     infra = sum(1 for e in tonight.new_infra if e.scope != "case")
     skipping = sum(1 for cell in report.suite_grid if cell.state in SKIPPING)
     return (
         f"{len(tonight.regressions)} new failures, {len(tonight.fixes)} fixed, "
         f"{infra} new infra failures, {len(tonight.started_skipping)} suites started skipping"
-        f" · {ran}/{len(report.lanes)} platforms ran, {report.test_rows_total} tests,"
+        f" · {ran}/{len(report.lanes)} platforms ran"
+        + (f" ({skipped} skipped on a host not theirs)" if skipped else "")
+        + f", {report.test_rows_total} tests,"
         f" {failing} failing, {len(report.flaky)} flaky, {skipping} suites mostly skipped"
     )

@@ -44,6 +44,8 @@ class Lane:
     latest_started: str | None
     latest_status: str | None
     infra_signature: str | None
+    # why the latest run was skipped (the matrix's probe refused its host), when it was
+    skipped: str = ""
 
 
 @dataclass

@@ -11,10 +11,10 @@ import shlex
 import shutil
 from pathlib import Path
 
-from harness.errors import InfraError
+from harness.errors import HostUnavailable, InfraError
 from harness.history.schema import default_db_path
 from harness.platform.cache import cache_root
-from harness.platform.doctor import preflight, require_device, run_checks
+from harness.platform.doctor import cpu_expectations, preflight, require_device, run_checks
 from harness.platform.probe_local import probe_and_check
 from harness.process.secret_names import masked as mask_env
 from harness.results import layout
@@ -61,6 +61,15 @@ def preflight_step(ctx: RunContext) -> None:
     command = f"harness run --matrix {ctx.request.matrix}"
     if not ctx.request.emulate:
         require_device(ctx.matrix, command=command)
+    if not ctx.request.emulate and not ctx.use_docker and cpu_expectations(ctx.matrix):
+        # A CPU matrix that expects a vendor or flags (zen) probes in milliseconds: before
+        # its environment is built, not after (the same probe as `harness doctor`).
+        try:
+            ctx.fingerprint = probe_and_check(ctx.matrix)  # probe_step records it
+        except InfraError as error:
+            raise HostUnavailable(
+                f"{error}; to run the {ctx.matrix.name} profile on this CPU: {command} --emulate"
+            ) from None
     suites = [s.name for s in select_suites(ctx.matrix, ctx.request.suites)]
     checks = run_checks(
         ctx.matrix,
@@ -68,19 +77,9 @@ def preflight_step(ctx: RunContext) -> None:
         docker=ctx.use_docker,
         build_venv=ctx.request.python == "matrix",
         suites=suites,
+        probe_cpu=False,
     )
     preflight(checks)
-    expect = {k: v for k, v in ctx.matrix.probe.expect.items() if k != "min_devices"}
-    if not ctx.request.emulate and not ctx.use_docker and ctx.matrix.probe.kind == "lscpu" \
-            and expect:
-        # A CPU matrix that expects a vendor or flags (zen) probes in milliseconds: before
-        # its environment is built, not after.
-        try:
-            ctx.fingerprint = probe_and_check(ctx.matrix)  # probe_step records it
-        except InfraError as error:
-            raise InfraError(
-                f"{error}; to run the {ctx.matrix.name} profile on this CPU: {command} --emulate"
-            ) from None
 
 
 def plan_threads_step(ctx: RunContext) -> None:

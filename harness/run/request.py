@@ -32,6 +32,9 @@ class RunRequest:
     seed: int = 0
     update_expectations: bool = False
     allow_empty: bool = False  # a suite that ran no test passes (else it is exit 1)
+    # a host that is not the matrix's (no device, the probe refuses the CPU): a run folder
+    # marked skipped with the probe's line, exit 0 (else exit 3)
+    skip_unavailable: bool = False
     command_line: tuple[str, ...] = ()
     pytest_args: tuple[str, ...] = ()  # `harness run ... -- ARGS`: after the suite's own
     # harness repro: suite -> node ids to run instead of the suite path, the recorded

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from harness.matrix.known_failures import entries_for, glob_to_regex, match
 from harness.matrix.model import Matrix
+from harness.platform.host import cpu_flags
 from harness.results.junit_write import read_partial
 from harness.runners.invocation import Invocation
 
@@ -42,7 +43,7 @@ def unmatched_known_failures(
         ids = [str(r["nodeid"]) for r in read_partial(inv.partial) if "nodeid" in r]
         if not ids:
             continue
-        entries = entries_for(matrix, emulate=emulate)
+        entries = entries_for(matrix, emulate=emulate, host_flags=cpu_flags())
         for nid in ids:
             match(entries, nid)
         files = {nid.partition("::")[0] for nid in ids}

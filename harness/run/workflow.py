@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness.errors import InfraError
+from harness.errors import HostUnavailable, InfraError
 from harness.process import cancel
 from harness.results import layout
 from harness.results.manifest import InfraFailure
@@ -29,6 +29,7 @@ from harness.run.prepare import (
     print_plan,
 )
 from harness.run.request import RunContext
+from harness.run.unavailable import record_skipped
 
 Step = Callable[[RunContext], None]
 
@@ -45,8 +46,13 @@ FINISH: tuple[Step, ...] = (collect_torch_version, merge_step, record_new_files,
 
 
 def run_workflow(ctx: RunContext) -> int:
-    for step in PREPARE:
-        step(ctx)
+    try:
+        for step in PREPARE:
+            step(ctx)
+    except HostUnavailable as error:
+        if not ctx.request.skip_unavailable or ctx.request.dry_run:
+            raise
+        return record_skipped(ctx, str(error))
     if ctx.request.dry_run:
         print_plan(ctx)
         return 0

@@ -1,7 +1,8 @@
 """The zen matrix for real: its own venv (torch 2.14.1 + zentorch), on this AMD EPYC host.
 
 Slow the first time (the venv is about 5.6 GB, built once per pins and then reused).
-Skipped, with the reason, on a host that is not an AMD CPU with avx512_bf16.
+Skipped where the zen matrix's own probe refuses this CPU, with the probe's line (the
+check `harness run --matrix zen` makes; tests/unit/test_host_gate.py covers three hosts).
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from pathlib import Path
 import pytest
 
 from harness.matrix import load_matrix, repo_root
-from harness.platform.host import cpu_model_and_flags
+from harness.platform.doctor import check_cpu_probe
 
 ROOT = repo_root()
-_, FLAGS, VENDOR = cpu_model_and_flags()
+GATE = check_cpu_probe(load_matrix("zen"))
 pytestmark = [
     pytest.mark.timeout(2000),  # each test waits up to 1800 s for its harness or pytest run
-    pytest.mark.skipif(VENDOR != "AuthenticAMD" or "avx512_bf16" not in FLAGS,
-                       reason="needs an AMD Zen 4/5 CPU (AuthenticAMD with avx512_bf16)"),
+    pytest.mark.skipif(not GATE.ok, reason=f"the zen matrix's probe refuses this host: "
+                       f"{GATE.detail}"),
 ]
 
 
