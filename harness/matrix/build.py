@@ -21,6 +21,7 @@ from harness.matrix.model import (
     Probe,
     PythonEnv,
     Runtime,
+    Source,
     Suite,
     Tol,
     Tolerances,
@@ -80,6 +81,12 @@ def known_failures(raw: list[Any], source: Any) -> tuple[KnownFailure, ...]:
             )
         )
     return tuple(out)
+
+
+def _python(raw: Mapping[str, Any] | None) -> PythonEnv:
+    values = _kw(raw, ("requirements", "remove"))
+    values["sources"] = tuple(Source(**s) for s in values.get("sources", ()))
+    return PythonEnv(**values)
 
 
 def _host(raw: Mapping[str, Any] | None) -> HostCondition | None:
@@ -145,7 +152,7 @@ def build(resolved: dict[str, Any], *, name: str, file: str, source: LDict | Non
             },
             origins=_map(tol.get("origins")),
         ),
-        python=PythonEnv(**_kw(r.get("python"), ("requirements",))),
+        python=_python(r.get("python")),
         image=_image(r),
         runtime=Runtime(
             **_kw(

@@ -116,6 +116,17 @@ class Fp8:
 class PythonEnv:
     requirements: tuple[str, ...] = ()
     python: str | None = None
+    remove: tuple[str, ...] = ()  # uninstalled after the requirements (they break the env)
+    sources: tuple[Source, ...] = ()  # pins public PyPI cannot resolve, with where from
+
+
+@dataclass(frozen=True, kw_only=True)
+class Source:
+    """A pin the public index cannot resolve (a local version like torch==2.13.0+cpu)."""
+
+    requirement: str
+    index: str
+    why: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -184,6 +195,7 @@ class Suite:
     cwd: str | None = None
     pytest_args: tuple[str, ...] = ()
     max_skip_ratio: float = 0.5
+    not_applicable: str | None = None  # why it does not apply here: recorded, not run
 
 
 @dataclass(frozen=True, kw_only=True)

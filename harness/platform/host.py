@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from harness.matrix.schema import CPU_FLAGS
@@ -30,8 +31,36 @@ def cpu_model_and_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, lis
 
 
 def cpu_flags() -> frozenset[str]:
-    """Every flag this host's CPU reports (what a known failure's host condition reads)."""
+    """Every flag this host's CPU reports."""
     return frozenset(cpu_model_and_flags()[1])
+
+
+# oneDNN's ISA levels (ONEDNN_MAX_CPU_ISA, oneDNN's documented cap on what it dispatches
+# to), lowest first, and the level that brings each CPU_FLAGS flag into use.
+ONEDNN_ISA = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE",
+              "AVX512_CORE_VNNI", "AVX512_CORE_BF16", "AVX512_CORE_FP16", "AVX512_CORE_AMX",
+              "AVX512_CORE_AMX_FP16")
+_ALIASES = {"AVX10_1_512": "AVX512_CORE_FP16", "AVX10_1_512_AMX": "AVX512_CORE_AMX",
+            "AVX10_1_512_AMX_FP16": "AVX512_CORE_AMX_FP16"}
+FLAG_ISA = {"avx2": "AVX2", "avx_vnni": "AVX2_VNNI", "avx512f": "AVX512_CORE",
+            "avx512_vnni": "AVX512_CORE_VNNI", "avx512_bf16": "AVX512_CORE_BF16",
+            "avx512_fp16": "AVX512_CORE_FP16", "amx_tile": "AVX512_CORE_AMX",
+            "amx_int8": "AVX512_CORE_AMX", "amx_bf16": "AVX512_CORE_AMX",
+            "amx_fp16": "AVX512_CORE_AMX_FP16"}
+
+
+def kernel_cpu_flags(flags: frozenset[str], env: Mapping[str, str]) -> frozenset[str]:
+    """The CPU flags as the kernel libraries see them: ``flags`` less those above
+    ``ONEDNN_MAX_CPU_ISA`` where that cap is set (how a matrix runs the kernels of a
+    smaller CPU on this one: vllm-cpu-avx2 is an AVX2-only host on any x86-64 CPU).
+    What a known failure's host condition reads."""
+    cap = env.get("ONEDNN_MAX_CPU_ISA", "").upper()
+    cap = _ALIASES.get(cap, cap)
+    if cap not in ONEDNN_ISA:
+        return flags  # unset, ALL, DEFAULT: oneDNN uses what the CPU has
+    level = ONEDNN_ISA.index(cap)
+    return frozenset(f for f in flags
+                     if f not in FLAG_ISA or ONEDNN_ISA.index(FLAG_ISA[f]) <= level)
 
 
 def host_fingerprint() -> dict[str, object]:

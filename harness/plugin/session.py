@@ -16,7 +16,7 @@ import pytest
 
 from harness.errors import UsageError
 from harness.matrix.known_failures import Entry, entries_for, glob_to_regex, match
-from harness.platform.host import cpu_flags
+from harness.platform.host import cpu_flags, kernel_cpu_flags
 from harness.plugin.failure_signature import mismatch
 from harness.plugin.profile import Profile
 from harness.results.junit_read import NODEID_PROPERTY
@@ -52,8 +52,9 @@ class HarnessSession:
             raise pytest.UsageError(f"HARNESS_TIER={self.tier!r}: expected one of {TIERS}")
         # The report reads the same entries the same way (one matcher, one lane rule).
         # An entry conditioned on the host (CPU flags) applies only where it holds here.
-        self.entries: list[Entry] = entries_for(profile.matrix, emulate=profile.emulate,
-                                                host_flags=cpu_flags())
+        self.entries: list[Entry] = entries_for(
+            profile.matrix, emulate=profile.emulate,
+            host_flags=kernel_cpu_flags(cpu_flags(), os.environ))
         self.collected_files: set[str] = set()
         self.helpers: list[str] = []  # imported test_* helpers left uncollected
         self.expired = [e for e in self.entries if e.expired]

@@ -25,6 +25,7 @@ def _suite_cells(
     """The suites that ran in the given runs, with their counts and state."""
     seen: dict[tuple[str, str], SuiteCell] = {}
     verdict: dict[tuple[str, str], bool] = {}
+    status_of: dict[tuple[str, str], str] = {}
     for run, name, status, sig, reason, case_status, count, duration in db.execute(
         "SELECT s.run, s.name, s.status, s.infra_signature, s.reason, c.status, count(c.status),"
         " coalesce(sum(c.duration), 0) FROM suites s"
@@ -38,12 +39,16 @@ def _suite_cells(
             text = f"{sig}: {reason}" if sig and reason else (sig or reason or status or "")
             cell = seen[(lane, name)] = SuiteCell(lane, name, state, {}, 0.0, text)
             verdict[(lane, name)] = status in _MOSTLY
+            status_of[(lane, name)] = status
         if case_status:
             cell.counts[case_status] = cell.counts.get(case_status, 0) + int(count)
             cell.duration_s += float(duration)
     for ident, cell in seen.items():
         total, skipped = cell.total, cell.counts.get("skipped", 0)
         if cell.state == "infra":
+            continue
+        if status_of[ident] == "not-applicable":  # declared by the matrix, with its reason
+            cell.state = "not-applicable"
             continue
         if cell.counts.get("failed", 0) + cell.counts.get("error", 0):
             cell.state = "failed"

@@ -31,6 +31,7 @@ SUITE_LABELS = {
     "all-skipped": "all skipped",
     "empty": "no tests",
     "absent": "declared, did not run",
+    "not-applicable": "not applicable",
 }
 
 

@@ -25,6 +25,7 @@ SUITE_STATES = (
     "empty",
     "absent",
     "undeclared",
+    "not-applicable",
 )
 SKIPPING = ("mostly-skipped", "all-skipped")
 
@@ -59,7 +60,7 @@ class SuiteCell:
 
     @property
     def flagged(self) -> bool:
-        return self.state not in ("passed", "undeclared")
+        return self.state not in ("passed", "undeclared", "not-applicable")
 
     @property
     def anchor(self) -> str:

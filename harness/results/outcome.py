@@ -18,6 +18,7 @@ class Status(StrEnum):
     MOSTLY_SKIPPED = "mostly-skipped"  # nothing failed, but over max_skip_ratio skipped
     WRITE_FAILED = "write-failed"  # the harness could not write (full disk, read-only)
     NO_TESTS = "no-tests"  # nothing was collected or selected: not a pass (exit 1 unless allowed)
+    NOT_APPLICABLE = "not-applicable"  # the matrix declares why the suite does not apply
 
     @property
     def is_infra(self) -> bool:

@@ -15,7 +15,8 @@ from harness.process.secret_names import register_secrets, scrub
 from harness.results import layout
 from harness.results.manifest import GitRef, MatrixRef, RunRecord
 from harness.results.manifest_write import ManifestWriter, build_id, now
-from harness.results.outcome import SuiteOutcome
+from harness.results.outcome import Status, SuiteOutcome
+from harness.run.plan import select_suites
 from harness.run.progress import Progress, folder_estimates, history_estimates
 from harness.run.request import RunContext
 from harness.runners.docker import DockerRun
@@ -75,6 +76,20 @@ def probe_step(ctx: RunContext) -> None:
     assert ctx.manifest is not None
     fingerprint = ctx.fingerprint or probe_and_check(ctx.matrix)  # once per run
     ctx.manifest.update(device_fingerprint=fingerprint)
+
+
+def record_not_applicable(ctx: RunContext) -> None:
+    """The selected suites the matrix declares not applicable: an outcome with the reason
+    (never a silent absence, never a suite of 0 tests)."""
+    assert ctx.manifest is not None
+    for suite in select_suites(ctx.matrix, ctx.request.suites):
+        if not suite.not_applicable:
+            continue
+        print(f"harness: suite {suite.name}: not applicable: {suite.not_applicable}")
+        outcome = SuiteOutcome(suite=suite.name, status=Status.NOT_APPLICABLE, exit_code=None,
+                               duration_s=0.0, reason=suite.not_applicable)
+        ctx.outcomes.append(outcome)
+        ctx.manifest.add_outcome(outcome)
 
 
 def execute(ctx: RunContext) -> None:

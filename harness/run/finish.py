@@ -17,20 +17,28 @@ from harness.results.writefail import is_write_failure
 from harness.run.request import RunContext
 
 
-def collect_torch_version(ctx: RunContext) -> None:
-    """The plugin records torch's version as a suite property; lift it into the manifest.
-
-    (The device fingerprint is already there: the probe step or the docker runner put it.)
+def collect_suite_facts(ctx: RunContext) -> None:
+    """What the suites recorded as suite properties, lifted into the manifest: torch's
+    version (the plugin's), and the kernel library an engine loaded (``kernel_library``,
+    e.g. "vllm _C_AVX2") into the device fingerprint beside the CPU flags that chose it.
+    (The fingerprint itself is already there: the probe step or the docker runner put it.)
     """
     assert ctx.manifest is not None
+    version, libraries = None, []
     for outcome in ctx.outcomes:
-        path = Path(outcome.junit)
-        if not path.is_file():
+        path = Path(outcome.junit) if outcome.junit else None
+        if path is None or not path.is_file():
             continue
-        version = (suite_properties(path, lambda line: None) or {}).get("torch_version")
-        if version:
-            ctx.manifest.update(torch=version)
-            return
+        props = suite_properties(path, lambda line: None) or {}
+        version = version or props.get("torch_version")
+        if props.get("kernel_library") and props["kernel_library"] not in libraries:
+            libraries.append(props["kernel_library"])
+    if version:
+        ctx.manifest.update(torch=version)
+    if libraries:
+        fingerprint = dict(ctx.manifest.record.device_fingerprint or {})
+        fingerprint["kernel_library"] = "; ".join(libraries)
+        ctx.manifest.update(device_fingerprint=fingerprint)
 
 
 def merge_step(ctx: RunContext) -> None:

@@ -109,8 +109,9 @@ def override_notes(matrix: Matrix, options: PlanOptions) -> list[str]:
 
 
 def plan_run(matrix: Matrix, run_dir: Path, root: Path, options: PlanOptions) -> list[Invocation]:
+    """One invocation per selected suite, but those the matrix declares not applicable."""
     return [plan_suite(matrix, suite, run_dir, root, options)
-            for suite in select_suites(matrix, options.suites)]
+            for suite in select_suites(matrix, options.suites) if not suite.not_applicable]
 
 
 def plan_suite(matrix: Matrix, suite: Suite, run_dir: Path, root: Path,

@@ -23,7 +23,7 @@ from harness.roots import import_path
 from harness.run.plan import PlanOptions, override_notes, plan_run, select_suites
 from harness.run.request import RunContext
 from harness.run.threads import cpu_budget, plan_threads
-from harness.run.venvs import interpreter
+from harness.run.venvs import check_sources, interpreter
 from harness.runners.docker import docker_command_line
 from harness.runners.suite_env import suite_env
 from harness.select import dump_lane
@@ -80,6 +80,8 @@ def preflight_step(ctx: RunContext) -> None:
         probe_cpu=False,
     )
     preflight(checks)
+    if ctx.request.python == "matrix" and not ctx.use_docker:
+        check_sources(ctx.matrix, emulate=ctx.request.emulate)
 
 
 def plan_threads_step(ctx: RunContext) -> None:

@@ -10,13 +10,14 @@ reported (the partial results file).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.matrix.known_failures import entries_for, glob_to_regex, match
 from harness.matrix.model import Matrix
-from harness.platform.host import cpu_flags
+from harness.platform.host import cpu_flags, kernel_cpu_flags
 from harness.results.junit_write import read_partial
 from harness.runners.invocation import Invocation
 
@@ -43,7 +44,9 @@ def unmatched_known_failures(
         ids = [str(r["nodeid"]) for r in read_partial(inv.partial) if "nodeid" in r]
         if not ids:
             continue
-        entries = entries_for(matrix, emulate=emulate, host_flags=cpu_flags())
+        # as the suites saw the CPU (the matrix's runtime.env may cap oneDNN's ISA)
+        flags = kernel_cpu_flags(cpu_flags(), {**os.environ, **matrix.runtime.env})
+        entries = entries_for(matrix, emulate=emulate, host_flags=flags)
         for nid in ids:
             match(entries, nid)
         files = {nid.partition("::")[0] for nid in ids}

@@ -54,8 +54,16 @@ def requirements_for(matrix: Matrix, *, emulate: bool = False) -> tuple[str, ...
     return tuple(matrix.python.requirements)
 
 
-def venv_key(requirements: Sequence[str]) -> str:
-    text = "\n".join([sys.version, *sorted(requirements), *runtime_pins()])
+def removals_for(matrix: Matrix, *, emulate: bool = False) -> tuple[str, ...]:
+    """What that environment uninstalls after its pins (none for an emulation's own pins)."""
+    if emulate and matrix.emulation.requirements:
+        return ()
+    return tuple(matrix.python.remove)
+
+
+def venv_key(requirements: Sequence[str], remove: Sequence[str] = ()) -> str:
+    removed = [f"-{name}" for name in sorted(remove)]  # none: the key pins alone always gave
+    text = "\n".join([sys.version, *sorted(requirements), *runtime_pins(), *removed])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -63,9 +71,9 @@ def venv_root(cache_root: Path) -> Path:
     return cache_root / "venvs"
 
 
-def venv_dir(cache_root: Path, requirements: Sequence[str]) -> Path:
+def venv_dir(cache_root: Path, requirements: Sequence[str], remove: Sequence[str] = ()) -> Path:
     py = f"py{sys.version_info.major}.{sys.version_info.minor}"
-    return venv_root(cache_root) / f"{py}-{venv_key(requirements)}"
+    return venv_root(cache_root) / f"{py}-{venv_key(requirements, remove)}"
 
 
 def venv_python(path: Path) -> Path:
@@ -76,9 +84,11 @@ def matrix_python(matrix: Matrix, *, emulate: bool, build: bool = True) -> Path:
     """The interpreter a local run of ``matrix`` uses: its environment's (its emulation's
     under --emulate), built first unless ``build`` is off (a dry run only names it)."""
     pins = requirements_for(matrix, emulate=emulate)
+    remove = removals_for(matrix, emulate=emulate)
     if not build:
-        return venv_python(venv_dir(cache_root(matrix), pins))
-    return ensure_venv(pins, cache_root(matrix), label=lane_name(matrix.name, emulate))
+        return venv_python(venv_dir(cache_root(matrix), pins, remove))
+    return ensure_venv(pins, cache_root(matrix), label=lane_name(matrix.name, emulate),
+                       remove=remove)
 
 
 def interpreter(choice: str, matrix: Matrix, *, emulate: bool, build: bool = True) -> str:
@@ -93,23 +103,27 @@ def interpreter(choice: str, matrix: Matrix, *, emulate: bool, build: bool = Tru
 
 
 def ensure_venv(
-    requirements: Sequence[str], cache_root: Path, *, label: str = "", echo: bool = True
+    requirements: Sequence[str], cache_root: Path, *, label: str = "", echo: bool = True,
+    remove: Sequence[str] = (),
 ) -> Path:
-    """Return the interpreter of the environment for ``requirements``, building it if needed.
+    """Return the interpreter of the environment for ``requirements`` (less ``remove``),
+    building it if needed.
 
     Two jobs sharing the cache build it once: the second waits on the lock, then finds
     the first one's finished environment.
     """
-    target = venv_dir(cache_root, requirements)
+    target = venv_dir(cache_root, requirements, remove)
     lock = venv_root(cache_root) / f".{target.name}.lock"
     with file_lock(lock, f"building the environment for {label or target.name}"):
-        return _ensure_venv_locked(requirements, cache_root, label=label, echo=echo)
+        return _ensure_venv_locked(requirements, cache_root, label=label, echo=echo,
+                                   remove=remove)
 
 
 def _ensure_venv_locked(
-    requirements: Sequence[str], cache_root: Path, *, label: str, echo: bool
+    requirements: Sequence[str], cache_root: Path, *, label: str, echo: bool,
+    remove: Sequence[str],
 ) -> Path:
-    target = venv_dir(cache_root, requirements)
+    target = venv_dir(cache_root, requirements, remove)
     if (target / MARKER).is_file():
         _touch(target / USED)
         return venv_python(target)
@@ -127,6 +141,12 @@ def _ensure_venv_locked(
     try:
         _check([sys.executable, "-m", "venv", str(target)], "create the virtualenv")
         _pip_install(venv_python(target), full, echo=echo)
+        if remove:
+            if echo:
+                print(f"harness:   removing {' '.join(remove)} (the matrix's python.remove)",
+                      flush=True)
+            _check([str(venv_python(target)), "-m", "pip", "uninstall", "-y", *remove],
+                   f"uninstall {' '.join(remove)}")
     except BaseException:
         shutil.rmtree(target, ignore_errors=True)
         raise
@@ -135,6 +155,29 @@ def _ensure_venv_locked(
     if echo:
         print(f"harness: environment ready in {time.monotonic() - started:.0f}s", flush=True)
     return venv_python(target)
+
+
+def check_sources(matrix: Matrix, *, emulate: bool) -> None:
+    """Before an environment is built: every pin the matrix says public PyPI cannot resolve
+    (``python.sources``) resolves with this pip's configuration, or the run stops in one
+    line that says where the pin comes from (exit 3, nothing built)."""
+    if emulate and matrix.emulation.requirements:
+        return
+    target = venv_dir(cache_root(matrix), requirements_for(matrix, emulate=emulate),
+                      removals_for(matrix, emulate=emulate))
+    if (target / MARKER).is_file():
+        return  # built already: nothing to resolve
+    for source in matrix.python.sources:
+        done = run_captured([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps",
+                             "--ignore-installed", "--quiet", "--disable-pip-version-check",
+                             source.requirement], timeout_s=600)
+        if done.returncode != 0:
+            raise InfraError(
+                f"matrix {matrix.name} pins {source.requirement}, which pip cannot resolve "
+                f"here ({source.why}); it comes from {source.index}: add it with "
+                f"PIP_EXTRA_INDEX_URL={source.index} (or a folder of its wheels in "
+                "PIP_FIND_LINKS); nothing was built"
+            )
 
 
 def _touch(path: Path) -> None:
@@ -177,7 +220,8 @@ def _check(argv: list[str], what: str) -> None:
 def in_use(matrices: Sequence[Matrix], cache_root: Path) -> set[Path]:
     """The environments these matrices (and their emulations) would use now."""
     return {
-        venv_dir(cache_root, requirements_for(m, emulate=emulate)).resolve()
+        venv_dir(cache_root, requirements_for(m, emulate=emulate),
+                 removals_for(m, emulate=emulate)).resolve()
         for m in matrices
         for emulate in (False, True)
     }

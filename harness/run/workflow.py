@@ -16,8 +16,14 @@ from harness.results.outcome import Status
 from harness.results.writefail import describe as describe_write_failure
 from harness.results.writefail import is_write_failure, release_reserve
 from harness.run.checks import record_new_files, report_unmatched, snapshot_checkout
-from harness.run.execute import check_caches, execute, probe_step, start_manifest
-from harness.run.finish import collect_torch_version, finish, merge_step, print_table
+from harness.run.execute import (
+    check_caches,
+    execute,
+    probe_step,
+    record_not_applicable,
+    start_manifest,
+)
+from harness.run.finish import collect_suite_facts, finish, merge_step, print_table
 from harness.run.prepare import (
     build_env,
     choose_python,
@@ -39,9 +45,9 @@ PREPARE: tuple[Step, ...] = (print_config, preflight_step, plan_threads_step, pr
 # The run folder's record starts; nothing to finish if one of these fails.
 START: tuple[Step, ...] = (start_manifest, snapshot_checkout)
 # The suites run: Ctrl-C or a cancel stops them, an InfraError ends the run (exit 3).
-RUN: tuple[Step, ...] = (check_caches, probe_step, execute)
+RUN: tuple[Step, ...] = (check_caches, probe_step, record_not_applicable, execute)
 # With signals held back: the run folder is finished whatever happened above.
-FINISH: tuple[Step, ...] = (collect_torch_version, merge_step, record_new_files, print_table,
+FINISH: tuple[Step, ...] = (collect_suite_facts, merge_step, record_new_files, print_table,
                             report_unmatched)
 
 

