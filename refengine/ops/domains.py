@@ -11,6 +11,11 @@ Size classes follow the kernels' limits:
   block at TILE_CAP columns), so the second and later tiles' offsets are exercised;
 - ``large-k``: a reduction long enough (K >= LARGE_K) that a float16 / bfloat16 accumulator
   visibly loses the sum, where an fp32 (or int32) one does not.
+
+``vector``: whether a row's width is a whole number of VECTOR-element vectors
+(``aligned``) or leaves a tail (``odd``). A vectorised kernel runs its main loop alone
+on an aligned row and a tail loop besides on an odd one; engines' CPU kernels (vLLM's)
+refuse odd widths outright, so they must still be checked on aligned ones.
 """
 
 from __future__ import annotations
@@ -23,24 +28,28 @@ import torch
 TILE_CAP = 4096  # refengine.triton_kernels._rows.tiles' cap on a block's width
 LARGE_K = 2048
 LARGE_EPS = 1e-2  # an epsilon that moves a norm of unit-variance rows by ~0.5%
+VECTOR = 8  # elements of the narrowest vector a CPU kernel steps by (8 x fp32 in AVX2)
 
 Domains = Mapping[str, tuple[str, ...]]
 
 LAYOUT = ("contiguous", "strided")
+VECTOR_FIT = ("odd", "aligned")
 
 DOMAINS: dict[str, Domains] = {
     "linear": {"bias": ("none", "given"), "layout": LAYOUT, "rank": ("2d", "3d+"),
                "k": ("small", "large-k")},
     "rms_norm": {"eps": ("small", "large"), "layout": LAYOUT, "rank": ("2d", "3d+"),
-                 "width": ("one-tile", "multi-tile")},
+                 "width": ("one-tile", "multi-tile"), "vector": VECTOR_FIT},
     # the residual is written in place: its own layout (a strided 3-D+ residual has
     # leading dims that no rows view can merge, so a kernel must write it back itself)
     "add_rms_norm": {"eps": ("small", "large"), "layout": LAYOUT, "rank": ("2d", "3d+"),
-                     "width": ("one-tile", "multi-tile"), "residual": LAYOUT},
+                     "width": ("one-tile", "multi-tile"), "residual": LAYOUT,
+                     "vector": VECTOR_FIT},
     # one token without a token dim ([2d]: the spec's T... may be empty)
     "silu_and_mul": {"layout": LAYOUT, "rank": ("1d", "2d", "3d+"),
-                     "width": ("one-tile", "multi-tile")},
-    "gelu_and_mul": {"approximate": ("none", "tanh"), "layout": LAYOUT, "rank": ("2d", "3d+")},
+                     "width": ("one-tile", "multi-tile"), "vector": VECTOR_FIT},
+    "gelu_and_mul": {"approximate": ("none", "tanh"), "layout": LAYOUT, "rank": ("2d", "3d+"),
+                     "vector": VECTOR_FIT},
     "rotary_embedding": {"is_neox": ("true", "false"), "rotary_dim": ("full", "partial"),
                          "heads": ("flat", "split"), "layout": LAYOUT,
                          "kv_heads": ("equal", "grouped")},
@@ -96,6 +105,10 @@ def _width(n: int) -> str:
     return "multi-tile" if n > TILE_CAP else "one-tile"
 
 
+def _vector(n: int) -> str:
+    return "odd" if n % VECTOR else "aligned"
+
+
 def _k(n: int) -> str:
     return "large-k" if n >= LARGE_K else "small"
 
@@ -116,7 +129,7 @@ def _norm(a: Mapping[str, Any]) -> dict[str, str]:
     x = a["x"]
     values = {"eps": "large" if a["eps"] >= LARGE_EPS else "small",
               "layout": _layout({k: v for k, v in a.items() if k != "residual"}),
-              "rank": _rank(x), "width": _width(x.shape[-1])}
+              "rank": _rank(x), "width": _width(x.shape[-1]), "vector": _vector(x.shape[-1])}
     if "residual" in a:
         values["residual"] = _layout({"residual": a["residual"]})
     return values
@@ -161,9 +174,10 @@ CLASSIFY: dict[str, Callable[[Mapping[str, Any]], dict[str, str]]] = {
     "rms_norm": _norm,
     "add_rms_norm": _norm,
     "silu_and_mul": lambda a: {"layout": _layout(a), "rank": _rank(a["x"]),
-                               "width": _width(a["x"].shape[-1] // 2)},
+                               "width": _width(a["x"].shape[-1] // 2),
+                               "vector": _vector(a["x"].shape[-1] // 2)},
     "gelu_and_mul": lambda a: {"approximate": a["approximate"], "layout": _layout(a),
-                               "rank": _rank(a["x"])},
+                               "rank": _rank(a["x"]), "vector": _vector(a["x"].shape[-1] // 2)},
     "rotary_embedding": _rope,
     "fp8_quant": _quant,
     "fp8_block_gemm": lambda a: {

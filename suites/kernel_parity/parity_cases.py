@@ -20,7 +20,15 @@ import torch
 
 from refengine.ops import reference
 from refengine.ops.allpairs import all_pairs
-from refengine.ops.domains import ALLOWED, DOMAINS, LARGE_EPS, LARGE_K, TILE_CAP, classify
+from refengine.ops.domains import (
+    ALLOWED,
+    DOMAINS,
+    LARGE_EPS,
+    LARGE_K,
+    TILE_CAP,
+    VECTOR,
+    classify,
+)
 from refengine.ops.spec import FP8_BLOCK, bind, fp8_max, n_groups
 
 Builder = Callable[[torch.dtype, torch.dtype | None, str, torch.Generator], tuple[Any, ...]]
@@ -328,9 +336,15 @@ def _gen_linear(v: dict[str, str], i: int) -> tuple[Builder, str]:
                    x_strided=x_strided), v["layout"]
 
 
+def _fit(width: int, v: dict[str, str]) -> int:
+    """``width`` (odd), or the next multiple of 2 x VECTOR where the row asks ``aligned``."""
+    step = 2 * VECTOR
+    return -(-width // step) * step if v["vector"] == "aligned" else width
+
+
 def _gen_norm(residual: bool) -> Realize:
     def realize(v: dict[str, str], i: int) -> tuple[Builder, str]:
-        h = TILE_CAP + 203 + 2 * i if v["width"] == "multi-tile" else 90 + 6 * i
+        h = _fit(TILE_CAP + 203 + 2 * i if v["width"] == "multi-tile" else 90 + 6 * i + 1, v)
         layout = "strided" if "strided" in (v["layout"], v.get("residual")) else "contiguous"
         return _norm((*_lead(v, i, 3), h), strided=_strided(v), residual=residual,
                      eps=LARGE_EPS if v["eps"] == "large" else None,
@@ -339,12 +353,12 @@ def _gen_norm(residual: bool) -> Realize:
 
 
 def _gen_silu(v: dict[str, str], i: int) -> tuple[Builder, str]:
-    d = TILE_CAP + 105 + i if v["width"] == "multi-tile" else 37 + 4 * i
+    d = _fit(TILE_CAP + 105 + 2 * i if v["width"] == "multi-tile" else 37 + 4 * i, v)
     return _gated((*_lead(v, i, 3), 2 * d), strided=_strided(v)), v["layout"]
 
 
 def _gen_gelu(v: dict[str, str], i: int) -> tuple[Builder, str]:
-    return _gated((*_lead(v, i), 2 * (37 + 4 * i)), v["approximate"],
+    return _gated((*_lead(v, i), 2 * _fit(37 + 4 * i, v)), v["approximate"],
                   strided=_strided(v)), v["layout"]
 
 
