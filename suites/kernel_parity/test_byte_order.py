@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from conftest import CAPABILITY_GATED
 from engine_support import too_old
 
 if too_old():
@@ -42,8 +43,6 @@ PROVIDERS = tuple(dict.fromkeys([
     "native", "torch", "inductor", "triton", "zentorch",
     *(n.strip() for n in os.environ.get("KERNEL_PARITY_PROVIDERS", "").split(",") if n.strip()),
 ]))
-# Providers that exist only where the platform has the capability of the same name.
-CAPABILITY_PROVIDERS = ("triton", "inductor", "zentorch")
 # inductor compiles each (op, dtype): minutes under qemu; the smoke tier leaves it out.
 SMOKE_PROVIDERS = ("native", "torch")
 NATIVE = "<" if sys.byteorder == "little" else ">"
@@ -61,7 +60,7 @@ def _params(*extra: tuple[str, ...]) -> list[Any]:
 
 def _kernel(platform: Any, device: torch.device, name: str, op: str,
             args: tuple[Any, ...]) -> Callable[..., Any]:
-    if name in CAPABILITY_PROVIDERS and platform.known(name):
+    if name in CAPABILITY_GATED and platform.known(name):
         missing = platform.why_missing(name)
         if missing:
             pytest.skip(missing)

@@ -6,14 +6,12 @@ from typing import Any
 
 import pytest
 import torch
+from conftest import CAPABILITY_GATED
 from parity_cases import FP8_OPS
 from parity_check import ParityError, check_case
 
 from refengine.ops.spec import describe
 from refengine.providers import get_provider
-
-# Providers that exist only where the platform has the capability of the same name.
-CAPABILITY_PROVIDERS = ("triton", "inductor", "zentorch")
 
 
 def test_parity(parity_param: Any, platform: Any, device: torch.device, tolerance: Any,
@@ -27,7 +25,7 @@ def test_parity(parity_param: Any, platform: Any, device: torch.device, toleranc
     dtype = getattr(torch, dtype_name, None)
     if dtype is None:
         pytest.skip(f"torch {torch.__version__} has no {dtype_name}")
-    if provider_name in CAPABILITY_PROVIDERS and platform.known(provider_name):
+    if provider_name in CAPABILITY_GATED and platform.known(provider_name):
         missing = platform.why_missing(provider_name)
         if missing:
             pytest.skip(missing)

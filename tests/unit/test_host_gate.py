@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.matrix import load_matrix
+from harness.matrix import list_matrices, load_matrix
 from harness.matrix.known_failures import entries_for
 from harness.platform import probe
 from harness.platform.doctor import check_cpu_probe
@@ -146,7 +146,8 @@ def test_skip_unavailable_records_the_lane_as_skipped(tmp_path: Path) -> None:
     assert lanes["zen"]["skipped"] == manifest["infra_error"]["message"]
     assert lanes["zen"]["latest_status"] == "skipped" and lanes["zen"]["infra_signature"] is None
     assert data["infra"] == []  # not an infrastructure failure
-    assert "0/7 platforms ran (1 skipped on a host not theirs)" in data["headline"]  # 7 declared
+    declared = len(list_matrices())
+    assert f"0/{declared} platforms ran (1 skipped on a host not theirs)" in data["headline"]
     assert f"**zen** skipped: `{ZEN_REFUSES['zen3']}" in (out / "report.md").read_text()
 
 
@@ -154,3 +155,41 @@ def test_doctor_accepts_zen_on_zen4(tmp_path: Path) -> None:
     doctor = _harness(tmp_path, "zen4", "doctor", "--matrix", "zen")
     lines = [ln for ln in doctor.stdout.splitlines() if "CPU for matrix zen" in ln]
     assert len(lines) == 1 and lines[0].startswith("ok"), doctor.stdout
+
+
+@pytest.mark.parametrize(("cap", "zen4_keeps"), [
+    (None, {"avx2", "avx512f", "avx512_vnni", "avx512_bf16"}),
+    ("AVX2", {"avx2"}),
+    ("avx512_core", {"avx2", "avx512f"}),
+    ("AVX512_CORE_VNNI", {"avx2", "avx512f", "avx512_vnni"}),
+    ("ALL", {"avx2", "avx512f", "avx512_vnni", "avx512_bf16"}),
+])
+def test_onednn_cap_is_the_cpu_the_kernels_see(cap: str | None, zen4_keeps: set[str]) -> None:
+    from harness.matrix.schema import CPU_FLAGS
+    from harness.platform.host import kernel_cpu_flags
+
+    env = {"ONEDNN_MAX_CPU_ISA": cap} if cap else {}
+    seen = kernel_cpu_flags(flags("zen4"), env)
+    assert {f for f in seen if f in CPU_FLAGS} == zen4_keeps
+    assert "sse4_2" in seen  # flags no level names stay
+
+
+def test_the_avx2_lane_applies_the_avx2_findings_on_any_host() -> None:
+    """vllm-cpu-avx2 caps oneDNN at AVX2: its entries read the capped flags, so the entries
+    of an AVX2-only host apply on Zen 4 and Intel too, and on none of them under vllm-cpu."""
+    from harness.platform.host import kernel_cpu_flags
+
+    def applied(matrix: str, host: str) -> set[str]:
+        m = load_matrix(matrix)
+        seen = kernel_cpu_flags(flags(host), dict(m.runtime.env))
+        return {e.raw.split("[", 1)[1] for e in entries_for(m, emulate=False, host_flags=seen)
+                if e.host is not None}
+
+    avx2 = {host: applied("vllm-cpu-avx2", host) for host in HOSTS}
+    assert avx2["zen4"] == avx2["zen3"] == avx2["intel"]
+    assert any(i.startswith("linear-*-bfloat16") for i in avx2["zen4"])
+    assert any(i.startswith("int8_scaled_gemm") for i in avx2["zen4"])
+    native = {host: applied("vllm-cpu", host) for host in HOSTS}
+    assert native["zen3"] == avx2["zen3"]  # the real AVX2 host: the same findings
+    assert not any(i.startswith(("linear-*-bfloat16", "int8")) for i in native["zen4"])
+    assert not any(i.startswith("linear-*-float16") for i in native["intel"])  # avx512_fp16

