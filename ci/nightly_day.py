@@ -41,6 +41,12 @@ SUITE = "tests/data/suites/record/check_record.py"
 REGRESSION = f"{SUITE}::test_regresses[shape1]"
 KNOWN_ID = f"{SUITE}::test_known_now_passes[shape0]"
 BUILD = "nightly-day-1"  # what CI's build id is for the shards of one build
+# vLLM's CPU build: some of its kernels through kernel_parity (the whole suite is the
+# vllm-cpu lane's own run), and one real failing vLLM case to repro: the row-sliced
+# rms_norm input its CPU kernel reads as packed, a known failure of vllm-cpu.yaml that a
+# matrix without the entry sees fail.
+VLLM_KEYWORD = "vllm and (rms_norm or rotary_embedding or attention_decode)"
+VLLM_FAILING = "test_parity[rms_norm-x-strided-float32-vllm-cpu]"
 
 
 def say(line: str) -> None:
@@ -53,6 +59,13 @@ def harness(*args: str, env: dict[str, str] | None = None,
                           env={**os.environ, **(env or {})}, check=False, timeout=1800)
     say(f"harness {' '.join(args)} -> exit {done.returncode}")
     return done
+
+
+def vllm_matrix(folder: Path) -> Path:
+    """A user's matrix extending vllm-cpu with none of its known failures."""
+    path = folder / "nightly-vllm.yaml"
+    path.write_text("extends: vllm-cpu.yaml\nknown_failures: []\n")
+    return path
 
 
 def user_matrix(folder: Path, name: str, extends: str = "cpu.yaml") -> Path:
@@ -72,8 +85,9 @@ def user_matrix(folder: Path, name: str, extends: str = "cpu.yaml") -> Path:
 
 
 class Day:
-    def __init__(self, out: Path, docker: bool) -> None:
+    def __init__(self, out: Path, docker: bool, vllm: bool = True) -> None:
         self.out = out
+        self.vllm = vllm
         self.agent = out / "agent" / "reports"  # what each CI agent's job wrote
         self.docker = docker
         self.lanes: dict[str, list[Path]] = {}  # lane -> run folders, in order
@@ -159,6 +173,14 @@ class Day:
         self.run("nightly-crash", "nightly-crash", str(crash), "--suite", "record", expect=3,
                  env={"RECORD_MODE": "crash"})
         self.cancelled("nightly-cancel", user_matrix(users, "nightly-cancel"))
+        if not self.vllm:
+            self.skipped["vllm-cpu"] = "--no-vllm"
+            return
+        self.run("vllm-cpu", "vllm-cpu", "vllm-cpu", "--suite", "kernel_parity", "-k",
+                 VLLM_KEYWORD, expect=0)
+        self.run("nightly-vllm", "nightly-vllm", str(vllm_matrix(users)), "--suite",
+                 "kernel_parity", "-k", "rms_norm and x-strided and float32 and vllm",
+                 expect=1)
 
     def lay_out(self, provider: str) -> Path:
         """The reports folder as the nightly step sees it after its artifact download."""
@@ -218,28 +240,35 @@ class Day:
         infra = {(e["lane"], e["signature"]) for e in data["infra"]}
         self.check(("nightly-crash", "crashed") in infra,
                    f"{provider}: the crash is not an infrastructure failure: {sorted(infra)}")
+        if "vllm-cpu" in self.lanes:
+            library = lanes.get("vllm-cpu", {}).get("kernel_library", "")
+            self.check(library.startswith("vllm _C"),
+                       f"{provider}: the vllm-cpu lane shows no kernel library: {library!r}")
         passing = {(k["lane"], k["pattern"]) for k in data["known_failures"]
                    if k["state"] == "now-passing"}
         self.check(("nightly-user", KNOWN_ID) in passing,
                    f"{provider}: known failure {KNOWN_ID} now passing is not listed")
 
-    def repro(self) -> None:
-        """``harness repro`` on the downloaded copy of the failing run, elsewhere."""
-        failing = self.lanes["nightly-user"][-1]
-        copy = self.out / "github" / "reports" / "reports-nightly-user-1" / failing.name
-        elsewhere = self.out / "elsewhere"
+    def repro(self, lane: str, suite: str, want: str, env: dict[str, str] | None = None,
+              trust: bool = False) -> None:
+        """``harness repro`` on the downloaded copy of the lane's failing run, elsewhere."""
+        failing = self.lanes[lane][-1]
+        copy = self.out / "github" / "reports" / f"reports-{lane}-1" / failing.name
+        elsewhere = self.out / f"elsewhere-{lane}"
         elsewhere.mkdir(exist_ok=True)
-        before = set((elsewhere / "reports" / "nightly-user").glob("*"))
-        done = harness("repro", str(copy), "--failed", "--reports",
-                       str(elsewhere / "reports"), cwd=elsewhere, env={"RECORD_MODE": "fail"})
-        self.check(done.returncode == 1, f"repro: exit {done.returncode}, expected 1: "
+        before = set((elsewhere / "reports" / lane).glob("*"))
+        extra = ["--trust-run-folder"] if trust else []
+        done = harness("repro", str(copy), "--failed", *extra, "--reports",
+                       str(elsewhere / "reports"), cwd=elsewhere, env=env)
+        self.check(done.returncode == 1, f"repro {lane}: exit {done.returncode}, expected 1: "
                    + done.stderr[-500:])
-        found = set((elsewhere / "reports" / "nightly-user").glob("*")) - before
+        found = set((elsewhere / "reports" / lane).glob("*")) - before
         if len(found) != 1:
-            self.check(False, "repro: no run folder written")
+            self.check(False, f"repro {lane}: no run folder written")
             return
-        ids = [i for i, _ in _cases(found.pop() / "junit" / "record.xml")]
-        self.check(ids == [REGRESSION], f"repro ran {ids}, expected [{REGRESSION}]")
+        ids = [i for i, _ in _cases(found.pop() / "junit" / f"{suite}.xml")]
+        self.check(len(ids) == 1 and ids[0].endswith(want),
+                   f"repro {lane} ran {ids}, expected [...{want}]")
 
 
 def _nightly_command(provider: str) -> str:
@@ -308,15 +337,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--no-docker", action="store_true", help="skip the s390x docker lane")
+    parser.add_argument("--no-vllm", action="store_true",
+                        help="skip the vllm-cpu lanes (its environment is about 3.5 GB)")
     args = parser.parse_args()
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    day = Day(out, docker=not args.no_docker)
+    day = Day(out, docker=not args.no_docker, vllm=not args.no_vllm)
     started = time.monotonic()
     day.make()
     reports = {provider: day.nightly(provider) for provider in ("github", "buildkite")}
     if "nightly-user" in day.lanes:
-        day.repro()
+        day.repro("nightly-user", "record", REGRESSION, env={"RECORD_MODE": "fail"})
+    if "nightly-vllm" in day.lanes:
+        day.repro("nightly-vllm", "kernel_parity", VLLM_FAILING)
     summary = {
         "lanes": {lane: [str(p) for p in runs] for lane, runs in day.lanes.items()},
         "skipped": day.skipped,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 import sqlite3
 from collections import defaultdict
@@ -144,15 +145,26 @@ def _changes(
     return regressions, fixes, streaks
 
 
+def _kernel_library(fingerprint: str | None) -> str:
+    try:
+        value = json.loads(fingerprint or "{}").get("kernel_library", "")
+    except (ValueError, AttributeError):
+        return ""
+    return value if isinstance(value, str) else ""
+
+
 def _report_lanes(db: sqlite3.Connection, runs: Runs, lanes: list[str]) -> list[Lane]:
     out = []
     for lane in lanes:
         rid = runs.latest(lane)
         row = runs.rows.get(rid) if rid is not None else None
-        skipped = ""
-        if row and row[3] == "skipped":  # harness run --skip-unavailable: the probe's line
-            found = db.execute("SELECT infra_message FROM runs WHERE id = ?", (rid,)).fetchone()
-            skipped = (found[0] if found else "") or "skipped"
+        skipped, library = "", ""
+        if row:
+            message, fingerprint = db.execute(
+                "SELECT infra_message, fingerprint FROM runs WHERE id = ?", (rid,)).fetchone()
+            if row[3] == "skipped":  # harness run --skip-unavailable: the probe's line
+                skipped = message or "skipped"
+            library = _kernel_library(fingerprint)
         out.append(
             Lane(
                 lane,
@@ -163,6 +175,7 @@ def _report_lanes(db: sqlite3.Connection, runs: Runs, lanes: list[str]) -> list[
                 row[3] if row else None,
                 row[4] if row else None,
                 skipped,
+                library,
             )
         )
     return out

@@ -47,6 +47,9 @@ class Lane:
     infra_signature: str | None
     # why the latest run was skipped (the matrix's probe refused its host), when it was
     skipped: str = ""
+    # the kernel library the engine loaded in the latest run (its device fingerprint's
+    # kernel_library, e.g. "vllm _C_AVX2"), beside the CPU flags that chose it
+    kernel_library: str = ""
 
 
 @dataclass
