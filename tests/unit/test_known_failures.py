@@ -17,7 +17,7 @@ from harness.matrix.known_failures import (
     glob_to_regex,
     match,
 )
-from harness.matrix.model import HostCondition
+from harness.matrix.model import HostCondition, Matrix
 
 FILE = "suites/kernel_parity/test_parity.py"
 
@@ -113,7 +113,7 @@ known_failures:
 """
 
 
-def _matrix(tmp_path: Path, base: str = "rocm") -> object:
+def _matrix(tmp_path: Path, base: str = "rocm") -> Matrix:
     from harness.matrix import repo_root
 
     path = tmp_path / f"kf-{base}.yaml"
@@ -123,7 +123,7 @@ def _matrix(tmp_path: Path, base: str = "rocm") -> object:
 
 def test_entries_fill_device_and_fp8_and_keep_what_the_matrix_says(tmp_path: Path) -> None:
     matrix = _matrix(tmp_path)
-    entries = entries_for(matrix, emulate=True, host_flags=frozenset({"amx_int8"}))  # type: ignore[arg-type]
+    entries = entries_for(matrix, emulate=True, host_flags=frozenset({"amx_int8"}))
     mine = {e.raw: e for e in entries if e.raw.startswith("t.py")}
     a = mine["t.py::test_a[{device}-{fp8}]"]
     assert a.pattern == "t.py::test_a[cpu-float8_e4m3fnuz]"  # emulated: the kernels ran on cpu
@@ -131,17 +131,17 @@ def test_entries_fill_device_and_fp8_and_keep_what_the_matrix_says(tmp_path: Pat
     assert a.expires == dt.date(2999, 1, 1) and a.expect == {"raises": "ParityError"}
     assert a.where.endswith("kf-rocm.yaml:5")
     assert set(mine) == {"t.py::test_a[{device}-{fp8}]", "t.py::test_b", "t.py::test_c"}
-    hardware = entries_for(matrix, emulate=False, host_flags=frozenset())  # type: ignore[arg-type]
+    hardware = entries_for(matrix, emulate=False, host_flags=frozenset())
     names = {e.raw: e for e in hardware if e.raw.startswith("t.py")}
     assert names["t.py::test_a[{device}-{fp8}]"].pattern.startswith("t.py::test_a[cuda-")
     assert "t.py::test_c" not in names  # the host lacks amx_int8
-    anyhost = entries_for(matrix, emulate=False, host_flags=None)  # type: ignore[arg-type]
+    anyhost = entries_for(matrix, emulate=False, host_flags=None)
     assert "t.py::test_c" in {e.raw for e in anyhost}
 
 
 def test_requires_drops_an_entry_where_the_capability_is_missing(tmp_path: Path) -> None:
     matrix = _matrix(tmp_path)
-    kept = entries_from_matrix(matrix, device="cpu", fp8=None, has=lambda cap: False,  # type: ignore[arg-type]
+    kept = entries_from_matrix(matrix, device="cpu", fp8=None, has=lambda cap: False,
                                host_flags=None)
     raws = {e.raw for e in kept}
     assert "t.py::test_b" not in raws and "t.py::test_c" in raws
