@@ -107,11 +107,31 @@ def test_long_messages_are_cut_in_the_attribute_only(tmp_path: Path) -> None:
     assert len(failure.get("message", "")) == 200 and len(failure.text or "") == 500
 
 
-def test_odd_durations_read_as_zero(tmp_path: Path) -> None:
-    record = {**RECORDS[0], "duration": None}
+def test_odd_or_missing_durations_read_as_zero(tmp_path: Path) -> None:
+    odd = {**RECORDS[0], "duration": None}
+    missing = {k: v for k, v in RECORDS[1].items() if k != "duration"}
+    junit = tmp_path / "k.xml"
+    write_salvaged_junit(junit, "k", _partial(tmp_path, [odd, missing]), "crashed", [])
+    assert _cases(junit)["test_pass"].get("time") == "0.000"
+    assert _cases(junit)["test_fail[bf16]"].get("time") == "0.000"
+
+
+def test_the_node_id_property_comes_first_and_the_file_is_declared_utf8(
+        tmp_path: Path) -> None:
+    record = {**RECORDS[0], "properties": [["op", "x"], ["dtype", "bf16"]]}
+    junit = tmp_path / "new" / "folder" / "k.xml"  # made, with its parents
+    write_salvaged_junit(junit, "k", _partial(tmp_path, [record]), "crashed", [])
+    assert junit.read_text().startswith("<?xml version='1.0' encoding='utf-8'?>")
+    names = [p.get("name") for p in _cases(junit)["test_pass"].iter("property")]
+    assert names == ["nodeid", "op", "dtype"]
+
+
+def test_a_setup_error_s_message_is_cut_in_the_attribute_only(tmp_path: Path) -> None:
+    record = {**RECORDS[2], "message": "s" * 300}
     junit = tmp_path / "k.xml"
     write_salvaged_junit(junit, "k", _partial(tmp_path, [record]), "crashed", [])
-    assert _cases(junit)["test_pass"].get("time") == "0.000"
+    (error, _) = ET.parse(junit).getroot().iter("error")
+    assert len(error.get("message", "")) == 200 and len(error.text or "") == 300
 
 
 def test_the_line_being_written_when_the_process_died_is_dropped(tmp_path: Path) -> None:
@@ -182,3 +202,13 @@ def test_counts_name_xfail_and_xpass_apart(tmp_path: Path) -> None:
     warnings: list[str] = []
     assert count_junit(tmp_path / "absent.xml", warnings.append) == {}
     assert warnings
+
+
+def test_what_counts_as_failing_and_as_infrastructure() -> None:
+    from harness.results.outcome import Status, failing
+
+    assert failing({"failed": 1}) and failing({"xpassed": 2, "passed": 3})
+    assert not failing({"passed": 3, "error": 1, "xfailed": 2, "skipped": 1})
+    assert not failing({"failed": 0}) and not failing({})
+    assert {s for s in Status if s.is_infra} == {
+        Status.ERROR, Status.TIMEOUT, Status.CRASHED, Status.NO_JUNIT, Status.WRITE_FAILED}

@@ -54,3 +54,4 @@ def test_mostly_skipped_is_strictly_over_the_limit() -> None:
     empty = SkipSummary(total=0, skipped=0, reasons=())
     assert empty.ratio == 0.0 and not empty.mostly_skipped(-1.0)
     assert SkipSummary(total=3, skipped=3, reasons=()).mostly_skipped(0.99)
+    assert SkipSummary(total=1, skipped=1, reasons=()).mostly_skipped(0.5)  # one test only
