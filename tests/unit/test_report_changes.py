@@ -95,6 +95,8 @@ def test_one_night_is_nothing_to_compare_and_shards_are_one_night(history: Histo
     assert build._changes(history.db, history.runs(), ["cpu", "absent"])[:2] == ([], [])
     history.run("cpu", 2, shard="1/2", build_id="b7", a="passed")
     history.run("cpu", 2, shard="2/2", build_id="b7", b="failed")
+    two = build._changes(history.db, history.runs(), ["cpu"])  # two nights: compared
+    assert [c.key for c in two[1]] == ["t.py::a"] and two[0] == []
     history.run("cpu", 3, shard="1/2", build_id="b8", b="passed")
     history.run("cpu", 3, shard="2/2", build_id="b8", a="failed")
     runs = history.runs()
@@ -184,3 +186,9 @@ def test_ids_are_integers_only() -> None:
     with pytest.raises(ValueError):
         queries.ids(["1; DROP TABLE runs"])  # type: ignore[list-item]
     assert isinstance(sqlite3.connect(":memory:"), sqlite3.Connection)
+
+
+def test_the_passing_ids_listed_are_the_first_twenty(history: History) -> None:
+    history.run("cpu", 1, **{f"p{i:02}": "xpass" for i in range(25)})
+    (row,) = _known(history, entry("t.py::p*"))
+    assert row.tests == [f"t.py::p{i:02}" for i in range(20)]
