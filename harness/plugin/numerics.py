@@ -32,7 +32,7 @@ class Comparison:
 
 def nonfinite(t: torch.Tensor) -> str:
     """``"3 NaN, 1 Inf"`` (the non-zero counts) for ``t``; "" when every value is finite."""
-    if not t.is_floating_point() or t.numel() == 0:
+    if not t.is_floating_point():
         return ""
     t = t.detach().float() if t.element_size() == 1 else t.detach()  # fp8: no isnan
     counts = ((int(t.isnan().sum()), "NaN"), (int(t.isinf().sum()), "Inf"))

@@ -119,3 +119,39 @@ def test_record_numerics_records_then_raises() -> None:
     assert dict(recorded)["atol"] == "bitwise" and dict(recorded)["headroom"] == "inf"
     assert "tolerance_source" not in dict(recorded)
     assert record_numerics(t(NAN), t(NAN), Tol(), record, nonfinite_ok=True).ok
+
+
+def test_exactly_at_the_limit_passes_and_zero_tolerance_means_equal() -> None:
+    at = compare(t(1.5), t(1.0), Tol(atol=0.5, rtol=0.0))
+    assert at.ok and at.headroom == 1.0
+    exact = compare(t(2.0, 3.0), t(2.0, 3.0), Tol(atol=0.0, rtol=0.0))
+    assert exact.ok and exact.headroom == 0.0
+    assert not compare(t(2.0, 3.0), t(2.0, 3.0 + 1e-6), Tol(atol=0.0, rtol=0.0)).ok
+
+
+def test_relative_error_of_small_and_zero_expected_values() -> None:
+    assert compare(t(0.6), t(0.5), Tol(0.5, 0.0)).max_rel_err == pytest.approx(0.2)
+    assert compare(t(1e-3), t(0.0), Tol(0.5, 0.0)).max_rel_err == pytest.approx(1e9)
+
+
+def test_empty_results_compare_as_nothing_wrong() -> None:
+    want = compare(torch.zeros(0), torch.zeros(0), Tol())
+    assert (want.max_abs_err, want.max_rel_err, want.headroom, want.ok) == (0.0, 0.0, 0.0, True)
+    bitwise = compare(torch.zeros(0), torch.zeros(0), Tol(bitwise=True))
+    assert (bitwise.max_abs_err, bitwise.headroom, bitwise.ok) == (0.0, 0.0, True)
+
+
+def test_bitwise_headroom_is_zero_or_infinite() -> None:
+    assert compare(t(1.0), t(1.0), Tol(bitwise=True)).headroom == 0.0
+    assert compare(t(1.0), t(2.0), Tol(bitwise=True)).headroom == INF
+
+
+def test_a_tolerance_without_a_bitwise_field_is_numeric() -> None:
+    class Plain:  # what a suite's own tolerance object may be
+        atol, rtol = 1e-3, 1e-2
+
+    cmp = compare(t(1.0), t(1.0 + 1e-4), Plain())
+    assert cmp.ok and cmp.detail.startswith("max abs err")
+    recorded: dict[str, object] = {}
+    record_numerics(t(1.0), t(1.0), Plain(), lambda k, v: recorded.__setitem__(k, v))
+    assert (recorded["atol"], recorded["rtol"]) == ("0.001", "0.01")
