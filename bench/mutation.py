@@ -1,4 +1,5 @@
-"""Mutation score per op and provider: how many small code changes the suites catch.
+"""Mutation score per op and provider: how many small code changes the suites catch; and
+per harness module whose bugs would make a run lie (``harness:*``: its unit tests).
 
 Runs cosmic-ray (PyPI ``cosmic-ray``) over the code one op's provider kernel is made of,
 with that op's parity tests (or the fusion suite, for a fusion pass) as the test
