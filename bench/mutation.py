@@ -1,4 +1,5 @@
-"""Mutation score per op and provider: how many small code changes the suites catch.
+"""Mutation score per op and provider: how many small code changes the suites catch; and
+per harness module whose bugs would make a run lie (``harness:*``: its unit tests).
 
 Runs cosmic-ray (PyPI ``cosmic-ray``) over the code one op's provider kernel is made of,
 with that op's parity tests (or the fusion suite, for a fusion pass) as the test
@@ -161,6 +162,45 @@ TARGETS: dict[str, Target] = {
                                    "leaves")),
 }
 
+
+def _unit(*files: str) -> tuple[str, ...]:
+    return tuple(f"tests/unit/{f}.py" for f in files)
+
+
+# harness's own modules whose bugs would make it lie (a failure read as a pass, a
+# tolerance looser than the matrix's, a known failure covering what it does not name, a
+# report that misses a change), against their own unit tests (docs/mutation.md).
+TARGETS.update({
+    "harness:numerics": Target("harness/plugin/numerics.py",
+                               ("nonfinite", "nonfinite_problem", "_failed", "_bitwise",
+                                "_same_nonfinite", "compare", "record_numerics"),
+                               _unit("test_numerics")),
+    "harness:tolerance_lookup": Target("harness/matrix/model.py", ("Tolerances",),
+                                       _unit("test_tolerance_lookup", "test_matrix_loading")),
+    "harness:known_failures": Target("harness/matrix/known_failures.py",
+                                     ("Entry", "entries_from_matrix", "glob_to_regex",
+                                      "entries_for", "match"),
+                                     _unit("test_known_failures", "test_host_gate")),
+    "harness:salvage": Target("harness/results/junit_write.py",
+                              ("count_junit", "_case_from_record", "error_case", "read_partial",
+                               "write_salvaged_junit", "append_error_case", "_tmp"),
+                              _unit("test_salvage")),
+    "harness:counts": Target("harness/results/outcome.py", ("Status", "failing"),
+                             _unit("test_salvage")),
+    "harness:skips": Target("harness/results/skips.py",
+                            ("SkipSummary", "summarise_skips", "_reason"), _unit("test_skips")),
+    "harness:outcome_mapping": Target("harness/results/junit_expat.py",
+                                      ("_message", "case_status"),
+                                      _unit("test_outcome_mapping", "test_junit_read")),
+    "harness:report_changes": Target("harness/reports/queries.py", ("ids", "changes"),
+                                     _unit("test_report_changes")),
+    "harness:report_known": Target("harness/reports/build.py",
+                                   ("_night_record", "_known_failures", "_changes"),
+                                   _unit("test_report_changes")),
+    "harness:report_advice": Target("harness/reports/model.py", ("KnownFailureRow",),
+                                    _unit("test_report_changes")),
+})
+
 KEEP_OPERATORS = (
     "core/ReplaceBinaryOperator_Add_Sub", "core/ReplaceBinaryOperator_Sub_Add",
     "core/ReplaceBinaryOperator_Mul_Div", "core/ReplaceBinaryOperator_Div_Mul",
@@ -283,10 +323,16 @@ def run_target(name: str, target: Target, workdir: Path, timeout: float,
         else:
             counts["survived"] += 1
             survivors.append(f"{target.module}:{key[1]} {key[2]} #{key[3]}: "
-                             f"{(result.get('diff') or '').strip().splitlines()[-2:]}")
+                             f"{_changed_lines(result.get('diff') or '')}")
     judged = counts["killed"] + counts["survived"]
     return {"target": name, **counts, "score": counts["killed"] / judged if judged else None,
             "survivors": survivors}
+
+
+def _changed_lines(diff: str) -> list[str]:
+    """The mutant's removed and added lines (not the diff's context)."""
+    return [line.strip() for line in diff.splitlines()
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))]
 
 
 def run_tests(name: str) -> int:

@@ -146,10 +146,13 @@ def seed(request: pytest.FixtureRequest) -> int:
 
 @pytest.fixture
 def record_numerics(record_property: Callable[[str, object], None]) -> Callable[..., Any]:
-    """``record_numerics(actual, expected, tol, op=..., provider=..., dtype=...)``."""
+    """``record_numerics(actual, expected, tol, op=..., provider=..., dtype=...)``
+    (``nonfinite_ok=True`` where the op's contract allows NaN and Inf)."""
     from harness.plugin.numerics import record_numerics as _record
 
-    def check(actual: Any, expected: Any, tol: Any, **props: object) -> Any:
-        return _record(actual, expected, tol, record_property, **props)
+    def check(actual: Any, expected: Any, tol: Any, *, nonfinite_ok: bool = False,
+              **props: object) -> Any:
+        return _record(actual, expected, tol, record_property, nonfinite_ok=nonfinite_ok,
+                       **props)
 
     return check

@@ -224,9 +224,11 @@ class HarnessSession:
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         # Outermost, so the xfail handling has already turned the failure into an xfail.
+        # Every phase: pytest turns an error in a fixture's setup or teardown into an
+        # xfail of a known failure too, and it must fit the signature as the call's does.
         outcome = yield
         entry = item.stash.get(_SIGNATURE, None)
-        if entry is None or call.excinfo is None or call.when != "call":
+        if entry is None or call.excinfo is None:
             return
         report = outcome.get_result()
         if not hasattr(report, "wasxfail"):
@@ -238,9 +240,10 @@ class HarnessSession:
             return
         del report.wasxfail
         report.outcome = "failed"
+        phase = "" if call.when == "call" else f" (in {call.when})"
         report.longrepr = (
             f"known failure {entry.pattern} [{entry.where}] expects another failure: {why}\n"
-            f"the failure: {type(exc).__name__}: {exc}"
+            f"the failure{phase}: {type(exc).__name__}: {exc}"
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

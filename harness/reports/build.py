@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.history.schema import connect
+from harness.matrix.known_failures import Entry
 from harness.reports import queries
 from harness.reports.grids import new_infra, skipping, suite_grid
 from harness.reports.matrices import MatrixFacts, load_declared
@@ -78,6 +79,27 @@ def _headroom(
     ]
 
 
+PASSING = ("passed", "xpass")
+
+
+def _night_record(
+    db: sqlite3.Connection, runs: Runs, lane: str, tests: set[int], entry: Entry
+) -> tuple[int, int]:
+    """(nights every case of ``tests`` that ran passed, nights any ran) over the lane's
+    nights in the window: how an intermittent (quarantined) known failure is doing."""
+    night_of = {m: night for night, _ in runs.by_lane.get(lane, ()) for m in runs.night(night)}
+    outcomes: dict[int, list[str]] = defaultdict(list)
+    for run, status, applied in db.execute(
+        "SELECT run, status, json_extract(extra, '$.known_failure') IS NOT NULL FROM cases"
+        f" WHERE test IN ({queries.ids(tests)}) AND run IN ({queries.ids(night_of)})"
+        " AND status != 'skipped'"
+    ):
+        if applied or not entry.host:
+            outcomes[night_of[run]].append(status)
+    passed = sum(all(s in PASSING for s in night) for night in outcomes.values())
+    return passed, len(outcomes)
+
+
 def _known_failures(
     db: sqlite3.Connection, runs: Runs, facts: dict[str, MatrixFacts], today: dt.date
 ) -> list[KnownFailureRow]:
@@ -88,7 +110,8 @@ def _known_failures(
             []
             if latest is None
             else db.execute(
-                "SELECT t.nodeid, c.status, json_extract(c.extra, '$.known_failure') IS NOT NULL"
+                "SELECT t.id, t.nodeid, c.status,"
+                " json_extract(c.extra, '$.known_failure') IS NOT NULL"
                 " FROM cases c JOIN tests t ON t.id = c.test"
                 f" WHERE c.run IN ({queries.ids(runs.night(latest))})"
             ).fetchall()
@@ -97,15 +120,18 @@ def _known_failures(
             # The plugin's own matcher: brackets in an id are literal, devices filled in.
             # An entry that depends on the host counts a pass only where the plugin applied
             # it (that run's host met the condition); elsewhere the case is meant to pass.
-            passing = sorted(
-                n
-                for n, s, applied in outcomes
-                if s in ("passed", "xpass") and entry.covers(n) and (applied or not entry.host)
-            )
+            covered = [
+                (test, n, s) for test, n, s, applied in outcomes
+                if entry.covers(n) and (applied or not entry.host)
+            ]
+            passing = sorted(n for _, n, s in covered if s in PASSING)
             expiry = entry.expires
             state = None
+            record: tuple[int, int] | None = None
             if passing:
                 state = "now-passing"
+                if entry.action == "quarantine":  # it may pass some nights and not others
+                    record = _night_record(db, runs, lane, {t for t, _, _ in covered}, entry)
             elif expiry is not None and expiry < today:
                 state = "expired"
             elif expiry is not None and expiry <= today + dt.timedelta(days=EXPIRY_DAYS):
@@ -121,6 +147,8 @@ def _known_failures(
                         expiry.isoformat() if expiry else None,
                         state,
                         passing[:20],
+                        entry.action,
+                        record,
                     )
                 )
     return found

@@ -174,10 +174,25 @@ class KnownFailureRow:
     expires: str | None
     state: str  # now-passing | expiring | expired
     tests: list[str]
+    action: str = "xfail"  # xfail | skip | quarantine
+    # a quarantined entry's (nights it passed, nights it ran) in the window
+    nights: tuple[int, int] | None = None
 
     @property
     def anchor(self) -> str:
         return anchor("known", self.lane, self.pattern)
+
+    @property
+    def advice(self) -> str:
+        """What to do with an entry whose test passed on the last night: remove it, unless
+        it is quarantined as intermittent and has not passed every night it ran."""
+        if self.nights is None:
+            return "remove the entry"
+        passed, ran = self.nights
+        tally = f"passed {passed} of the last {ran} nights"
+        if passed < ran:
+            return f"intermittent: {tally}; keep it quarantined until it passes every night"
+        return f"{tally}: remove the entry"
 
 
 @dataclass
@@ -259,6 +274,8 @@ class Report:
         for name in ("regressions", "fixes"):
             for item, change in zip(data[name], getattr(self, name), strict=True):
                 item["anchor"] = change.anchor
+        for item, known in zip(data["known_failures"], self.known_failures, strict=True):
+            item["advice"] = known.advice
         data["tonight"]["started_skipping"] = [
             dataclasses.asdict(s) for s in self.tonight.started_skipping
         ]

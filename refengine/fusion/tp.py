@@ -3,25 +3,42 @@
 Each rank installs the registry it is given (the platform's kernels), compiles its shard
 with the fusion backend, runs it and the eager graph, and writes its report, the argument
 audit, whether the fused path must agree bit for bit, and both outputs to
-``<workdir>/rank<i>.pt`` for the parent to check.
+``<workdir>/rank<i>.pt`` for the parent to check; and the shard's eager output in float32
+(``eager_fp32``), which the parent compares with the sharded block's ``unsharded``
+counterpart on the same weights. In float32 because the row-parallel partial sums are
+rounded to the activation dtype before the all-reduce (as engines do): in bfloat16 that
+alone moves a normed output by more than bfloat16's tolerance where the partials cancel,
+while a wrong shard moves it by far more in any dtype.
+
+The block is named ``module:attribute`` (default TP_BLOCK), so a test can run a block
+that shards its weights differently.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
 from typing import Any
 
 import torch
 
+TP_BLOCK = "refengine.model.blocks:TPMLPBlock"
+
+
+def load_block(spec: str) -> Any:
+    """The sharded block class ``module:attribute`` names."""
+    module, _, attr = spec.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
 
 def _rank_main(rank: int, world: int, workdir: str, dtype_name: str, fp8_name: str,
-               kernels: Any) -> None:
+               kernels: Any, block_spec: str) -> None:
     import torch.distributed as dist
 
     from refengine import registry
     from refengine.fusion import FusionBackend, fused_ops
-    from refengine.model.blocks import TPMLPBlock, inputs
+    from refengine.model.blocks import inputs
 
     torch.set_num_threads(1)
     dist.init_process_group(
@@ -29,7 +46,7 @@ def _rank_main(rank: int, world: int, workdir: str, dtype_name: str, fp8_name: s
     )
     try:
         dtype = getattr(torch, dtype_name)
-        block = TPMLPBlock(dtype, rank, world)
+        block: torch.nn.Module = load_block(block_spec)(dtype, rank, world)
         x, _ = inputs(dtype)
         backend = FusionBackend(fp8_dtype=getattr(torch, fp8_name) if fp8_name else None)
         with registry.using(kernels or registry.Registry({})), torch.no_grad():
@@ -40,8 +57,11 @@ def _rank_main(rank: int, world: int, workdir: str, dtype_name: str, fp8_name: s
                 for d, _ in backend.matchers
                 if backend.report.passes.get(d.name) and backend.report.passes[d.name].matched
             )
+            wide = load_block(block_spec)(torch.float32, rank, world)
+            eager_fp32 = wide(inputs(torch.float32)[0])
         torch.save(
             {"report": backend.report.as_dict(), "eager": eager, "fused": fused,
+             "eager_fp32": eager_fp32,
              "arg_mismatches": backend.report.arg_mismatches, "bitwise": bitwise},
             Path(workdir) / f"rank{rank}.pt",
         )
@@ -51,15 +71,16 @@ def _rank_main(rank: int, world: int, workdir: str, dtype_name: str, fp8_name: s
 
 def run_tp(
     world: int, workdir: Path, dtype: torch.dtype, fp8_dtype: torch.dtype | None = None,
-    kernels: Any = None,
+    kernels: Any = None, block: str = TP_BLOCK,
 ) -> list[dict[str, Any]]:
-    """``kernels``: the refengine Registry each rank installs (None: native only)."""
+    """``kernels``: the refengine Registry each rank installs (None: native only);
+    ``block``: the sharded block, ``module:attribute``."""
     from torch.multiprocessing.spawn import spawn
 
     workdir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     names = [str(d).removeprefix("torch.") if d is not None else "" for d in (dtype, fp8_dtype)]
     spawn(  # type: ignore[no-untyped-call]  # torch.multiprocessing.spawn has no annotations
-        _rank_main, args=(world, str(workdir), *names, kernels), nprocs=world, join=True
+        _rank_main, args=(world, str(workdir), *names, kernels, block), nprocs=world, join=True
     )
     return [torch.load(workdir / f"rank{r}.pt") for r in range(world)]

@@ -92,22 +92,56 @@ class MoEBlock(nn.Module):
         return R.fused_moe(h, logits, self.w13, self.w2, 2, True), residual
 
 
+def _mlp_weights(dtype: torch.dtype, seed: int) -> tuple[torch.Tensor, ...]:
+    """The gated MLP's weights: w13 [2, INTER, HIDDEN] (gate rows, up rows), w2, the norm's."""
+    gen = torch.Generator().manual_seed(seed)
+    w13 = _w(gen, 2, INTER, HIDDEN, dtype=dtype)
+    w2 = _w(gen, HIDDEN, INTER, dtype=dtype)
+    return w13.data, w2.data, _norm_w(gen, HIDDEN, dtype).data
+
+
+def _frozen(t: torch.Tensor) -> nn.Parameter:
+    return nn.Parameter(t.contiguous(), requires_grad=False)
+
+
+class MLPBlock(nn.Module):
+    """The unsharded MLP: gate/up projection, SiLU-and-mul, down projection, norm; the
+    weights TPMLPBlock shards (same seed), for comparing the shards' result with."""
+
+    def __init__(self, dtype: torch.dtype, seed: int = 0) -> None:
+        super().__init__()
+        w13, w2, ln = _mlp_weights(dtype, seed)
+        self.w13 = _frozen(w13.reshape(2 * INTER, HIDDEN))
+        self.w2, self.ln = _frozen(w2), _frozen(ln)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = R.linear(R.silu_and_mul(R.linear(x, self.w13, None)), self.w2, None)
+        return R.rms_norm(out, self.ln, EPS)
+
+
 class TPMLPBlock(nn.Module):
-    """One rank's shard of a tensor-parallel MLP: column then row parallel, all_reduce, norm."""
+    """One rank's shard of a tensor-parallel MLP: column then row parallel, all_reduce, norm.
+
+    Each rank's output is the whole block's (the all-reduce sums the row-parallel parts):
+    ``unsharded`` is that block, on the same weights."""
+
+    unsharded = MLPBlock
 
     def __init__(self, dtype: torch.dtype, rank: int, world: int, seed: int = 0) -> None:
         super().__init__()
-        gen = torch.Generator().manual_seed(seed)
-        w13 = _w(gen, 2, INTER, HIDDEN, dtype=dtype)  # gate rows, up rows
-        w2 = _w(gen, HIDDEN, INTER, dtype=dtype)
+        w13, w2, ln = _mlp_weights(dtype, seed)
+        w13_shard, w2_shard = self.shard(w13, w2, rank, world)
+        self.w13, self.w2, self.ln = _frozen(w13_shard), _frozen(w2_shard), _frozen(ln)
+        self.group_name = fused_ops.world_group_name()
+
+    @staticmethod
+    def shard(w13: torch.Tensor, w2: torch.Tensor, rank: int,
+              world: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """This rank's rows of the merged gate/up weight (its part of the gate rows, then
+        the same part of the up rows) and the matching columns of the down weight."""
         part = INTER // world
         rows = slice(rank * part, (rank + 1) * part)
-        self.w13 = nn.Parameter(
-            w13[:, rows].reshape(2 * part, HIDDEN).contiguous(), requires_grad=False
-        )
-        self.w2 = nn.Parameter(w2[:, rows].contiguous(), requires_grad=False)
-        self.ln = _norm_w(gen, HIDDEN, dtype)
-        self.group_name = fused_ops.world_group_name()
+        return w13[:, rows].reshape(2 * part, HIDDEN), w2[:, rows]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         partial = R.linear(R.silu_and_mul(R.linear(x, self.w13, None)), self.w2, None)

@@ -13,6 +13,10 @@ Conventions shared by all ops
   because the fp8 flavours overflow differently (e4m3fnuz gives NaN at >= 248).
 - Only arguments listed in ``mutates`` may be written; everything else must be
   bit-identical after the call.
+- No NaN and no Inf in any output or written argument, unless the op's ``nonfinite``
+  says its contract allows them (no op's does: inputs are finite, quantizers clamp,
+  dynamic scales are floored, every query sees at least one key). The parity suite fails
+  a kernel that makes one, and a case whose reference makes one is a broken case.
 
 Signatures (argument -> meaning; return)
 
@@ -92,6 +96,8 @@ class OpSpec:
     name: str
     params: tuple[str, ...]
     mutates: tuple[str, ...] = ()
+    # The contract allows NaN / Inf in the outputs (they must then match the reference's).
+    nonfinite: bool = False
     # The dtype a provider is chosen by: activations for float ops, the fp8 flavour for
     # fp8 ops, the output dtype for int8_scaled_gemm.
     key_dtype: Callable[[Mapping[str, Any]], torch.dtype]

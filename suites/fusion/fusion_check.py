@@ -7,10 +7,11 @@ Three checks, all collected before anything is raised (one bug often shows in se
 - bitwise equal to eager where the fused path must agree with the unfused one: each fused
   op whose kernel is ``native`` runs its component ops through the installed registry in
   the unfused order, rounding as the unfused graph does (refengine/fusion/fused_ops.py),
-  and the backend compiles with ``emulate_precision_casts`` (inductor rounds as eager).
-
-The tests under tests/integration import this module to prove each check fails on a bug
-of its kind, so the suite and those tests run the same code.
+  and the backend compiles with ``emulate_precision_casts`` (inductor rounds as eager);
+- for a tensor-parallel block, each rank's shard (eager, float32: refengine/fusion/tp.py
+  says why) against the unsharded block on the same weights (``against_unsharded``):
+  sharded eager and sharded fused agree with each other when the shards are wrong (one
+  rank given only gate rows of a merged gate/up weight), the whole block does not.
 """
 
 from __future__ import annotations
@@ -111,6 +112,25 @@ def check_outputs(case: str, eager: Sequence[torch.Tensor], fused: Sequence[torc
                 f"{case}.{name}: fused differs from eager (max abs {diff:.3g}) where every "
                 "fused kernel composes the unfused ops and must agree bit for bit"
             )
+    return problems
+
+
+def against_unsharded(case: str, block: str, ranks: Sequence[dict[str, Any]], tol: Any,
+                      record: Callable[..., Any] | None = None) -> list[str]:
+    """Each rank's float32 shard output (the whole block's, after the all-reduce) against
+    the unsharded block (``unsharded`` of the sharded block ``module:attribute``), eager
+    in float32 with the installed registry, under ``tol`` (the sums run in another order)."""
+    from refengine.fusion.tp import load_block
+    from refengine.model.blocks import inputs
+
+    full = load_block(block).unsharded(torch.float32)
+    with torch.no_grad():
+        want = full(inputs(torch.float32)[0])
+    problems = []
+    for rank, result in enumerate(ranks):
+        problems += check_outputs(f"{case}.rank{rank}.vs_unsharded", (want,),
+                                  (result["eager_fp32"],), [], False, tol,
+                                  record if rank == 0 else None)
     return problems
 
 

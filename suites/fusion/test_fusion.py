@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import torch
-from fusion_check import check, check_outputs, raise_problems, run_block
+from fusion_check import against_unsharded, check, check_outputs, raise_problems, run_block
 
 import refengine.ops as R
 from refengine.model.blocks import EPS, HIDDEN, DecoderLayer, MoEBlock, inputs
@@ -156,6 +156,14 @@ def test_add_norm_pass_leaves_what_it_cannot_fuse(platform: Any, tolerance: Any,
     raise_problems(problems)
 
 
+def _record_unsharded(record_property: Callable[[str, object], None]) -> Callable[..., None]:
+    def record(name: str, cmp: Any, tol: Any) -> None:
+        record_property("fusion.tp_block_2ranks.vs_unsharded.max_abs_err",
+                        f"{cmp.max_abs_err:.6g}")
+        record_property("fusion.tp_block_2ranks.vs_unsharded.headroom", f"{cmp.headroom:.4g}")
+    return record
+
+
 @pytest.mark.requires("gloo")
 def test_tensor_parallel_block(
     platform: Any,
@@ -165,7 +173,7 @@ def test_tensor_parallel_block(
     platform_registry: Any,
     tmp_path: Path,
 ) -> None:
-    from refengine.fusion.tp import run_tp
+    from refengine.fusion.tp import TP_BLOCK, run_tp
 
     dtype = _dtype(platform)
     ranks = run_tp(2, tmp_path, dtype, _platform_fp8(platform), platform_registry)
@@ -179,4 +187,6 @@ def test_tensor_parallel_block(
                                   _recorder(case, dtype, platform, record_property))
     if not torch.equal(ranks[0]["fused"], ranks[1]["fused"]):
         problems.append("tp_block_2ranks: the ranks' fused outputs differ after the all-reduce")
+    problems += against_unsharded("tp_block_2ranks", TP_BLOCK, ranks, tolerance(torch.float32),
+                                  _record_unsharded(record_property))
     raise_problems(problems)

@@ -4,7 +4,10 @@ The contract part works like torch.library.opcheck: inputs the op does not decla
 mutated are bit-identical after the call; outputs have the reference's structure,
 dtype, shape and device and alias no input; a second call on fresh inputs gives the
 same bits. The numerics part compares every output (and every declared-mutated input)
-with the reference under the platform's tolerance for that dtype and op.
+with the reference under the platform's tolerance for that dtype and op. A NaN or Inf
+fails it wherever the op's contract allows none (``OpSpec.nonfinite``), the reference's
+own included: a reference that makes one is a broken case (BrokenCase), not a value a
+kernel may match.
 
 fp8_block_gemm is judged by relative mean absolute error (mean |err| / mean |ref|),
 as engines judge block-scaled GEMMs; the bound is REL_MEAN_BOUND unless the matrix
@@ -19,7 +22,7 @@ from typing import Any
 
 import torch
 
-from harness.plugin.numerics import compare
+from harness.plugin.numerics import compare, nonfinite
 from refengine.ops import reference
 from refengine.ops.spec import OPS, describe
 
@@ -35,6 +38,11 @@ class ParityError(AssertionError):
     def __init__(self, message: str, outcome: Outcome | None = None) -> None:
         super().__init__(message)
         self.outcome = outcome
+
+
+class BrokenCase(AssertionError):
+    """The reference itself made a NaN or Inf on the case's inputs, where the op's contract
+    allows none: the case generator must not build it (or the contract must allow it)."""
 
 
 @dataclass
@@ -109,9 +117,25 @@ def check_contract(op: str, build: Callable[[], tuple[Any, ...]], impl: Callable
 def _rel_mean(actual: torch.Tensor, expected: torch.Tensor, bound: float) -> tuple[float, str]:
     a, e = actual.double(), expected.double()
     err = float((a - e).abs().mean() / e.abs().mean().clamp_min(1e-30))
-    if a.isnan().any() and not e.isnan().any():
-        err = float("inf")
+    found = nonfinite(actual)  # the reference's were refused before (check_reference)
+    if found:
+        return float("inf"), f"{found} in the result, where the op's contract allows none"
     return err, f"relative mean abs err {err:.4g} (bound {bound:g})"
+
+
+def check_reference(op: str, case: str, expected: Sequence[torch.Tensor],
+                    mutated: Sequence[torch.Tensor]) -> None:
+    """Raise BrokenCase where the reference made a NaN or Inf the op's contract forbids."""
+    if OPS[op].nonfinite:
+        return
+    labels = [f"output {i}" for i in range(len(expected))]
+    labels += [f"mutated input {name!r}" for name in OPS[op].mutates]
+    bad = [f"{label}: {found}" for label, t in zip(labels, (*expected, *mutated), strict=True)
+           if isinstance(t, torch.Tensor) and (found := nonfinite(t))]
+    if bad:
+        raise BrokenCase(f"{op}/{case}: the reference (native) made non-finite values "
+                         f"({'; '.join(bad)}), which the contract of {op} allows nowhere: "
+                         "the case must not be generated, or the contract must allow them")
 
 
 def check_case(op: str, build: Callable[[], tuple[Any, ...]], impl: Callable[..., Any],
@@ -124,6 +148,7 @@ def check_case(op: str, build: Callable[[], tuple[Any, ...]], impl: Callable[...
     expected = _as_tuple(getattr(reference, op)(*ref_args))
     ref_mutated = tuple(a for n, a in zip(OPS[op].params, ref_args, strict=True)
                         if n in OPS[op].mutates)
+    check_reference(op, case, expected, ref_mutated)
     outputs, mutated = check_contract(op, build, impl, expected)
     outcome = Outcome(op=op, case=case)
     failures: list[str] = []
@@ -141,7 +166,7 @@ def check_case(op: str, build: Callable[[], tuple[Any, ...]], impl: Callable[...
             atols.append("rel_mean")
             rtols.append(f"{bound:g}")
         else:
-            cmp = compare(actual, want, tol)
+            cmp = compare(actual, want, tol, nonfinite_ok=OPS[op].nonfinite)
             headroom, abs_err, rel_err, ok = cmp.headroom, cmp.max_abs_err, cmp.max_rel_err, cmp.ok
             detail = cmp.detail
             bitwise = getattr(tol, "bitwise", False)

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from refengine.fusion import passes
+from refengine.model.blocks import HIDDEN, INTER, TPMLPBlock
 
 ops = torch.ops.refengine
 _DEFS = {d.name: d for d in passes.PASS_DEFS}
@@ -71,3 +72,15 @@ WRONG_QUANT_MODE = _with("silu_mul_quant", _silu_quant_per_tensor)
 WRONG_GROUP_SIZE = _with("rms_norm_quant", _rms_quant_group_64)
 DROPPED_RESIDUAL = _with("add_rms_norm", _add_rms_drops_residual)
 TP_WRONG_EPS = _with("all_reduce_rms_norm", _ar_rms_eps_scaled)
+
+
+class GateRowsOnlyTPMLP(TPMLPBlock):
+    """Shards the merged gate/up weight as one [2 * INTER, HIDDEN] matrix: rank 0 gets only
+    gate rows, rank 1 only up rows. Sharded eager and sharded fused agree (same weights)."""
+
+    @staticmethod
+    def shard(w13: torch.Tensor, w2: torch.Tensor, rank: int,
+              world: int) -> tuple[torch.Tensor, torch.Tensor]:
+        part = INTER // world
+        merged = w13.reshape(2 * INTER, HIDDEN)
+        return merged[rank * 2 * part:(rank + 1) * 2 * part], w2[:, rank * part:(rank + 1) * part]

@@ -1,8 +1,9 @@
 """The fusion suite's check (suites/fusion/fusion_check.py) fails on a pass that keeps its
 matched count but fuses something else: another epsilon, quantisation mode or group size
 (the argument audit), a lost residual update (fused vs eager), and on 2 gloo ranks an
-all-reduce + norm fusion with the wrong epsilon. The correct passes pass the same check
-(the fusion suite itself, run on every matrix)."""
+all-reduce + norm fusion with the wrong epsilon, and a tensor-parallel block whose ranks
+get the wrong rows of the merged gate/up weight (against the unsharded block). The correct
+passes pass the same check (the fusion suite itself, run on every matrix)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "suites" / "fusion"))
 import fusion_bugs  # noqa: E402
-from fusion_check import check, check_outputs, run_block  # noqa: E402
+from fusion_check import against_unsharded, check, check_outputs, run_block  # noqa: E402
 
 from refengine import registry  # noqa: E402
 from refengine.fusion import passes  # noqa: E402
@@ -88,3 +89,23 @@ def test_tensor_parallel_fusion_with_the_wrong_epsilon_fails_on_two_ranks(
         problems = check_outputs("tp", (result["eager"],), (result["fused"],),
                                  result["arg_mismatches"], result["bitwise"], Tol())
         assert any("got eps=" in p and "(pattern: 1e-06)" in p for p in problems), problems
+
+
+def test_a_wrong_shard_of_the_merged_gate_up_weight_fails_against_the_unsharded_block(
+        tmp_path: Path) -> None:
+    from refengine.fusion.tp import TP_BLOCK, run_tp
+
+    block = "fusion_bugs:GateRowsOnlyTPMLP"
+    ranks = run_tp(2, tmp_path / "bug", torch.bfloat16, None, CPU_KERNELS, block=block)
+    for result in ranks:  # the hole: the shards agree with themselves, fused and eager
+        assert not check_outputs("tp", (result["eager"],), (result["fused"],),
+                                 result["arg_mismatches"], result["bitwise"], Tol())
+    problems = against_unsharded("tp", block, ranks, Tol32())
+    assert [p.split(":")[0] for p in problems] == ["tp.rank0.vs_unsharded.out",
+                                                   "tp.rank1.vs_unsharded.out"], problems
+    good = run_tp(2, tmp_path / "good", torch.bfloat16, None, CPU_KERNELS)
+    assert against_unsharded("tp", TP_BLOCK, good, Tol32()) == []
+
+
+class Tol32:
+    atol, rtol, bitwise, source = 1e-5, 1.3e-6, False, "test"  # the cpu matrix's float32

@@ -1,4 +1,7 @@
-"""Faults in a local run keep every result already written (real subprocesses)."""
+"""Faults in a local run keep every result already written (real subprocesses).
+
+A test fails before the fault, so salvage that wrote an earlier failure as a pass (or
+dropped it) shows here, not only in the docker fault tests."""
 
 from __future__ import annotations
 
@@ -19,8 +22,8 @@ import os, signal, time
 def test_one():
     assert True
 
-def test_two():
-    assert True
+def test_two_fails():
+    assert False, "an earlier failure"
 
 def test_fault():
     {fault}
@@ -82,9 +85,10 @@ def test_segfault_keeps_results_and_names_signal(tmp_path: Path) -> None:
     assert outcome.status is Status.CRASHED
     assert "SIGSEGV" in outcome.reason
     got = cases(inv.junit)
-    assert got["test_one"] == "passed" and got["test_two"] == "passed"
+    assert got["test_one"] == "passed" and got["test_two_fails"] == "failure"
     assert got["faulty: crashed: killed by SIGSEGV (exit -11)"] == "error"
     assert "test_after" not in got
+    assert outcome.counts == {"passed": 1, "failed": 1, "error": 1}
 
 
 def test_abort_is_exit_134_like(tmp_path: Path) -> None:
@@ -98,7 +102,7 @@ def test_hang_past_step_timeout_is_killed(tmp_path: Path) -> None:
     assert outcome.status is Status.TIMEOUT
     assert outcome.duration_s < 30
     got = cases(inv.junit)
-    assert got["test_one"] == "passed"
+    assert got["test_one"] == "passed" and got["test_two_fails"] == "failure"
     assert any("timeout" in name and kind == "error" for name, kind in got.items())
 
 
@@ -107,7 +111,7 @@ def test_plain_failure_is_failed_not_infra(tmp_path: Path) -> None:
     outcome = run_one(inv)
     assert outcome.status is Status.FAILED and not outcome.status.is_infra
     assert cases(inv.junit)["test_fault"] == "failure"
-    assert outcome.counts == {"passed": 3, "failed": 1}
+    assert outcome.counts == {"passed": 2, "failed": 2}
 
 
 def test_exit_zero_without_junit_is_infra(tmp_path: Path) -> None:

@@ -305,3 +305,52 @@ def test_known_failure_with_a_signature_fails_a_failure_outside_it(
         "*test-cpu.yaml:8? expects another failure: headroom in ?1.0, 2.0?, found 40",
     ])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_known_failure_signature_is_checked_in_setup_and_teardown(
+    pytester: pytest.Pytester,
+) -> None:
+    # pytest turns an error in a fixture of a known failure into an xfail; the signature
+    # must hold there as in the call (once only call-phase failures were checked).
+    spec = write_matrix(
+        pytester,
+        """
+  - id: "test_phases.py::test_*"
+    reason: the kernel is out of tolerance
+    action: xfail
+    expect: {raises: AssertionError, match: 'out of tolerance'}
+""",
+    )
+    pytester.makepyfile(test_phases="""
+        import pytest
+        @pytest.fixture
+        def broken_setup():
+            raise RuntimeError("device lost in setup")
+        @pytest.fixture
+        def known_setup():
+            raise AssertionError("out of tolerance in setup")
+        @pytest.fixture
+        def broken_teardown():
+            yield
+            raise RuntimeError("device lost in teardown")
+        def test_setup_error(broken_setup):
+            pass
+        def test_setup_as_known(known_setup):
+            pass
+        def test_teardown_error(broken_teardown):
+            raise AssertionError("out of tolerance")
+        def test_call_as_known():
+            raise AssertionError("out of tolerance")
+    """)
+    result = pytester.runpytest("--platform", spec, "-rxXfE")
+    # the call of test_teardown_error fits (an xfail); its teardown does not (an error)
+    result.assert_outcomes(errors=2, xfailed=3)
+    result.stdout.fnmatch_lines([
+        "*ERROR at setup of test_setup_error*",
+        "*expects another failure: raises AssertionError, found RuntimeError; message "
+        "matching 'out of tolerance', found 'device lost in setup'",
+        "the failure (in setup): RuntimeError: device lost in setup",
+        "*ERROR at teardown of test_teardown_error*",
+        "the failure (in teardown): RuntimeError: device lost in teardown",
+    ])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED

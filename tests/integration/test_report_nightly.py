@@ -138,6 +138,11 @@ def test_what_changed_since_the_last_night(report: Report) -> None:
     assert [(k.lane, k.pattern, k.tests) for k in report.known_passing] == [
         ("cpu", KNOWN_ID, [KNOWN_ID])
     ]
+    # quarantined, it failed on nights 1 and 2: intermittent, not "remove the entry"
+    (known,) = report.known_passing
+    assert (known.action, known.nights) == ("quarantine", (1, 3))
+    assert known.advice == ("intermittent: passed 1 of the last 3 nights; keep it quarantined "
+                            "until it passes every night")
     assert report.headline.startswith(
         "1 new failures, 2 fixed, 2 new infra failures, 1 suites started skipping"
     )
@@ -177,6 +182,8 @@ def test_report_md_names_every_change(db: Path, tmp_path: Path) -> None:
     assert "[rocm-mi300x](report.html#infra-" in md
     assert "[cpu / features](report.html#suite-" in md
     assert "test_fixed_upstream" in md
+    assert "intermittent: passed 1 of the last 3 nights" in md
+    assert "remove the entry" not in md
     assert len(md) < 4000
     # Every link points into the page, at an id the page has.
     html = (out / "report.html").read_text()

@@ -1,0 +1,186 @@
+"""The contract of every fused op the fusion passes introduce, checked as the parity suite
+checks a kernel (suites/kernel_parity/parity_check.py), with the platform's kernels.
+
+A fused op is a ``refengine::`` custom op: the graph trusts its schema. So for each one,
+on fresh seeded inputs, through the op itself (whichever provider the platform's registry
+picks for it):
+- it writes only the arguments its schema declares written (none do: every fused op is
+  functional): every other input is bit-identical, strides included, after the call;
+- it returns what the unfused computation returns (refengine.ops.reference composed):
+  as many outputs, each of that dtype, shape and device;
+- its fake (the shapes the compiler plans with) says the same;
+- a second call on the same inputs gives the same bits.
+
+The numerics are the fusion tests' (fused graph against eager); a wrong dtype or an input
+written in place can pass those (the eager and fused outputs agree), which is why this
+check exists. tests/integration/test_fusion_contract_catches_bugs.py runs it on bugs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from refengine.fusion import fused_ops
+from refengine.ops import reference
+from refengine.ops.spec import FP8_BLOCK
+
+Tensor = torch.Tensor
+QUANT_MODES = ("per_tensor_static", "per_tensor_dynamic", "per_token_dynamic", "block")
+
+
+class ContractError(AssertionError):
+    """A fused op broke its contract; the message says how."""
+
+
+@dataclass(frozen=True)
+class FusedCase:
+    """One call of a fused op: ``build(dtype, fp8, gen)`` gives its arguments, ``reference``
+    computes the unfused result from them."""
+
+    fused_op: str
+    id: str
+    build: Callable[[torch.dtype, torch.dtype | None, torch.Generator], tuple[Any, ...]]
+    reference: Callable[..., tuple[Tensor, ...]]
+    fp8: bool = False  # needs the platform's fp8 dtype
+
+    def args(self, dtype: torch.dtype, fp8: torch.dtype | None, seed: int) -> tuple[Any, ...]:
+        return self.build(dtype, fp8, torch.Generator().manual_seed(seed))
+
+
+def _randn(gen: torch.Generator, *shape: int, dtype: torch.dtype, scale: float = 1.0) -> Tensor:
+    return (torch.randn(*shape, generator=gen) * scale).to(dtype)
+
+
+def _norm_weight(gen: torch.Generator, h: int, dtype: torch.dtype) -> Tensor:
+    return _randn(gen, h, dtype=dtype, scale=0.1) + 1
+
+
+def _add_norm(shape: tuple[int, ...], strided_residual: bool) -> FusedCase:
+    def build(dt: torch.dtype, fp8: Any, g: torch.Generator) -> tuple[Any, ...]:
+        x = _randn(g, *shape, dtype=dt)
+        if strided_residual:  # rows out of a wider buffer, as a sliced residual stream
+            residual = _randn(g, *shape[:-1], shape[-1] + 5, dtype=dt)[..., 2:shape[-1] + 2]
+        else:
+            residual = _randn(g, *shape, dtype=dt)
+        return x, residual, _norm_weight(g, shape[-1], dt), 1e-6
+
+    def ref(x: Tensor, residual: Tensor, weight: Tensor, eps: float) -> tuple[Tensor, ...]:
+        summed = residual.clone()
+        return reference.add_rms_norm(x, summed, weight, eps), summed
+
+    layout = "residual-strided" if strided_residual else "contiguous"
+    return FusedCase("fused_add_rms_norm", f"{len(shape)}d-{layout}", build, ref)
+
+
+def _quant_args(fp8: Any, mode: str) -> tuple[Any, ...]:
+    scale = torch.tensor([0.02]) if mode == "per_tensor_static" else None
+    return fp8, mode, scale, FP8_BLOCK
+
+
+def _norm_quant(mode: str, shape: tuple[int, ...]) -> FusedCase:
+    def build(dt: torch.dtype, fp8: Any, g: torch.Generator) -> tuple[Any, ...]:
+        x = _randn(g, *shape, dtype=dt)
+        return (x, _norm_weight(g, shape[-1], dt), 1e-6, *_quant_args(fp8, mode))
+
+    def ref(x: Tensor, weight: Tensor, eps: float, *quant: Any) -> tuple[Tensor, ...]:
+        return reference.fp8_quant(reference.rms_norm(x, weight, eps), *quant)
+
+    return FusedCase("rms_norm_fp8_quant", mode.replace("_", "-"), build, ref, fp8=True)
+
+
+def _silu_quant(mode: str, shape: tuple[int, ...]) -> FusedCase:
+    def build(dt: torch.dtype, fp8: Any, g: torch.Generator) -> tuple[Any, ...]:
+        return (_randn(g, *shape, dtype=dt, scale=2.0), *_quant_args(fp8, mode))
+
+    def ref(x: Tensor, *quant: Any) -> tuple[Tensor, ...]:
+        return reference.fp8_quant(reference.silu_and_mul(x), *quant)
+
+    return FusedCase("silu_and_mul_fp8_quant", mode.replace("_", "-"), build, ref, fp8=True)
+
+
+def _all_reduce_norm() -> FusedCase:
+    """On a process group of one rank (the all-reduce is the identity there): the contract
+    is about writes, dtypes and shapes; the sums over ranks are the tensor-parallel test's."""
+
+    def build(dt: torch.dtype, fp8: Any, g: torch.Generator) -> tuple[Any, ...]:
+        x = _randn(g, 7, 96, dtype=dt)
+        return x, _norm_weight(g, 96, dt), 1e-6, fused_ops.world_group_name()
+
+    def ref(x: Tensor, weight: Tensor, eps: float, group: str) -> tuple[Tensor, ...]:
+        return (reference.rms_norm(x, weight, eps),)
+
+    return FusedCase("all_reduce_rms_norm", "one-rank", build, ref)
+
+
+# Odd sizes; 3-D inputs; each quantisation mode with a partial last block in block mode.
+CASES: tuple[FusedCase, ...] = (
+    _add_norm((7, 96), False),
+    _add_norm((2, 5, 96), True),
+    *(_norm_quant(mode, (3, 5, 2 * FP8_BLOCK + 72)) for mode in QUANT_MODES),
+    *(_silu_quant(mode, (9, 2 * (FP8_BLOCK + 40))) for mode in QUANT_MODES),
+    _all_reduce_norm(),
+)
+
+
+def writable(fused_op: str) -> tuple[str, ...]:
+    """The arguments the op's schema declares written (``Tensor(a!)``)."""
+    schema = getattr(torch.ops.refengine, fused_op).default._schema
+    return tuple(a.name for a in schema.arguments
+                 if a.alias_info is not None and a.alias_info.is_write)
+
+
+def _tuple(value: Any) -> tuple[Any, ...]:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def _same_bits(a: Tensor, b: Tensor) -> bool:
+    return (a.shape == b.shape and a.dtype == b.dtype and a.stride() == b.stride()
+            and torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)))
+
+
+def _fake_outputs(op: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode() as mode:
+        fakes = tuple(mode.from_tensor(a) if isinstance(a, Tensor) else a for a in args)
+        return _tuple(op(*fakes))
+
+
+def _structure(label: str, got: tuple[Any, ...], want: tuple[Tensor, ...]) -> list[str]:
+    if len(got) != len(want):
+        return [f"{label} {len(got)} outputs, the unfused computation {len(want)}"]
+    problems = []
+    for i, (out, ref) in enumerate(zip(got, want, strict=True)):
+        for what, have, should in (("dtype", out.dtype, ref.dtype),
+                                   ("shape", tuple(out.shape), tuple(ref.shape)),
+                                   ("device", out.device.type, ref.device.type)):
+            if have != should:
+                problems.append(f"{label} output {i} {what} {have}, the unfused "
+                                f"computation gives {should}")
+    return problems
+
+
+def check(case: FusedCase, dtype: torch.dtype, fp8: torch.dtype | None, seed: int) -> None:
+    """The whole contract of one fused op on one case; raises ContractError."""
+    op = getattr(torch.ops.refengine, case.fused_op).default
+    names = [a.name for a in op._schema.arguments]
+    args, pristine = case.args(dtype, fp8, seed), case.args(dtype, fp8, seed)
+    want = _tuple(case.reference(*case.args(dtype, fp8, seed)))
+    got = _tuple(op(*args))
+    problems = _structure("returned", got, want)
+    allowed = writable(case.fused_op)
+    problems += [f"wrote its input {name!r}, which its schema does not declare written"
+                 for name, arg, before in zip(names, args, pristine, strict=True)
+                 if isinstance(arg, Tensor) and name not in allowed
+                 and not _same_bits(arg, before)]
+    problems += _structure("its fake returned", _fake_outputs(op, pristine), want)
+    again = _tuple(op(*case.args(dtype, fp8, seed)))
+    problems += [f"output {i} differs between two calls on the same inputs"
+                 for i, (a, b) in enumerate(zip(got, again, strict=False))
+                 if isinstance(a, Tensor) and isinstance(b, Tensor) and not _same_bits(a, b)]
+    if problems:
+        raise ContractError(f"{case.fused_op}/{case.id}: " + "; ".join(problems))

@@ -1,0 +1,214 @@
+"""Salvage: the JUnit written from the plugin's partial file when pytest died before
+writing its own (harness.results.junit_write), and the counts read back from it. A
+salvaged failure must stay a failure, an xfail an xfail, and nothing run may be lost."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from harness.results import junit_write
+from harness.results.junit_read import JunitReader
+from harness.results.junit_write import (
+    append_error_case,
+    count_junit,
+    read_partial,
+    write_salvaged_junit,
+)
+
+RECORDS = [
+    {"nodeid": "suites/a/test_k.py::test_pass", "when": "call", "outcome": "passed",
+     "duration": 1.25, "message": "", "properties": [["op", "rms_norm"]]},
+    {"nodeid": "suites/a/test_k.py::test_fail[bf16]", "when": "call", "outcome": "failed",
+     "duration": 0.5, "message": "AssertionError: out of tolerance\nmore",
+     "properties": [["nodeid", "suites/a/test_k.py::test_fail[bf16]"], ["headroom", "3"]]},
+    {"nodeid": "suites/a/test_k.py::test_setup", "when": "setup", "outcome": "failed",
+     "duration": 0, "message": "fixture broke", "properties": []},
+    {"nodeid": "suites/a/test_k.py::test_skip", "when": "setup", "outcome": "skipped",
+     "duration": "0.1", "message": "needs fp8", "properties": []},
+    {"nodeid": "suites/a/test_k.py::test_known", "when": "call", "outcome": "xfailed",
+     "duration": 0.2, "message": "known: bf16 rounding", "properties": []},
+    {"nodeid": "suites/a/test_k.py::test_lucky", "when": "call", "outcome": "xpassed",
+     "duration": 0.2, "message": "", "properties": []},
+    {"nodeid": "suites/a/test_broken.py", "when": "collect", "outcome": "failed",
+     "duration": 0.0, "message": "ImportError: no module", "properties": []},
+]
+
+
+def _partial(tmp_path: Path, records: list[dict[str, object]], tail: str = "") -> Path:
+    path = tmp_path / "k.partial.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records) + tail)
+    return path
+
+
+def _cases(junit: Path) -> dict[str, ET.Element]:
+    return {c.get("name", ""): c for c in ET.parse(junit).getroot().iter("testcase")}
+
+
+def test_every_record_keeps_its_outcome_and_the_crash_is_an_error(tmp_path: Path) -> None:
+    junit = tmp_path / "junit" / "k.xml"
+    counts = write_salvaged_junit(junit, "kernels", _partial(tmp_path, RECORDS),
+                                  "crashed: killed by SIGSEGV", ["line 1", "line 2"])
+    assert counts == {"passed": 2, "failed": 1, "error": 3, "skipped": 1, "xfailed": 1}
+    statuses = {c.nodeid: c.status for c in JunitReader(junit, print)}
+    assert statuses == {
+        "suites/a/test_k.py::test_pass": "passed",
+        "suites/a/test_k.py::test_fail[bf16]": "failed",
+        "suites/a/test_k.py::test_setup": "error",
+        "suites/a/test_k.py::test_skip": "skipped",
+        "suites/a/test_k.py::test_known": "xfail",
+        "suites/a/test_k.py::test_lucky": "passed",
+        "suites/a/test_broken.py": "error",
+        "harness.kernels::kernels: crashed: killed by SIGSEGV": "error",
+    }
+    root = ET.parse(junit).getroot()
+    (suite,) = root.iter("testsuite")
+    assert root.tag == "testsuites" and suite.get("name") == "kernels"
+    assert suite.get("tests") == str(len(RECORDS) + 1)
+
+
+def test_a_salvaged_case_reads_as_pytest_writes_it(tmp_path: Path) -> None:
+    junit = tmp_path / "k.xml"
+    write_salvaged_junit(junit, "kernels", _partial(tmp_path, RECORDS), "timeout", ["last"])
+    cases = _cases(junit)
+    passed = cases["test_pass"]
+    assert passed.get("classname") == "suites.a.test_k" and passed.get("time") == "1.250"
+    assert [(p.get("name"), p.get("value")) for p in passed.iter("property")] == [
+        ("nodeid", "suites/a/test_k.py::test_pass"), ("op", "rms_norm")]
+    failed = cases["test_fail[bf16]"]
+    (failure,) = failed.iter("failure")
+    assert failure.get("message") == "AssertionError: out of tolerance\nmore"
+    assert failure.text == "AssertionError: out of tolerance\nmore"
+    assert [p.get("name") for p in failed.iter("property")] == ["nodeid", "headroom"]
+    (error,) = cases["test_setup"].iter("error")
+    assert error.get("message") == "fixture broke"
+    (skipped,) = cases["test_skip"].iter("skipped")
+    assert skipped.get("message") == "needs fp8" and skipped.get("type") is None
+    assert cases["test_skip"].get("time") == "0.100"
+    (known,) = cases["test_known"].iter("skipped")
+    assert known.get("type") == "pytest.xfail" and known.text == "known: bf16 rounding"
+    assert list(cases["test_lucky"]) == [cases["test_lucky"].find("properties")]
+    broken = cases["suites/a/test_broken.py"]
+    assert broken.get("classname") == "" and broken.find("error") is not None
+    crash = cases["kernels: timeout"]
+    assert crash.get("classname") == "harness.kernels" and crash.get("time") == "0"
+    (cause,) = crash.iter("error")
+    assert cause.get("message") == "timeout" and cause.text == "last"
+
+
+def test_long_messages_are_cut_in_the_attribute_only(tmp_path: Path) -> None:
+    record = {**RECORDS[1], "message": "x" * 500}
+    junit = tmp_path / "k.xml"
+    write_salvaged_junit(junit, "k", _partial(tmp_path, [record]), "crashed", [])
+    (failure,) = ET.parse(junit).getroot().iter("failure")
+    assert len(failure.get("message", "")) == 200 and len(failure.text or "") == 500
+
+
+def test_odd_or_missing_durations_read_as_zero(tmp_path: Path) -> None:
+    odd = {**RECORDS[0], "duration": None}
+    missing = {k: v for k, v in RECORDS[1].items() if k != "duration"}
+    junit = tmp_path / "k.xml"
+    write_salvaged_junit(junit, "k", _partial(tmp_path, [odd, missing]), "crashed", [])
+    assert _cases(junit)["test_pass"].get("time") == "0.000"
+    assert _cases(junit)["test_fail[bf16]"].get("time") == "0.000"
+
+
+def test_the_node_id_property_comes_first_and_the_file_is_declared_utf8(
+        tmp_path: Path) -> None:
+    record = {**RECORDS[0], "properties": [["op", "x"], ["dtype", "bf16"]]}
+    junit = tmp_path / "new" / "folder" / "k.xml"  # made, with its parents
+    write_salvaged_junit(junit, "k", _partial(tmp_path, [record]), "crashed", [])
+    assert junit.read_text().startswith("<?xml version='1.0' encoding='utf-8'?>")
+    names = [p.get("name") for p in _cases(junit)["test_pass"].iter("property")]
+    assert names == ["nodeid", "op", "dtype"]
+
+
+def test_a_setup_error_s_message_is_cut_in_the_attribute_only(tmp_path: Path) -> None:
+    record = {**RECORDS[2], "message": "s" * 300}
+    junit = tmp_path / "k.xml"
+    write_salvaged_junit(junit, "k", _partial(tmp_path, [record]), "crashed", [])
+    (error, _) = ET.parse(junit).getroot().iter("error")
+    assert len(error.get("message", "")) == 200 and len(error.text or "") == 300
+
+
+def test_the_line_being_written_when_the_process_died_is_dropped(tmp_path: Path) -> None:
+    path = _partial(tmp_path, RECORDS[:2], tail='{"nodeid": "suites/a/test_k.py::test_x", "ou')
+    assert [r["nodeid"] for r in read_partial(path)] == [r["nodeid"] for r in RECORDS[:2]]
+    path.write_text(json.dumps(RECORDS[0]) + "\nnot json\n" + json.dumps(RECORDS[1]) + "\n")
+    assert len(read_partial(path)) == 1  # nothing after a damaged line is trusted
+    assert read_partial(tmp_path / "absent.jsonl") == []
+
+
+def test_without_a_partial_file_the_crash_case_is_alone(tmp_path: Path) -> None:
+    junit = tmp_path / "k.xml"
+    counts = write_salvaged_junit(junit, "k", tmp_path / "none.jsonl", "no junit", ["tail"])
+    assert counts == {"error": 1}
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    junit = tmp_path / "k.xml"
+    junit.write_text("old")
+
+    def full_disk(src: object, dst: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(junit_write.os, "replace", full_disk)
+    with pytest.raises(OSError):
+        write_salvaged_junit(junit, "k", _partial(tmp_path, RECORDS), "crashed", [])
+    assert junit.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k.partial.jsonl", "k.xml"]
+
+
+PYTEST_JUNIT = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest" tests="3">
+<testcase classname="t" name="test_a" time="0.1"/>
+<testcase classname="t" name="test_b" time="0.1">
+<skipped type="pytest.xfail" message="k"/></testcase>
+<testcase classname="t" time="0.0"/>
+</testsuite></testsuites>
+"""
+
+
+def test_an_error_case_appended_to_what_pytest_wrote(tmp_path: Path) -> None:
+    junit = tmp_path / "k.xml"
+    junit.write_text(PYTEST_JUNIT)
+    append_error_case(junit, "k", "crashed after the tests", ["tail line"])
+    # the nameless case pytest wrote for the test it was in is no passed test
+    assert count_junit(junit) == {"passed": 1, "xfailed": 1, "error": 1}
+    text = junit.read_text()
+    assert text.index('name="k: crashed after the tests"') < text.rindex("</testsuite>")
+    assert not (tmp_path / "k.xml.tmp").exists()
+
+
+def test_an_empty_suite_is_written_whole(tmp_path: Path) -> None:
+    junit = tmp_path / "k.xml"
+    junit.write_text('<testsuites><testsuite name="pytest" tests="0"/></testsuites>')
+    append_error_case(junit, "k", "crashed", ["tail"])
+    assert count_junit(junit) == {"error": 1}
+
+
+def test_counts_name_xfail_and_xpass_apart(tmp_path: Path) -> None:
+    junit = tmp_path / "k.xml"
+    junit.write_text(
+        '<testsuite name="s"><testcase classname="c" name="a"/>'
+        '<testcase classname="c" name="b"><failure message="[XPASS(strict)] k"/></testcase>'
+        '<testcase classname="c" name="c"><skipped type="pytest.xfail" message="k"/></testcase>'
+        '<testcase classname="c" name="d"><skipped message="why"/></testcase></testsuite>')
+    assert count_junit(junit) == {"passed": 1, "xpassed": 1, "xfailed": 1, "skipped": 1}
+    warnings: list[str] = []
+    assert count_junit(tmp_path / "absent.xml", warnings.append) == {}
+    assert warnings
+
+
+def test_what_counts_as_failing_and_as_infrastructure() -> None:
+    from harness.results.outcome import Status, failing
+
+    assert failing({"failed": 1}) and failing({"xpassed": 2, "passed": 3})
+    assert not failing({"passed": 3, "error": 1, "xfailed": 2, "skipped": 1})
+    assert not failing({"failed": 0}) and not failing({})
+    assert {s for s in Status if s.is_infra} == {
+        Status.ERROR, Status.TIMEOUT, Status.CRASHED, Status.NO_JUNIT, Status.WRITE_FAILED}

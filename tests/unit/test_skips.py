@@ -1,0 +1,57 @@
+"""harness.results.skips: how much of a suite skipped and why (a suite that runs but
+tests nothing is a state, not a pass)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.results.skips import TOP_REASONS, SkipSummary, summarise_skips
+
+
+def _junit(tmp_path: Path, cases: list[str]) -> Path:
+    path = tmp_path / "s.xml"
+    path.write_text("<testsuites><testsuite name='s'>" + "".join(cases)
+                    + "</testsuite></testsuites>")
+    return path
+
+
+def _case(child: str = "", classname: str = "t") -> str:
+    return f"<testcase classname='{classname}' name='x'>{child}</testcase>"
+
+
+def test_skips_counted_with_reasons_xfails_and_the_runner_s_case_left_out(
+        tmp_path: Path) -> None:
+    junit = _junit(tmp_path, [
+        _case(), _case("<failure message='boom'/>"),
+        _case("<skipped message='needs fp8'/>"), _case("<skipped message='needs fp8'/>"),
+        _case("<skipped>needs a GPU\nsecond line</skipped>"), _case("<skipped/>"),
+        _case("<skipped type='pytest.xfail' message='known'/>"),
+        _case("<error message='crashed'/>", classname="harness.s"),  # the runner's
+        _case("<skipped message='not the runner'/>", classname="harness.other"),
+    ])
+    summary = summarise_skips(junit, "s")
+    assert (summary.total, summary.skipped) == (8, 5)
+    assert summary.reasons == (("needs fp8", 2), ("needs a GPU", 1), ("(no reason given)", 1),
+                               ("not the runner", 1))
+    assert summary.ratio == pytest.approx(5 / 8)
+    assert summary.reasons_as_data()[0] == {"reason": "needs fp8", "count": 2}
+
+
+def test_reasons_are_the_top_few_cut_to_one_line(tmp_path: Path) -> None:
+    cases = [_case(f"<skipped message='reason {i}'/>") for i in range(TOP_REASONS + 2)]
+    cases += [_case("<skipped message='" + "y" * 300 + "'/>")] * 2
+    summary = summarise_skips(_junit(tmp_path, cases), "s")
+    assert len(summary.reasons) == TOP_REASONS
+    assert summary.reasons[0] == ("y" * 200, 2)
+    assert summary.skipped == TOP_REASONS + 4  # every skip counted, not only the top
+
+
+def test_mostly_skipped_is_strictly_over_the_limit() -> None:
+    half = SkipSummary(total=4, skipped=2, reasons=())
+    assert half.ratio == 0.5 and not half.mostly_skipped(0.5) and half.mostly_skipped(0.49)
+    empty = SkipSummary(total=0, skipped=0, reasons=())
+    assert empty.ratio == 0.0 and not empty.mostly_skipped(-1.0)
+    assert SkipSummary(total=3, skipped=3, reasons=()).mostly_skipped(0.99)
+    assert SkipSummary(total=1, skipped=1, reasons=()).mostly_skipped(0.5)  # one test only
