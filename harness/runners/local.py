@@ -42,6 +42,17 @@ def describe_exit(code: int | None) -> str:
     return f"exit {code}"
 
 
+# How the cases of tests a stopped suite never ran say it: "not run: the suite <...> in T"
+_STOPPED = {
+    Status.CRASHED: "crashed",
+    Status.TIMEOUT: "timed out",
+    Status.INTERRUPTED: "was interrupted",
+    Status.NO_JUNIT: "ended without JUnit",
+    Status.ERROR: "stopped with a pytest error",
+    Status.WRITE_FAILED: "could not write its results",
+}
+
+
 def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
     """Turn how the process ended plus what it wrote into an outcome. JUnit is the truth."""
     for written in (inv.junit, inv.partial):  # a test may have printed a secret's value
@@ -54,10 +65,15 @@ def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
     status, cause = _how_it_ended(inv, result)
     try:
         if cause:
+            stopped = _STOPPED.get(status, "stopped")
             if inv.junit.is_file():
-                append_error_case(inv.junit, inv.suite, cause, result.tail)
+                running = append_error_case(inv.junit, inv.suite, cause, result.tail,
+                                            inv.partial, stopped)
             else:
-                write_salvaged_junit(inv.junit, inv.suite, inv.partial, cause, result.tail)
+                running = write_salvaged_junit(inv.junit, inv.suite, inv.partial, cause,
+                                               result.tail, stopped, result.duration_s)
+            if running:  # the test that hung or crashed, by name
+                cause = f"{cause} in {', '.join(running)}"
     except OSError as error:  # what pytest wrote stays as it was
         if not is_write_failure(error):
             raise
