@@ -25,7 +25,7 @@ from harness.results.layout import partial_for
 
 WINDOW = 16384  # lines read ahead of the case being looked up, at most
 _KEEP = 2 * WINDOW  # lines kept; past this the oldest go
-_DROP = 1024  # dropped at once when full
+_DROP = 1024  # dropped beyond that at once when full
 _RESULT = '{"nodeid": '  # a result line (plugin/partial.py writes the node id first)
 
 Found = tuple[str, dict[str, str]]  # (node id, properties with the node id among them)
@@ -116,8 +116,8 @@ class Sidecar:
                 break
         if read < WINDOW and found is None:
             self.close()  # the file has ended
-        if len(seen) > _KEEP:
-            for old in list(itertools.islice(seen, _DROP)):
+        if len(seen) > _KEEP:  # the oldest go, a batch at a time
+            for old in list(itertools.islice(seen, len(seen) - _KEEP + _DROP)):
                 del seen[old]
         return found
 
