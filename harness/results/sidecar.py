@@ -24,8 +24,9 @@ from harness.results.junit_expat import NODEID_PROPERTY
 from harness.results.layout import partial_for
 
 WINDOW = 16384  # lines read ahead of the case being looked up, at most
-_KEEP = 2 * WINDOW  # lines kept; past this the oldest go
+_KEEP = 2 * WINDOW  # lines kept waiting for their case; past this the oldest go
 _DROP = 1024  # dropped beyond that at once when full
+_JOINED = 64  # lines kept after their case was joined (a test with more cases)
 _RESULT = '{"nodeid": '  # a result line (plugin/partial.py writes the node id first)
 
 Found = tuple[str, dict[str, str]]  # (node id, properties with the node id among them)
@@ -93,32 +94,47 @@ def _records(handle: IO[str]) -> Iterator[Found]:
 
 
 class Sidecar:
-    """``find(classname, name)`` -> (node id, properties) of that case, or None."""
+    """``find(classname, name)`` -> (node id, properties) of that case, or None.
+
+    Lines read ahead wait in ``_ahead`` until their case comes (in order, none wait);
+    the last few joined stay in ``_joined`` for a test with more than one case (rerun
+    attempts, a failure and a teardown error)."""
 
     def __init__(self, path: Path) -> None:
         self._handle: IO[str] = path.open(encoding="utf-8", errors="replace")
         self._records: Iterator[Found] | None = _records(self._handle)
-        self._seen: dict[tuple[str, str], Found] = {}
+        self._ahead: dict[tuple[str, str], Found] = {}
+        self._joined: dict[tuple[str, str], Found] = {}
 
     def find(self, classname: str, name: str) -> Found | None:
         key = (classname, name)
-        found = self._seen.get(key)
-        if found is not None or self._records is None:
-            return found
-        seen = self._seen
+        found = self._ahead.pop(key, None) or self._joined.get(key) or self._read_to(key)
+        if found is not None:
+            joined = self._joined
+            joined[key] = found
+            if len(joined) > _JOINED:
+                del joined[next(iter(joined))]
+        return found
+
+    def _read_to(self, key: tuple[str, str]) -> Found | None:
+        """Read ahead to ``key``'s line, at most ``WINDOW`` lines."""
+        if self._records is None:
+            return None
+        ahead = self._ahead
         read = 0
+        found = None
         for record in itertools.islice(self._records, WINDOW):
             read += 1
             here = address(record[0])
-            seen[here] = record
             if here == key:
                 found = record
                 break
+            ahead[here] = record
         if read < WINDOW and found is None:
             self.close()  # the file has ended
-        if len(seen) > _KEEP:  # the oldest go, a batch at a time
-            for old in list(itertools.islice(seen, len(seen) - _KEEP + _DROP)):
-                del seen[old]
+        if len(ahead) > _KEEP:  # the oldest go, a batch at a time
+            for old in list(itertools.islice(ahead, len(ahead) - _KEEP + _DROP)):
+                del ahead[old]
         return found
 
     def close(self) -> None:
