@@ -86,14 +86,12 @@ class PartialResults:
                 outcome = "xpassed" if report.passed else "xfailed"
             message, details = _messages(report)
             record.update(when=report.when, outcome=outcome, message=message, details=details)
-        properties = list(report.user_properties)
+        record["properties"] = list(report.user_properties)
         # xunit2 has no per-case <properties>: pytest's JUnit writer must not see them.
         report.user_properties = []
         if report.when == "teardown":
             del self._open[key]
-            self._write(result_line(report.nodeid, record["when"], record["outcome"],
-                                    record["duration"], record["message"], properties,
-                                    record.get("details", "")))
+            self._write_record(report.nodeid, record)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         # A module that failed to import: its node id stands for the tests it holds.
@@ -101,6 +99,20 @@ class PartialResults:
             details = str(report.longreprtext or "")[-2000:]
             self._write(result_line(report.nodeid, "collect", "failed", 0.0,
                                     "collection failure", (), details))
+
+    def pytest_sessionfinish(self) -> None:
+        """A test decided without a teardown report (an xdist worker that crashed in it:
+        xdist reports its failure alone) still gets its line; one still undecided (the
+        test Ctrl-C stopped) is left to the runner, as a test that was running."""
+        for (nodeid, _), record in list(self._open.items()):
+            if record["outcome"] != "passed":
+                self._write_record(nodeid, record)
+        self._open.clear()
+
+    def _write_record(self, nodeid: str, record: dict[str, Any]) -> None:
+        self._write(result_line(nodeid, record["when"], record["outcome"], record["duration"],
+                                record["message"], record["properties"],
+                                record.get("details", "")))
 
     def _write(self, line: str) -> None:
         self._file.write(line)

@@ -28,6 +28,7 @@ from junit_schema import count_problems, junit_xsd, schema_errors
 from harness.history import ingest_paths
 from harness.matrix import repo_root
 from harness.repro.select import read_suite
+from harness.results.junit_read import read_junit
 from harness.results.sidecar import address
 
 ROOT = repo_root()
@@ -158,6 +159,18 @@ def test_a_crash_names_the_test_and_lists_what_never_ran(xsd: Path, tmp_path: Pa
     assert suite_el is not None
     props = {p.get("name"): p.get("value") for p in suite_el.iter("property")}
     assert props["matrix"] == "outcomes" and suite_el.get("timestamp")
+
+
+def test_a_crash_under_xdist_is_the_test_s_error(xsd: Path, tmp_path: Path) -> None:
+    """xdist replaces a worker that dies and reports the test it ran as an error, without a
+    teardown: the sidecar still has the test's line, so the case keeps its node id."""
+    folder = run(tmp_path, "crash", workers=2)
+    strict_readers_accept(xsd, folder)
+    cases, _ = read_junit(folder / "junit" / "outcomes.xml", pytest.fail)
+    by_id = {case.nodeid: case for case in cases}
+    assert by_id[STOPPER].status in ("failed", "error") and "crashed" in by_id[STOPPER].message
+    assert by_id[STOPPER].properties["nodeid"] == STOPPER  # joined, not rebuilt
+    assert by_id[AFTER].status == "passed"
 
 
 # (xdist workers take seconds to start on a busy machine: a longer step timeout there)
