@@ -5,7 +5,8 @@ Two synthetic histories, each written into a temporary folder as run folders
 
   many   1,000,000 test cases: 30 nights x 6 matrices x 3 suites (issue 16)
   huge   one run whose one JUnit file holds one <testsuite> of 621,000 parity cases,
-         about 420 MB (issue 12: memory must be bounded per case, not per testsuite)
+         about 76 MB, with a 232 MB sidecar (420 MB of JUnit when the properties were
+         in it; issue 12: memory must be bounded per case, not per testsuite)
 
 Every case is written as ``harness run`` writes it: a plain xunit2 ``<testcase>``
 (classname, name, time, its result) in junit/<suite>.xml, and its node id and the
