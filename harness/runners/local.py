@@ -16,6 +16,7 @@ from harness.results.junit_write import (
     count_junit,
     write_salvaged_junit,
 )
+from harness.results.layout import progress_for_partial
 from harness.results.outcome import Status, SuiteOutcome, failing
 from harness.results.skips import summarise_skips
 from harness.results.writefail import describe as describe_write_failure
@@ -55,7 +56,8 @@ _STOPPED = {
 
 def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
     """Turn how the process ended plus what it wrote into an outcome. JUnit is the truth."""
-    for written in (inv.junit, inv.partial):  # a test may have printed a secret's value
+    # a test may have printed a secret's value (or named a test after one)
+    for written in (inv.junit, inv.partial, progress_for_partial(inv.partial)):
         try:
             scrub_file(written)
         except OSError as error:
