@@ -129,7 +129,7 @@ class JunitReader:
 
 def suite_properties(path: Path, warn: Warn) -> dict[str, str] | None:
     """The ``<testsuite>`` properties of one file, merged; None when it has no suite."""
-    reader = JunitReader(path, warn)
+    reader = JunitReader(path, warn, sidecar=False)  # the cases' own are not needed
     for _ in reader:  # suite properties are complete once their suite has closed
         pass
     if not reader.suites:
