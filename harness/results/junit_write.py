@@ -133,8 +133,12 @@ def settle_partial(partial: Path, cause: str, stopped: str) -> tuple[list[str], 
               for test in collected if test not in done]
     if lines:
         partial.parent.mkdir(parents=True, exist_ok=True)
-        with partial.open("a", encoding="utf-8") as handle:
-            handle.writelines(lines)
+        with partial.open("a+b") as handle:  # (appends whatever the position)
+            if handle.seek(0, os.SEEK_END):
+                handle.seek(-1, os.SEEK_END)
+                if handle.read(1) != b"\n":
+                    handle.write(b"\n")  # after the line a crash cut short: readers skip it
+            handle.write("".join(lines).encode("utf-8"))
     return running, lines
 
 

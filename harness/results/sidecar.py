@@ -69,7 +69,8 @@ def read_records(path: Path) -> list[dict[str, Any]]:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:
-                break  # the line being written when the process died
+                continue  # the line being written when the process died (lines follow
+                # it when the runner added the tests that never finished)
             if isinstance(record, dict) and isinstance(record.get("nodeid"), str):
                 records.append(record)
     return records
@@ -82,7 +83,7 @@ def _records(handle: IO[str]) -> Iterator[Found]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError:
-            return  # the line being written when the process died
+            continue  # the line being written when the process died
         nodeid = record.get("nodeid")
         if not isinstance(nodeid, str):
             continue

@@ -12,6 +12,7 @@ import pytest
 from harness.results import sidecar
 from harness.results.junit_counts import recount
 from harness.results.junit_read import read_junit
+from harness.results.junit_write import write_salvaged_junit
 from harness.results.sidecar import address, result_line
 
 ODD_IDS = '''
@@ -122,3 +123,30 @@ def test_recount_makes_every_suite_say_what_it_holds() -> None:
     assert suites["empty"] == {"name": "empty", "tests": "0", "failures": "0", "errors": "0",
                                "skipped": "0"}
     assert (top.tests, top.failures, top.errors, top.skipped, top.time) == (4, 1, 1, 1, 1.5)
+
+
+def test_a_line_cut_short_by_the_crash_keeps_the_lines_the_runner_adds(tmp_path: Path) -> None:
+    """(Hand-built: a crash in the middle of a line.) The test being written, the one
+    running and the one never reached all become cases, with their node ids."""
+    partial = tmp_path / "s.partial.jsonl"
+    done = result_line("t.py::test_a", "call", "passed", 0.1, "", [("op", "x")])
+    partial.write_text(done + '{"nodeid": "t.py::test_b", "wh')
+    (tmp_path / "s.progress.jsonl").write_text(
+        json.dumps({"collected": ["t.py::test_a", "t.py::test_b", "t.py::test_c"],
+                    "suite": {"properties": {"matrix": "cpu"}}}) + "\n"
+        + "".join(json.dumps({"started": t}) + "\n" for t in ("t.py::test_a", "t.py::test_b"))
+        + '{"started": "t.py::te')
+    junit = tmp_path / "s.xml"
+    running = write_salvaged_junit(junit, "s", partial, "crashed: exit 139", ["tail"], "crashed")
+    assert running == ["t.py::test_b"]
+    cases, suites = read_junit(junit, pytest.fail)
+    got = {c.nodeid: (c.status, c.message) for c in cases}
+    assert got == {
+        "t.py::test_a": ("passed", ""),
+        "t.py::test_b": ("error", "crashed: exit 139 while this test ran"),
+        "t.py::test_c": ("skipped", "not run: the suite crashed in t.py::test_b"),
+        "harness.s::s: crashed: exit 139": ("error", "crashed: exit 139 in t.py::test_b"),
+    }
+    assert suites["s"].properties == {"matrix": "cpu"}
+    suite = ET.parse(junit).getroot()[0]
+    assert (suite.get("tests"), suite.get("errors"), suite.get("skipped")) == ("4", "2", "1")
