@@ -5,9 +5,13 @@ Two synthetic histories, each written into a temporary folder as run folders
 
   many   1,000,000 test cases: 30 nights x 6 matrices x 3 suites (issue 16)
   huge   one run whose one JUnit file holds one <testsuite> of 621,000 parity cases,
-         about 420 MB (issue 12: memory must be bounded per case, not per testsuite)
+         about 76 MB, with a 232 MB sidecar (420 MB of JUnit when the properties were
+         in it; issue 12: memory must be bounded per case, not per testsuite)
 
-Every case carries the properties the harness plugin writes (``case_properties``).
+Every case is written as ``harness run`` writes it: a plain xunit2 ``<testcase>``
+(classname, name, time, its result) in junit/<suite>.xml, and its node id and the
+properties the harness plugin records (``case_properties``) in the sidecar beside it,
+junit/<suite>.partial.jsonl, through the plugin's own line writer (``result_line``).
 
 then measures in separate child processes, one after the other:
 
@@ -43,20 +47,22 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.results.sidecar import address, result_line
+
 MATRICES = ("cpu", "cuda", "rocm", "xpu", "s390x", "zen")
 SUITES = ("kernel_parity", "fusion", "e2e")
 NIGHTS = 30
 
 
 def case_properties(
-    suite: str, nodeid: str, matrix: str, i: int, dtype: str, rng: random.Random
+    suite: str, matrix: str, i: int, dtype: str, rng: random.Random
 ) -> list[tuple[str, str]]:
-    """A test case's JUnit properties, as the harness plugin writes them: the node id
-    and the platform on every case; on a parity case the op, provider, dtype and its
-    numbers (suites/kernel_parity/test_parity.py); on every 50th fusion case two
-    pattern counts. tests/integration/test_nightly_day.py checks the names against the
-    real runs of a nightly day."""
-    props = [("nodeid", nodeid), ("platform", matrix)]
+    """A test case's properties, as the harness plugin records them: the platform on
+    every case; on a parity case the op, provider, dtype and its numbers
+    (suites/kernel_parity/test_parity.py); on every 50th fusion case two pattern
+    counts. tests/integration/test_nightly_day.py checks the names against the real runs
+    of a nightly day."""
+    props = [("platform", matrix)]
     if suite == "kernel_parity":
         head = rng.random()
         props += [
@@ -70,12 +76,22 @@ def case_properties(
     return props
 
 
-def properties_xml(props: list[tuple[str, str]]) -> str:
-    return (
-        "<properties>"
-        + "".join(f'<property name="{key}" value="{value}"/>' for key, value in props)
-        + "</properties>"
-    )
+def write_case(
+    nodeid: str, seconds: float, roll: float, i: int, props: list[tuple[str, str]]
+) -> tuple[str, str]:
+    """(the <testcase> element, the sidecar line) of one case, as harness run writes them."""
+    classname, name = address(nodeid)
+    outcome, message, body = "passed", "", ""
+    if roll < 0.01:
+        outcome, message = "failed", f"mismatch {i}"
+        body = f'<failure message="{message}">trace</failure>'
+    elif roll < 0.06:
+        outcome, message = "skipped", "needs fp8"
+        body = f'<skipped type="pytest.skip" message="{message}"/>'
+    attrs = f'classname="{classname}" name="{name}" time="{seconds:.3f}"'
+    case = f"<testcase {attrs}>{body}</testcase>" if body else f"<testcase {attrs} />"
+    details = "trace" if outcome == "failed" else ""
+    return case, result_line(nodeid, "call", outcome, seconds, message, props, details)
 
 
 def write_history(root: Path, total: int, now: dt.datetime) -> int:
@@ -98,26 +114,20 @@ def write_history(root: Path, total: int, now: dt.datetime) -> int:
                     f'<testsuite name="pytest" tests="{per_suite}">'
                     f'<properties><property name="matrix" value="{matrix}"/></properties>'
                 ]
+                sidecar = []
                 for i in range(per_suite):
                     dtype = ("float32", "bfloat16", "float16")[i % 3]
                     name = f"test_{suite}_{i // 3}[{device}-{dtype}]"
-                    roll = rng.random()
                     nodeid = f"suites/{suite}/test_{suite}.py::{name}"
-                    props = properties_xml(case_properties(suite, nodeid, matrix, i, dtype, rng))
-                    if roll < 0.01:
-                        body = f'{props}<failure message="mismatch {i}">trace</failure>'
-                    elif roll < 0.06:
-                        body = f'{props}<skipped type="pytest.skip" message="needs fp8"/>'
-                    else:
-                        body = props
-                    lines.append(
-                        f'<testcase classname="suites.{suite}.test_{suite}" '
-                        f'name="{name}" file="suites/{suite}/test_{suite}.py" '
-                        f'time="{rng.random() / 10:.4f}">{body}</testcase>'
-                    )
+                    roll = rng.random()
+                    props = case_properties(suite, matrix, i, dtype, rng)
+                    case, line = write_case(nodeid, rng.random() / 10, roll, i, props)
+                    lines.append(case)
+                    sidecar.append(line)
                     written += 1
                 lines.append("</testsuite></testsuites>\n")
                 (folder / "junit" / f"{suite}.xml").write_text("".join(lines))
+                (folder / "junit" / f"{suite}.partial.jsonl").write_text("".join(sidecar))
                 status = "crashed" if hang and suite == "e2e" else "failed"
                 outcomes.append(
                     {
@@ -148,33 +158,31 @@ def write_huge(root: Path, total: int, now: dt.datetime) -> tuple[int, int]:
     folder = root / "cpu" / run_id
     (folder / "junit").mkdir(parents=True)
     path = folder / "junit" / "kernel_parity.xml"
-    with path.open("w", encoding="utf-8") as out:
+    with path.open("w", encoding="utf-8") as out, \
+            (folder / "junit" / "kernel_parity.partial.jsonl").open("w") as side:
         out.write(
             '<?xml version="1.0" encoding="utf-8"?>\n<testsuites>'
             f'<testsuite name="pytest" tests="{total}">'
             '<properties><property name="matrix" value="cpu"/></properties>'
         )
         chunk: list[str] = []
+        lines: list[str] = []
         for i in range(total):
             dtype = ("float32", "bfloat16", "float16")[i % 3]
             name = f"test_parity[op{i % 40}-shape{i // 120}-{i // 3 % 40}-cpu-{dtype}]"
             nodeid = f"suites/kernel_parity/test_parity.py::{name}"
-            props = properties_xml(case_properties("kernel_parity", nodeid, "cpu", i, dtype, rng))
+            props = case_properties("kernel_parity", "cpu", i, dtype, rng)
             roll = rng.random()
-            if roll < 0.01:
-                props += f'<failure message="mismatch {i}">trace</failure>'
-            elif roll < 0.06:
-                props += '<skipped type="pytest.skip" message="needs fp8"/>'
-            chunk.append(
-                '<testcase classname="suites.kernel_parity.test_parity" '
-                f'name="{name}" '
-                f'file="suites/kernel_parity/test_parity.py" time="{rng.random() / 10:.4f}">'
-                f"{props}</testcase>"
-            )
+            case, line = write_case(nodeid, rng.random() / 10, roll, i, props)
+            chunk.append(case)
+            lines.append(line)
             if len(chunk) >= 10_000:
                 out.write("".join(chunk))
+                side.write("".join(lines))
                 chunk.clear()
+                lines.clear()
         out.write("".join(chunk) + "</testsuite></testsuites>\n")
+        side.write("".join(lines))
     manifest = {
         "schema": 1,
         "run_id": run_id,

@@ -295,14 +295,23 @@ def _nightly_command(provider: str) -> str:
 
 
 def _cases(junit: Path) -> list[tuple[str, str]]:
-    """(pytest node id, outcome) of each case, read plainly (an independent reader)."""
+    """(pytest node id, outcome) of each case, read plainly (an independent reader): the
+    node id from the JUnit file's sidecar (junit/<stem>.partial.jsonl), the line whose
+    test pytest names with the case's classname and name."""
+    sidecar = junit.with_name(junit.stem + ".partial.jsonl")
+    ids = {}
+    for line in sidecar.read_text().splitlines() if sidecar.is_file() else ():
+        nodeid = json.loads(line)["nodeid"]
+        path, bracket, params = nodeid.partition("[")
+        *head, name = path.replace(".py::", "::").replace("/", ".").split("::")
+        ids[(".".join(head), name + bracket + params)] = nodeid
     out = []
     for case in ET.parse(junit).getroot().iter("testcase"):
-        props = {p.get("name"): p.get("value") for p in case.iter("property")}
         tags = {child.tag for child in case}
         outcome = ("error" if "error" in tags else "failed" if "failure" in tags
                    else "skipped" if "skipped" in tags else "passed")
-        nodeid = props.get("nodeid") or f"{case.get('classname')}::{case.get('name')}"
+        spelled = (case.get("classname") or "", case.get("name") or "")
+        nodeid = ids.get(spelled) or "::".join(filter(None, spelled))
         out.append((str(nodeid), outcome))
     return out
 

@@ -32,6 +32,7 @@ from typing import IO, Any
 import harness
 from harness.errors import InfraError
 from harness.history.rows import Batch, RowMaker
+from harness.results import layout
 from harness.results.junit_read import JunitReader, Suite
 
 try:
@@ -68,14 +69,21 @@ def default_workers(files: Sequence[Path]) -> int:
     finishing sooner (measured: at load 7 on 2 cores, 66 s wall with two workers, 50 s
     without).
     """
-    try:
-        size = sum(path.stat().st_size for path in files)
+    try:  # a file's sidecar (node ids, properties) is parsed with it
+        size = sum(path.stat().st_size + _size(layout.partial_for(path)) for path in files)
     except OSError:
         return 0
     if size < POOL_MIN_BYTES:
         return 0
     spare = round(idle_cpus())
     return min(spare, MAX_WORKERS, len(files)) if spare >= 2 else 0
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def idle_cpus(sample_s: float = 0.1) -> float:

@@ -53,7 +53,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--harness-partial",
         default=os.environ.get("HARNESS_PARTIAL"),
         metavar="FILE",
-        help="append each finished test to this JSON-lines file",
+        help="append each finished test (and its properties, which then stay out of "
+        "JUnit) to this JSON-lines file",
     )
 
 
@@ -61,10 +62,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "requires(*caps): needs these platform capabilities")
     config.addinivalue_line("markers", "tier(name): suite tier (smoke, full)")
     partial = config.getoption("--harness-partial")
-    if partial and not hasattr(config, "workerinput"):
-        from harness.plugin.partial import PartialResults
+    if partial:
+        from harness.plugin.partial import XUNIT2_WARNING, PartialResults
+        from harness.results.layout import progress_for_partial
 
-        config.pluginmanager.register(PartialResults(Path(partial)), "harness-partial")
+        config.addinivalue_line("filterwarnings", XUNIT2_WARNING)
+        if not hasattr(config, "workerinput"):
+            recorder = PartialResults(config, Path(partial), progress_for_partial(Path(partial)))
+            config.pluginmanager.register(recorder, "harness-partial")
     spec = config.getoption("--platform")
     if not spec:
         return

@@ -126,9 +126,11 @@ class HarnessSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_collectreport(self, report: pytest.CollectReport) -> Any:
         """A module that failed to import is an error case in JUnit (pytest writes it):
-        give it the module's node id, as a test's case has its own."""
+        give it the module's node id, as a test's case has its own (in the partial file,
+        the JUnit sidecar, when there is one: xunit2 has no per-case properties)."""
         result = yield
-        if report.failed and not hasattr(self.config, "workerinput"):
+        sidecar = self.config.getoption("--harness-partial")
+        if report.failed and not sidecar and not hasattr(self.config, "workerinput"):
             from _pytest.junitxml import xml_key
 
             xml = self.config.stash.get(xml_key, None)

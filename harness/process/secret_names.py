@@ -27,7 +27,8 @@ def masked(env: Mapping[str, str]) -> dict[str, str]:
 
 # -- values ------------------------------------------------------------------------------
 # A secret's value is masked wherever the harness writes or prints: the suite's console
-# lines and log, its JUnit and partial file (rewritten when the suite ends), the manifest.
+# lines and log, its JUnit, partial and progress files (rewritten when the suite ends),
+# the manifest.
 MIN_SECRET_LEN = 8  # shorter values ("1", "true", "none") would mask ordinary text
 MASK = "***"
 _values: list[str] = []

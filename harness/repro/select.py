@@ -1,9 +1,10 @@
 """Which tests a repro runs: the failed ones of a JUnit file, or those ``--test`` names.
 
-Node ids are pytest's own, as the plugin recorded them in the JUnit file (a salvaged
-file carries them too). Another producer's file has none: its ids are rebuilt from
-``classname`` + ``name`` + ``file`` by the JUnit reader, and only trusted when the test
-file exists in this checkout.
+Node ids are pytest's own, as the plugin recorded them in the JUnit file's sidecar (the
+partial file beside it; a salvaged file has one too) or, in xunit1, as a case property.
+A file without them (another producer's, or one copied away from its sidecar) has its
+ids rebuilt from ``classname`` + ``name`` (+ ``file``) by the JUnit reader, and only
+trusted when they name a test file of this checkout.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def read_suite(junit: Path, root: Path, rootdirs: Mapping[str, Path] | None = No
         recorded = NODEID_PROPERTY in case.properties
         # pytest's own id as the plugin recorded it; another producer's id only when it
         # names a test file of this checkout.
-        nid = case.nodeid if recorded or _in_checkout(case.nodeid, root) else None
+        nid = (case.nodeid if recorded or _in_checkout(case.nodeid, root)
+               else _from_checkout(case.nodeid, root))
         if nid is not None:
             ids.append(nid)
         if case.status not in _BAD:
@@ -76,6 +78,20 @@ def _unique(ids: Iterable[str]) -> tuple[str, ...]:
 def _in_checkout(nodeid: str, root: Path) -> bool:
     test_file = nodeid.split("::", 1)[0]
     return test_file.endswith(".py") and (root / test_file).is_file()
+
+
+def _from_checkout(nodeid: str, root: Path) -> str | None:
+    """A rebuilt id whose test file was only guessed (xunit2 JUnit has no ``file``
+    attribute): its dotted name split where a test file of this checkout is, the longest
+    such path first (``tests.suite.check_x.TestA.test_y`` -> ``tests/suite/check_x.py::
+    TestA::test_y`` when that file exists)."""
+    head, bracket, params = nodeid.partition("[")
+    parts = head.replace(".py::", ".").replace("::", ".").replace("/", ".").split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        path = "/".join(parts[:end]) + ".py"
+        if (root / path).is_file():
+            return "::".join([path, *parts[end:]]) + bracket + params
+    return None
 
 
 def _suite_of(

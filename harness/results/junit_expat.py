@@ -108,6 +108,8 @@ class Callbacks:
         self.case_props: dict[str, str] | None = None
         self.props: dict[str, str] = {}  # the properties being read
         self.bad_times = 0  # case times clamped to 0 (negative, infinite, NaN)
+        # (classname, name) -> (node id, properties) from the JUnit file's sidecar
+        self.find: Callable[[str, str], tuple[str, dict[str, str]] | None] | None = None
         self.plevel = 0  # open elements inside the current <properties>
         self.text: list[str] | None = None
         self.text_for: str | None = None  # property name when collecting its text
@@ -285,6 +287,11 @@ class Callbacks:
             status, message, reruns = "passed", "", 0
         props = self.case_props
         recorded = props.get(NODEID_PROPERTY) if props else None
+        if props is None and self.find is not None:
+            # xunit2: the node id and the properties are in the sidecar (results/sidecar)
+            found = self.find(classname, name)
+            if found is not None:
+                recorded, props = found
         # pytest's own id when the plugin recorded it, else rebuilt from the attributes.
         nodeid, key, params = (
             recorded_ids(recorded) if recorded else case_ids(classname, name, get("file", ""))

@@ -1,17 +1,18 @@
 """Read JUnit XML from any producer into one normalised shape, streaming.
 
 Producers disagree on almost everything: pytest (xunit1 with per-case properties,
-xunit2 without), Jenkins-style classname + name, nested ``<testsuites>``, Maven
-surefire's ``<flakyFailure>`` / ``<rerunFailure>``, pytest-rerunfailures (rerun
-elements, or one ``<testcase>`` per attempt), gtest (``status`` / ``result``
-attributes) and ctest (``status="fail"`` / ``"notrun"``). The history store needs one
-shape, and must read a million cases quickly, so this drives expat directly (the
-callbacks are in ``junit_expat``) and keeps no element objects: a case is built when
-its ``</testcase>`` closes and handed out once it leaves a window of recent cases (where
-rerun attempts are merged) or its suite closes. ``JunitReader.batches`` hands them on
-as plain tuples (what the history ingest reads); iterating gives ``Case`` objects. A
-truncated file keeps every case before the damage and reports one line naming the file
-and the parser's line:column.
+xunit2 without: ``harness run`` writes xunit2 and keeps a case's node id and properties
+in the sidecar beside it, joined here, see ``sidecar``), Jenkins-style classname +
+name, nested ``<testsuites>``, Maven surefire's ``<flakyFailure>`` /
+``<rerunFailure>``, pytest-rerunfailures (rerun elements, or one ``<testcase>`` per
+attempt), gtest (``status`` / ``result`` attributes) and ctest (``status="fail"`` /
+``"notrun"``). The history store needs one shape, and must read a million cases
+quickly, so this drives expat directly (the callbacks are in ``junit_expat``) and keeps
+no element objects: a case is built when its ``</testcase>`` closes and handed out once
+it leaves a window of recent cases (where rerun attempts are merged) or its suite
+closes. ``JunitReader.batches`` hands them on as plain tuples (what the history ingest
+reads); iterating gives ``Case`` objects. A truncated file keeps every case before the
+damage and reports one line naming the file and the parser's line:column.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from xml.parsers import expat
 
 from harness.results.junit_expat import NODEID_PROPERTY, Callbacks, Fields, Suite
+from harness.results.sidecar import open_sidecar
 from harness.results.testids import case_ids
 from harness.results.xml_clean import XmlCleaner
 
@@ -72,9 +74,10 @@ def _case(fields: Fields) -> Case:
 class JunitReader:
     """Stream the cases of one file; ``suites`` fills in as their elements close."""
 
-    def __init__(self, path: Path, warn: Warn) -> None:
+    def __init__(self, path: Path, warn: Warn, *, sidecar: bool = True) -> None:
         self.path = path
         self.warn = warn
+        self.sidecar = sidecar  # join the partial file beside it (node ids, properties)
         self.suites: dict[str, Suite] = {}
         self.truncated = False
 
@@ -90,6 +93,9 @@ class JunitReader:
         parser.buffer_text = True
         state = Callbacks(self.suites, self.path.stem, parser, _RERUN_WINDOW)
         cleaner = XmlCleaner()
+        side = open_sidecar(self.path) if self.sidecar else None
+        if side is not None:
+            state.find = side.find
         try:
             with self.path.open("rb") as handle:
                 while True:
@@ -108,6 +114,9 @@ class JunitReader:
         except OSError as error:
             self.truncated = True
             self.warn(f"{self.path}: cannot read JUnit ({error.strerror or error})")
+        finally:
+            if side is not None:
+                side.close()
         if cleaner.replaced:
             self.warn(f"{self.path}: {cleaner.replaced} character(s) that are not valid XML "
                       "or UTF-8 replaced with U+FFFD")
@@ -120,7 +129,7 @@ class JunitReader:
 
 def suite_properties(path: Path, warn: Warn) -> dict[str, str] | None:
     """The ``<testsuite>`` properties of one file, merged; None when it has no suite."""
-    reader = JunitReader(path, warn)
+    reader = JunitReader(path, warn, sidecar=False)  # the cases' own are not needed
     for _ in reader:  # suite properties are complete once their suite has closed
         pass
     if not reader.suites:

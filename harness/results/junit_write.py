@@ -3,21 +3,37 @@
 When pytest dies before writing its JUnit (a segfault, an OOM kill, a hang killed
 from outside), the per-test JSON-lines file the plugin kept is turned into JUnit, and
 an error test case names the cause with the last log lines: nothing already run is lost.
+Whenever the runner adds such a case (to pytest's file too, after a cancel), the tests
+the suite was running get an error case each and the collected tests it never ran a
+skipped case ``not run: the suite crashed in <test>`` (from the plugin's progress file);
+their lines go into the partial file too, so the JUnit and its sidecar stay one-to-one.
+Every file written here is xunit2 (junit-10.xsd) with counts that match its cases.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import xml.etree.ElementTree as ET  # only builds elements to write; reading is junit_read's
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+from xml.parsers import expat
 
-from harness.results.junit_read import NODEID_PROPERTY, JunitReader, Warn
+from harness.results.junit_counts import recount
+from harness.results.junit_read import JunitReader, Warn
+from harness.results.layout import progress_for_partial
+from harness.results.sidecar import address, read_records, result_line
 
 _COUNT_NAME = {"xfail": "xfailed", "xpass": "xpassed"}
+NOT_RUN_TYPE = "harness.notrun"  # the <skipped> type of a test a stopped suite never ran
+RUNNING = "running"  # a record's ``when`` for a test the suite was running when it stopped
+NOT_RUN = "notrun"
+_MESSAGE_LIMIT = 1000
 
 
 def _quiet(line: str) -> None:
@@ -30,96 +46,166 @@ _OUTCOME_TO_CHILD = {"failed": "failure", "skipped": "skipped", "xfailed": "skip
 def count_junit(path: Path, warn: Warn = _quiet) -> dict[str, int]:
     """Test cases of a JUnit file by outcome (xfailed / xpassed apart from skipped)."""
     counts: Counter[str] = Counter()
-    for case in JunitReader(path, warn):
+    for case in JunitReader(path, warn, sidecar=False):
         counts[_COUNT_NAME.get(case.status, case.status)] += 1
     return dict(counts)
 
 
-def _case_from_record(record: dict[str, object]) -> ET.Element:
-    nodeid = str(record["nodeid"])
-    path, _, name = nodeid.rpartition("::")
-    classname = path.replace("/", ".").removesuffix(".py") if path else ""
+def read_partial(path: Path) -> list[dict[str, Any]]:
+    """The result lines of a partial file (``sidecar.read_records``)."""
+    return read_records(path)
+
+
+def _case_from_record(record: dict[str, Any]) -> ET.Element:
+    classname, name = address(str(record["nodeid"]))
     duration = record.get("duration", 0.0)
     seconds = float(duration) if isinstance(duration, int | float | str) else 0.0
-    case = ET.Element("testcase", classname=classname, name=name or nodeid, time=f"{seconds:.3f}")
-    props = list(record.get("properties") or [])  # type: ignore[call-overload]
-    if not any(key == NODEID_PROPERTY for key, _ in props):
-        props.insert(0, [NODEID_PROPERTY, nodeid])
-    if props:
-        container = ET.SubElement(case, "properties")
-        for key, value in props:
-            ET.SubElement(container, "property", name=str(key), value=str(value))
+    case = ET.Element("testcase", classname=classname, name=name, time=f"{seconds:.3f}")
     outcome = str(record.get("outcome"))
     message = str(record.get("message") or "")
+    # Before the partial file kept a one-line message apart, "message" held the report.
+    text = str(record.get("details") or message)
     if outcome == "failed" and record.get("when") != "call":
-        child = ET.SubElement(case, "error", message=message[:200])
-        child.text = message
+        child = ET.SubElement(case, "error", message=message[:_MESSAGE_LIMIT])
+        child.text = text
     elif outcome in _OUTCOME_TO_CHILD:
-        child = ET.SubElement(case, _OUTCOME_TO_CHILD[outcome], message=message[:200])
-        if outcome == "xfailed":  # as pytest writes one: an xfail, not a skip
+        child = ET.SubElement(case, _OUTCOME_TO_CHILD[outcome], message=message[:_MESSAGE_LIMIT])
+        child.text = text
+        if record.get("when") == NOT_RUN:
+            child.set("type", NOT_RUN_TYPE)
+        elif outcome == "xfailed":
             child.set("type", "pytest.xfail")
-        child.text = message
     return case
 
 
-def error_case(suite: str, cause: str, log_tail: Iterable[str]) -> ET.Element:
+def error_case(suite: str, cause: str, log_tail: Iterable[str], running: list[str]) -> ET.Element:
     case = ET.Element("testcase", classname=f"harness.{suite}", name=f"{suite}: {cause}", time="0")
-    child = ET.SubElement(case, "error", message=cause)
-    child.text = "\n".join(log_tail)
+    where = f" in {', '.join(running)}" if running else ""
+    child = ET.SubElement(case, "error", message=cause + where)
+    child.text = "\n".join([*(f"running: {test}" for test in running), *log_tail])
     return case
 
 
-def read_partial(path: Path) -> list[dict[str, object]]:
+@dataclass
+class Progress:
+    """What the plugin's progress file says: the collected node ids, the tests in the
+    order they started, and the suite's facts (timestamp, hostname, properties)."""
+
+    collected: list[str] = field(default_factory=list)
+    started: list[str] = field(default_factory=list)
+    suite: dict[str, Any] = field(default_factory=dict)
+
+
+def read_progress(path: Path) -> Progress:
+    progress = Progress()
     if not path.is_file():
-        return []
-    records = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            break  # the line being written when the process died
-    return records
+        return progress
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                break  # the line being written when the process died
+            if not isinstance(record, dict):
+                continue
+            if isinstance(record.get("started"), str):
+                progress.started.append(record["started"])
+            elif isinstance(record.get("collected"), list) and not progress.collected:
+                progress.collected = [str(test) for test in record["collected"]]
+                suite = record.get("suite")
+                progress.suite = suite if isinstance(suite, dict) else {}
+    return progress
+
+
+def settle_partial(partial: Path, cause: str, stopped: str) -> tuple[list[str], list[str]]:
+    """Add to the partial file a line for each test the suite was running when it
+    stopped (an error: ``cause`` while it ran) and each collected test it never ran
+    (``not run: the suite <stopped> in <test>``). Returns (running, the lines added)."""
+    finished = {str(record["nodeid"]) for record in read_records(partial)}
+    progress = read_progress(progress_for_partial(partial))
+    collected, started = progress.collected, progress.started
+    running = [test for test in dict.fromkeys(started) if test not in finished]
+    where = f" in {', '.join(running)}" if running else ""
+    lines = [result_line(test, RUNNING, "failed", 0.0, f"{cause} while this test ran", ())
+             for test in running]
+    done = finished | set(running)
+    lines += [result_line(test, NOT_RUN, "skipped", 0.0, f"not run: the suite {stopped}{where}", ())
+              for test in collected if test not in done]
+    if lines:
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        with partial.open("a+b") as handle:  # (appends whatever the position)
+            if handle.seek(0, os.SEEK_END):
+                handle.seek(-1, os.SEEK_END)
+                if handle.read(1) != b"\n":
+                    handle.write(b"\n")  # after the line a crash cut short: readers skip it
+            handle.write("".join(lines).encode("utf-8"))
+    return running, lines
+
+
+def _suite_element(suite: str, facts: dict[str, Any], seconds: float) -> ET.Element:
+    """The <testsuite> of a salvaged file, with what the plugin recorded at collection
+    (timestamp, hostname, the suite properties); its counts are filled in after."""
+    element = ET.Element("testsuite", name=suite, time=f"{max(seconds, 0.0):.3f}")
+    for key in ("timestamp", "hostname"):
+        if isinstance(facts.get(key), str):
+            element.set(key, facts[key])
+    props = facts.get("properties")
+    if isinstance(props, dict) and props:
+        container = ET.SubElement(element, "properties")
+        for key, value in props.items():
+            ET.SubElement(container, "property", name=str(key), value=str(value))
+    return element
 
 
 def write_salvaged_junit(
-    junit: Path, suite: str, partial: Path, cause: str, log_tail: Iterable[str]
-) -> dict[str, int]:
-    """Write ``junit`` from the partial records plus one error case naming ``cause``."""
-    cases = [_case_from_record(r) for r in read_partial(partial)]
-    cases.append(error_case(suite, cause, log_tail))
-    suite_el = ET.Element("testsuite", name=suite, tests=str(len(cases)))
+    junit: Path, suite: str, partial: Path, cause: str, log_tail: Iterable[str],
+    stopped: str = "stopped", seconds: float = 0.0,
+) -> list[str]:
+    """Write ``junit`` from the partial records plus one error case naming ``cause``;
+    returns the tests that were running. ``seconds``: how long the suite ran."""
+    running, _ = settle_partial(partial, cause, stopped)
+    cases = [_case_from_record(r) for r in read_records(partial)]
+    cases.append(error_case(suite, cause, log_tail, running))
+    facts = read_progress(progress_for_partial(partial)).suite
+    suite_el = _suite_element(suite, facts, seconds)
     suite_el.extend(cases)
     root = ET.Element("testsuites")
     root.append(suite_el)
-    junit.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp(junit)
-    try:  # a write that fails (a full disk) leaves the file as it was, never half written
-        ET.ElementTree(root).write(tmp, encoding="utf-8", xml_declaration=True)
-        os.replace(tmp, junit)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return count_junit(junit)
+    data, _ = recount(ET.tostring(root, encoding="utf-8", xml_declaration=True))
+    _replace(junit, data)
+    return running
 
 
-def append_error_case(junit: Path, suite: str, cause: str, log_tail: Iterable[str]) -> None:
-    """Add an error case to a JUnit file pytest did write (e.g. exit 0 but a crash after).
-
-    The case goes in before the last ``</testsuite>``; the file is not parsed again.
-    """
+def append_error_case(
+    junit: Path, suite: str, cause: str, log_tail: Iterable[str],
+    partial: Path | None = None, stopped: str = "stopped",
+) -> list[str]:
+    """Add an error case to a JUnit file pytest did write (e.g. exit 0 but a crash after),
+    with the tests it was running and never ran; the suite's counts follow. Returns the
+    tests that were running."""
     # pytest interrupted mid-test writes an empty <testcase/> for it: not a passed test.
     text = _NAMELESS_CASE.sub("", junit.read_text(encoding="utf-8"))
     at = text.rfind("</testsuite>")
     if at < 0:  # an empty <testsuite/> or no suite at all: write it whole instead
-        write_salvaged_junit(junit, suite, junit.with_suffix(".none"), cause, log_tail)
-        return
-    case = ET.tostring(error_case(suite, cause, log_tail), encoding="unicode")
-    tmp = _tmp(junit)
+        return write_salvaged_junit(junit, suite, partial or junit.with_suffix(".none"),
+                                    cause, log_tail, stopped)
+    running, lines = settle_partial(partial, cause, stopped) if partial else ([], [])
+    added = [_case_from_record(json.loads(line)) for line in lines]
+    added.append(error_case(suite, cause, log_tail, running))
+    cases = "".join(ET.tostring(case, encoding="unicode") for case in added)
+    data = (text[:at] + cases + text[at:]).encode("utf-8")
+    with contextlib.suppress(expat.ExpatError):  # damaged by pytest already: as it is
+        data, _ = recount(data)
+    _replace(junit, data)
+    return running
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """A write that fails (a full disk) leaves the file as it was, never half written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
     try:
-        tmp.write_text(text[:at] + case + text[at:], encoding="utf-8")
-        os.replace(tmp, junit)
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-
-
-def _tmp(path: Path) -> Path:
-    return path.with_name(path.name + ".tmp")

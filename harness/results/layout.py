@@ -4,8 +4,12 @@
 <reports>/<matrix>/<run-id>/
   manifest.json  matrix.json  merged.xml  device_fingerprint.json
   junit/<suite>.xml            junit/<suite>-shard-<i>-of-<N>.xml
-  junit/<stem>.partial.jsonl   logs/<stem>.log
+  junit/<stem>.partial.jsonl   junit/<stem>.progress.jsonl   logs/<stem>.log
 ```
+
+``<stem>.partial.jsonl`` holds each finished test with its properties (JUnit's sidecar:
+xunit2 has no per-case properties); ``<stem>.progress.jsonl`` the collected node ids and
+each test as it starts (what a crash or a hang was running, what never ran).
 
 The writers (plan, runners, workflow) and the readers (ingest, repro, shard durations)
 both call these functions, so a name changes in one place.
@@ -24,6 +28,9 @@ JUNIT_DIR = "junit"
 LOGS_DIR = "logs"
 DURATIONS = "durations.json"
 EMULATED = " (emulated)"
+
+PARTIAL_SUFFIX = ".partial.jsonl"
+PROGRESS_SUFFIX = ".progress.jsonl"
 
 _SHARD_STEM = re.compile(r"^(?P<suite>.+)-shard-(?P<index>\d+)-of-(?P<total>\d+)$")
 
@@ -56,7 +63,7 @@ def junit_rel(suite: str, shard: str | None) -> str:
 
 
 def partial_rel(suite: str, shard: str | None) -> str:
-    return f"{JUNIT_DIR}/{junit_stem(suite, shard)}.partial.jsonl"
+    return f"{JUNIT_DIR}/{junit_stem(suite, shard)}{PARTIAL_SUFFIX}"
 
 
 def log_rel(suite: str, shard: str | None) -> str:
@@ -64,8 +71,15 @@ def log_rel(suite: str, shard: str | None) -> str:
 
 
 def partial_for(junit: Path) -> Path:
-    """The partial-results file written beside a suite's JUnit file."""
-    return junit.with_name(junit.stem + ".partial.jsonl")
+    """The partial-results file written beside a suite's JUnit file (its sidecar)."""
+    return junit.with_name(junit.stem + PARTIAL_SUFFIX)
+
+
+def progress_for_partial(partial: Path) -> Path:
+    """The progress file the plugin writes beside a partial-results file."""
+    name = partial.name
+    stem = name[: -len(PARTIAL_SUFFIX)] if name.endswith(PARTIAL_SUFFIX) else name
+    return partial.with_name(stem + PROGRESS_SUFFIX)
 
 
 def suite_of(junit: Path) -> tuple[str, str | None]:

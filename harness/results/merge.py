@@ -2,7 +2,9 @@
 
 Each suite file is checked with the one JUnit reader (an unreadable file is an
 infrastructure error naming it), then its ``<testsuite>`` elements are copied through
-as written, so nothing a CI system shows (system-out, properties) is lost.
+as written, so nothing a CI system shows (system-out, suite properties) is lost, with
+their counts made to match their cases (``junit_counts``); the root's ``tests``,
+``failures`` and ``errors`` are the sums (junit-10.xsd allows no ``skipped`` there).
 """
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from xml.parsers import expat
 
 from harness.errors import InfraError
+from harness.results.junit_counts import Counts, recount
 from harness.results.junit_write import count_junit
 from harness.results.xml_clean import XmlCleaner
 
@@ -30,7 +34,7 @@ def _suites_of(text: str) -> str:
 
 
 def merge_junit(files: list[Path], out: Path) -> None:
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    totals = Counts()
     parts: list[str] = []
     for path in sorted(files):
         problems: list[str] = []
@@ -39,13 +43,17 @@ def merge_junit(files: list[Path], out: Path) -> None:
             raise InfraError(f"unreadable JUnit: {problems[0]}")
         for line in problems:  # characters replaced, bad times: the file still reads
             print(f"harness: warning: {line}", file=sys.stderr)
-        totals["tests"] += sum(counts.values())
-        totals["failures"] += counts.get("failed", 0)
-        totals["errors"] += counts.get("error", 0)
-        totals["skipped"] += counts.get("skipped", 0) + counts.get("xfailed", 0)
         # Copied through the same cleaner the reader uses: merged.xml is always valid XML.
-        parts.append(_suites_of(XmlCleaner().feed(path.read_bytes(), final=True).decode()))
-    attrs = " ".join(f'{k}="{v}"' for k, v in totals.items())
+        data = XmlCleaner().feed(path.read_bytes(), final=True)
+        try:
+            data, found = recount(data)
+        except expat.ExpatError:  # truncated: the reader kept the cases before the damage
+            found = Counts(tests=sum(counts.values()), errors=counts.get("error", 0),
+                           failures=counts.get("failed", 0) + counts.get("xpassed", 0))
+        totals.add(found)
+        parts.append(_suites_of(data.decode()))
+    attrs = (f'tests="{totals.tests}" failures="{totals.failures}" '
+             f'errors="{totals.errors}" time="{totals.time:.3f}"')
     tmp = out.with_suffix(".xml.tmp")
     tmp.write_text(
         '<?xml version="1.0" encoding="utf-8"?>\n'

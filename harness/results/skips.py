@@ -1,9 +1,9 @@
 """How much of a suite skipped, and why: a suite that runs but tests nothing is a state.
 
 Counted over the suite's JUnit test cases: skips (not xfails) against every case,
-the harness's own error cases left out. The top reasons travel into the manifest's
-suite row (``skip_ratio``, ``mostly_skipped``, ``skip_reasons``) so the console
-table and the reports can show why.
+the harness's own error cases and the tests a stopped suite never ran left out. The
+top reasons travel into the manifest's suite row (``skip_ratio``, ``mostly_skipped``,
+``skip_reasons``) so the console table and the reports can show why.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+
+from harness.results.junit_write import NOT_RUN_TYPE
 
 TOP_REASONS = 5
 
@@ -39,8 +41,10 @@ def summarise_skips(junit: Path, suite: str) -> SkipSummary:
     for case in ET.parse(junit).getroot().iter("testcase"):
         if case.get("classname") == f"harness.{suite}":
             continue  # "<suite>: crashed: ..." written by the runner, not a test
-        total += 1
         skipped = case.find("skipped")
+        if skipped is not None and skipped.get("type") == NOT_RUN_TYPE:
+            continue  # never ran: the suite stopped first (its crash says so), not a skip
+        total += 1
         if skipped is None or skipped.get("type") == "pytest.xfail":
             continue
         reasons[_reason(skipped)] += 1

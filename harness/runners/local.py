@@ -16,6 +16,7 @@ from harness.results.junit_write import (
     count_junit,
     write_salvaged_junit,
 )
+from harness.results.layout import progress_for_partial
 from harness.results.outcome import Status, SuiteOutcome, failing
 from harness.results.skips import summarise_skips
 from harness.results.writefail import describe as describe_write_failure
@@ -42,9 +43,21 @@ def describe_exit(code: int | None) -> str:
     return f"exit {code}"
 
 
+# How the cases of tests a stopped suite never ran say it: "not run: the suite <...> in T"
+_STOPPED = {
+    Status.CRASHED: "crashed",
+    Status.TIMEOUT: "timed out",
+    Status.INTERRUPTED: "was interrupted",
+    Status.NO_JUNIT: "ended without JUnit",
+    Status.ERROR: "stopped with a pytest error",
+    Status.WRITE_FAILED: "could not write its results",
+}
+
+
 def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
     """Turn how the process ended plus what it wrote into an outcome. JUnit is the truth."""
-    for written in (inv.junit, inv.partial):  # a test may have printed a secret's value
+    # a test may have printed a secret's value (or named a test after one)
+    for written in (inv.junit, inv.partial, progress_for_partial(inv.partial)):
         try:
             scrub_file(written)
         except OSError as error:
@@ -54,10 +67,15 @@ def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
     status, cause = _how_it_ended(inv, result)
     try:
         if cause:
+            stopped = _STOPPED.get(status, "stopped")
             if inv.junit.is_file():
-                append_error_case(inv.junit, inv.suite, cause, result.tail)
+                running = append_error_case(inv.junit, inv.suite, cause, result.tail,
+                                            inv.partial, stopped)
             else:
-                write_salvaged_junit(inv.junit, inv.suite, inv.partial, cause, result.tail)
+                running = write_salvaged_junit(inv.junit, inv.suite, inv.partial, cause,
+                                               result.tail, stopped, result.duration_s)
+            if running:  # the test that hung or crashed, by name
+                cause = f"{cause} in {', '.join(running)}"
     except OSError as error:  # what pytest wrote stays as it was
         if not is_write_failure(error):
             raise

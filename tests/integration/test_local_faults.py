@@ -71,6 +71,15 @@ def cases(junit: Path) -> dict[str, str]:
     return out
 
 
+def messages(junit: Path) -> dict[str, str]:
+    out = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                out[case.get("name", "")] = child.get("message", "")
+    return out
+
+
 def run_one(inv: Invocation):  # type: ignore[no-untyped-def]
     import os
 
@@ -87,8 +96,11 @@ def test_segfault_keeps_results_and_names_signal(tmp_path: Path) -> None:
     got = cases(inv.junit)
     assert got["test_one"] == "passed" and got["test_two_fails"] == "failure"
     assert got["faulty: crashed: killed by SIGSEGV (exit -11)"] == "error"
-    assert "test_after" not in got
-    assert outcome.counts == {"passed": 1, "failed": 1, "error": 1}
+    # The test that crashed is an error of its own; the one after is listed, as not run.
+    crashed = "test_faulty.py::test_fault"
+    assert outcome.reason.endswith(f" in {crashed}")
+    assert got["test_fault"] == "error" and got["test_after"] == "skipped"
+    assert messages(inv.junit)["test_after"] == f"not run: the suite crashed in {crashed}"
 
 
 def test_abort_is_exit_134_like(tmp_path: Path) -> None:
@@ -104,6 +116,12 @@ def test_hang_past_step_timeout_is_killed(tmp_path: Path) -> None:
     got = cases(inv.junit)
     assert got["test_one"] == "passed" and got["test_two_fails"] == "failure"
     assert any("timeout" in name and kind == "error" for name, kind in got.items())
+    # The hang names the test that hung (the log's tail is only pytest's progress dots).
+    hung = "test_faulty.py::test_fault"
+    said = messages(inv.junit)
+    assert said["faulty: timeout: step ran past 8 s and was killed"].endswith(f" in {hung}")
+    assert said["test_fault"].endswith("while this test ran")
+    assert said["test_after"] == f"not run: the suite timed out in {hung}"
 
 
 def test_plain_failure_is_failed_not_infra(tmp_path: Path) -> None:

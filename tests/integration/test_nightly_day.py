@@ -102,9 +102,10 @@ def test_the_s390x_lane_ran_its_three_suites_big_endian(day: dict[str, Any]) -> 
 
 
 def test_the_scale_bench_writes_cases_as_harness_run_does(day: dict[str, Any]) -> None:
-    """bench/report_scale.py times ingest on JUnit it writes itself: its cases must carry
-    the properties that real runs wrote (what ingest parses per case). The parity cases
-    come from the s390x lane, the day's one lane that runs every suite."""
+    """bench/report_scale.py times ingest on JUnit and sidecars it writes itself: its cases
+    must have the shape real runs wrote (what ingest parses per case): plain xunit2
+    <testcase> elements, and in the sidecar the properties the plugin records. The parity
+    cases come from the s390x lane, the day's one lane that runs every suite."""
     if "s390x" in day["skipped"]:
         pytest.skip(day["skipped"]["s390x"])
     path = ROOT / "bench" / "report_scale.py"
@@ -112,21 +113,31 @@ def test_the_scale_bench_writes_cases_as_harness_run_does(day: dict[str, Any]) -
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    parity, firsts = [], set()
+    attributes, children, parity, firsts = set(), set(), [], set()
     for runs in day["lanes"].values():
         for run in runs:
             for junit in sorted((Path(run) / "junit").glob("*.xml")):
                 for case in ElementTree.parse(junit).iter("testcase"):
-                    names = [prop.get("name") for prop in case.iter("property")]
-                    if names:  # (a case the runner wrote for a crash has none)
-                        firsts.add(tuple(names[:2]))
-                    plain = "known_failure" not in names and not any(
-                        child.tag in ("failure", "error", "skipped") for child in case)
-                    if case.get("name", "").startswith("test_parity[") and plain:
+                    attributes.add(tuple(sorted(case.attrib)))
+                    children.update(child.tag for child in case)
+                sidecar = junit.with_name(junit.stem + ".partial.jsonl")
+                for line in sidecar.read_text().splitlines() if sidecar.is_file() else ():
+                    record = json.loads(line)
+                    names = list(record["properties"])
+                    if names:  # (a line the runner wrote for a crash has none)
+                        firsts.add(names[0])
+                    plain = "known_failure" not in names and record["outcome"] == "passed"
+                    if "::test_parity[" in record["nodeid"] and plain:
                         parity.append(names)
-    assert firsts == {("nodeid", "platform")}
-    want = [name for name, _ in bench.case_properties(
-        "kernel_parity", "suites/kernel_parity/test_parity.py::x", "s390x", 0, "float32",
-        random.Random(0))]
+    assert attributes == {("classname", "name", "time")}
+    assert children <= {"failure", "error", "skipped", "system-out", "system-err"}
+    assert firsts == {"platform"}
+    rng = random.Random(0)
+    bench_case, bench_line = bench.write_case(
+        "suites/kernel_parity/test_parity.py::x", 0.1, 0.5, 0,
+        bench.case_properties("kernel_parity", "s390x", 0, "float32", rng))
+    case = ElementTree.fromstring(bench_case)
+    assert tuple(sorted(case.attrib)) == ("classname", "name", "time") and not list(case)
+    want = list(json.loads(bench_line)["properties"])
     assert parity
     assert all(names == want for names in parity), (want, parity[:3])

@@ -104,7 +104,7 @@ def test_a_loose_junit_file_finds_its_matrix_from_the_suite_properties(
     shutil.copy(cpu_run / "junit" / "repro.xml", loose)
     done = harness("repro", str(loose), "--python", "current", "--reports", str(tmp_path))
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
-    assert FAILING in done.stdout  # rebuilt from classname + name + file
+    assert FAILING in done.stdout  # rebuilt: classname split at a test file of this checkout
     rerun = new_run(tmp_path, "repro-cpu")
     assert [name for _, name in cases(rerun / "junit" / "repro.xml")] == ["test_dtype[float16]"]
 

@@ -141,11 +141,14 @@ def test_real_run_folders(real_runs: Runs, tmp_path: Path) -> None:
 def test_a_case_s_node_id_and_platform_are_not_stored_again(
     real_runs: Runs, tmp_path: Path
 ) -> None:
-    """The plugin writes the node id and the platform on every case and the matrix on
-    its testsuite: ingest keeps the node id as the case's test and the suite's matrix,
-    and a case's platform only where it says something else."""
+    """The plugin writes the node id and the platform of every case in the JUnit file's
+    sidecar (xunit2 has no per-case properties) and the matrix on its testsuite: ingest
+    keeps the node id as the case's test and the suite's matrix, and a case's platform
+    only where it says something else."""
     junit = (real_runs.passing / "junit" / "record.xml").read_text()
-    assert junit.count('name="platform" value="record"') > 3 and junit.count('"nodeid"') > 3
+    sidecar = (real_runs.passing / "junit" / "record.partial.jsonl").read_text()
+    assert 'name="platform"' not in junit and "nodeid" not in junit
+    assert sidecar.count('"platform": "record"') > 3 and sidecar.count('"nodeid"') > 3
     db = tmp_path / "h.sqlite"
     ingest_paths(db, [real_runs.passing], pytest.fail)
     with sqlite3.connect(db) as conn:
