@@ -156,7 +156,7 @@ class Day:
         self.run("nightly-user", "nightly-user", str(night), "--suite", "record", expect=1,
                  env={"RECORD_MODE": "fail"})
         crash = user_matrix(users, "nightly-crash")
-        self.run("nightly-crash", "nightly-crash", str(crash), "--suite", "record", expect=3,
+        self.run("nightly-crash", "nightly-crash", str(crash), "--suite", "record", expect=4,
                  env={"RECORD_MODE": "crash"})
         self.cancelled("nightly-cancel", user_matrix(users, "nightly-cancel"))
 
