@@ -29,6 +29,7 @@ from harness.runners.suite_env import suite_env
 from harness.select import dump_lane
 from harness.shard.durations import DurationSet, dump, durations_for
 from harness.shard.durations import load as load_durations
+from harness.shard.plan import PLANS_DIR
 
 
 def new_run_id() -> str:
@@ -146,6 +147,7 @@ def plan_step(ctx: RunContext) -> None:
         seed=ctx.request.seed,
         shard=ctx.request.shard,
         durations=write_durations(ctx),
+        plan_dir=ctx.run_dir / PLANS_DIR if ctx.request.shard else None,
         update_expectations=ctx.request.update_expectations,
         tests=ctx.request.tests,
         extra_pytest_args=(*ctx.request.pytest_args, *write_selection(ctx)),
