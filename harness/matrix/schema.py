@@ -370,20 +370,13 @@ MATRIX = Obj(
         "ci": Obj(
             fields={
                 "queue": Str(nullable=True, doc="Buildkite agent queue"),
-                "runs_on": Seq(
-                    item=Str(),
-                    nullable=True,
-                    doc="GitHub runs-on labels; null: [self-hosted, <queue>], or "
-                    "ubuntu-latest without a queue",
-                ),
+                "runs_on": Seq(item=Str(), nullable=True,
+                               doc="GitHub runs-on labels; null: [self-hosted, <queue>]"),
                 "shards": Int(minimum=1),
                 "nightly": Bool(),
-                "timeout_minutes": Int(
-                    minimum=1,
-                    nullable=True,
-                    doc="a CI step's limit; null: the suites' own timeouts plus a margin "
-                    "(a set value may not be shorter)",
-                ),
+                "timeout_minutes": Int(minimum=1, nullable=True,
+                                       doc="a CI step's limit; null: the suites' timeouts "
+                                       "plus a margin (a set value may not be shorter)"),
                 "soft_fail": Bool(doc="a failing lane does not fail the build (experimental "
                                   "hardware)"),
             }
