@@ -15,8 +15,11 @@ import importlib.machinery
 import itertools
 import shlex
 import subprocess
+import threading
+import time
 import uuid
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,6 +127,7 @@ class BuildkiteBuild:
     jobs: list[Job] = field(default_factory=list)
     uploaded: set[Path] = field(default_factory=set)
     _turn: itertools.count[int] = field(default_factory=itertools.count)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def base_env(self) -> dict[str, str]:
         return {"CI": "true", "BUILDKITE": "true", "BUILDKITE_BUILD_ID": self.build_id,
@@ -138,20 +142,32 @@ class BuildkiteBuild:
         return self.jobs
 
     def _run_steps(self, doc: dict[str, Any]) -> None:
+        """The steps in waves, as Buildkite runs them: those that need nothing of the wave
+        before them together (shards in parallel, each on an agent of its queue); a
+        ``wait`` holds until all before it are done (and passed, unless
+        ``continue_on_failure``)."""
         assert doc.get("steps"), "a pipeline with no steps"
         env = {**self.base_env(), **{k: str(v) for k, v in (doc.get("env") or {}).items()}}
-        failed = False
-        for step in doc["steps"]:
+        failed, wave = False, []
+        for step in [*doc["steps"], {"wait": None, "end": True}]:
+            keys = {s.get("key") for s in wave}
+            if "wait" in step or set(step.get("depends_on") or []) & keys:
+                failed = self._wave(wave, env) or failed
+                wave = []
+                for upload in self._new_uploads():
+                    self._run_steps(yaml.safe_load(upload.read_text()))
             if "wait" in step:
-                if failed and not step.get("continue_on_failure"):
+                if failed and not step.get("continue_on_failure") and not step.get("end"):
                     return
                 continue
-            job = self._job(step, env)
-            self.jobs.append(job)
-            if job.exit_status != 0 and not step.get("soft_fail"):
-                failed = True
-            for upload in self._new_uploads():
-                self._run_steps(yaml.safe_load(upload.read_text()))
+            wave.append(step)
+
+    def _wave(self, steps: list[dict[str, Any]], env: dict[str, str]) -> bool:
+        with ThreadPoolExecutor(max_workers=max(1, len(steps))) as pool:
+            jobs = list(pool.map(lambda s: self._job(s, env), steps))
+        self.jobs += jobs
+        return any(j.exit_status != 0 and not s.get("soft_fail")
+                   for j, s in zip(jobs, steps, strict=True))
 
     def _new_uploads(self) -> list[Path]:
         """Pipelines a step uploaded: Buildkite inserts their steps after that step."""
@@ -167,7 +183,8 @@ class BuildkiteBuild:
             assert ran and ran[-1].exit_status == 0, f"{step.get('key')}: needs {key}"
         queue = (step.get("agents") or {}).get("queue")
         pool = self.agents.get(queue) or self.agents[None]
-        agent = pool[next(self._turn) % len(pool)]
+        with self._lock:
+            agent = pool[next(self._turn) % len(pool)]
         commands = step.get("commands") or [step["command"]]
         limits = {r["exit_status"]: r["limit"]
                   for r in (step.get("retry") or {}).get("automatic") or []}
@@ -182,7 +199,10 @@ class BuildkiteBuild:
                        "BUILDKITE_AGENT_NAME": agent.name,
                        "BUILDKITE_BUILD_CHECKOUT_PATH": where}
             timeout = float(step.get("timeout_in_minutes", 60)) * 60
+            started = time.monotonic()
             done = agent.sh("\n".join(commands), job_env, where, timeout=timeout)
+            print(f"buildkite: {step.get('label')} on {agent.name}: exit {done.returncode} "
+                  f"in {time.monotonic() - started:.0f} s", flush=True)
             output += done.stdout + done.stderr
             for pattern in step.get("artifact_paths") or []:  # whatever the exit status
                 agent.sh(f"buildkite-agent artifact upload {shlex.quote(pattern)}",

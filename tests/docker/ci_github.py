@@ -14,7 +14,9 @@ import itertools
 import json
 import re
 import shlex
+import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -221,7 +223,13 @@ class GithubRun:
                 needs_ctx[job_id] = {"result": "skipped", "outputs": {}}
                 continue
             entries = self._entries(job, expr)
-            runs = [self._job(job_id, job, ctx, entry) for entry in entries]
+            # a matrix's jobs run at once, each on a runner of its own (round robin here)
+            turn = len(self.runs)
+            with ThreadPoolExecutor(max_workers=len(entries)) as pool:
+                futures = [pool.submit(self._job, job_id, job, ctx, entry,
+                                       self.agents[(turn + n) % len(self.agents)])
+                           for n, entry in enumerate(entries)]
+                runs = [f.result() for f in futures]
             self.runs += runs
             failed = any(r.result == "failure" for r in runs)
             outputs = runs[-1].outputs if runs else {}
@@ -244,8 +252,7 @@ class GithubRun:
         return include
 
     def _job(self, job_id: str, job: dict[str, Any], ctx: dict[str, Any],
-             entry: dict[str, Any]) -> JobRun:
-        agent = self.agents[len(self.runs) % len(self.agents)]
+             entry: dict[str, Any], agent: Agent) -> JobRun:
         name = f"{job_id}-{next(_counter)}"
         ws = f"/builds/{name}"
         files = {k: f"/builds/{name}.{k}" for k in ("output", "env", "path", "summary")}
@@ -293,6 +300,7 @@ class GithubRun:
                 env["PATH"] = ":".join([*reversed(extra_path), "/ci-bin", "/usr/local/bin",
                                         "/usr/bin", "/bin"])
             label = step.get("name") or step.get("uses") or f"step {index}"
+            started = time.monotonic()
             if "uses" in step:
                 code, out = self._action(agent, step, expr, ws, env, name)
             else:
@@ -300,6 +308,8 @@ class GithubRun:
                 done = agent.sh(script, env, ws, timeout=timeout * 60)
                 code, out = done.returncode, done.stdout + done.stderr
             steps.append((label, code, out))
+            print(f"github: {job_id} {entry.get('label', '')}: {label}: exit {code} in "
+                  f"{time.monotonic() - started:.0f} s", flush=True)
             if code != 0:
                 job_ok[0] = False
             read = agent.sh(f"cat {files['output']}; echo '#--'; cat {files['path']}", {}, "/",
