@@ -209,7 +209,9 @@ class GithubRun:
             needs = job.get("needs") or []
             needs = [needs] if isinstance(needs, str) else needs
             assert all(n in needs_ctx for n in needs), f"{job_id}: needs a later job"
-            ctx = {"github": self.event, "needs": {n: needs_ctx[n] for n in needs},
+            github = {**self.event, "run_id": self.run_id, "run_attempt": "1",
+                      "workflow": doc.get("name", "")}
+            ctx = {"github": github, "needs": {n: needs_ctx[n] for n in needs},
                    "env": self.env}
             ok_needs = all(needs_ctx[n]["result"] == "success" for n in needs)
             cond = str(job.get("if", "success()")).strip()
