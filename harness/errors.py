@@ -19,6 +19,15 @@ class TestsFailed(HarnessError):
     exit_code = 1
 
 
+class TestProcessCrashed(HarnessError):
+    """A test process killed itself by a signal (SIGABRT, SIGSEGV, SIGBUS, SIGILL, SIGFPE:
+    ``os.abort()``, a segfaulting kernel): a finding about the code under test, which a
+    retry would repeat (exit 4; an infrastructure failure in the same run is exit 3)."""
+
+    __test__ = False
+    exit_code = 4
+
+
 class ConfigError(HarnessError):
     """A matrix, expectations file or other input is invalid (exit 2)."""
 

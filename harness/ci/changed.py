@@ -55,7 +55,9 @@ def pr_targets(targets: Sequence[CiTarget], selection: Selection,
         if lane.full:
             why = "; ".join(f"{p}: {w}" for p, w in lane.reasons)
             notes.append(f"{target.matrix}: all, {target.shards} shard(s) ({why})")
-            kept.append(replace(target, select_args=args, why=why))
+            # an image recipe changed: that lane runs in its (rebuilt) image
+            kept.append(replace(target, select_args=args, why=why,
+                                docker=target.docker or lane.docker))
             continue
         found = selected_share(lane, durations(target.matrix))
         shards = target.shards if found is None else max(
@@ -65,7 +67,8 @@ def pr_targets(targets: Sequence[CiTarget], selection: Selection,
                 else f"{100 * found[0]:.1f}% of the time by {found[1]} history")
         notes.append(f"{target.matrix}: part, {shards} of {target.shards} shard(s) "
                      f"({size}; selected by {sources})")
-        kept.append(replace(target, shards=shards, select_args=args, why=sources))
+        kept.append(replace(target, shards=shards, select_args=args, why=sources,
+                            docker=target.docker or lane.docker))
     return kept, notes
 
 

@@ -1,9 +1,9 @@
-"""CI pipelines from the matrices: one step per matrix x shard, and the nightly report.
+"""CI pipelines from the matrices: a step per matrix x shard, the plan and report steps.
 
 CI systems are the distributed engine; this only writes their configuration. The
 shape of each step comes from a hand-editable template (``ci/templates/<provider>.yml``)
 whose placeholders are filled per matrix and shard; the generator decides how many
-steps there are and in what order.
+steps there are and in what order (``buildkite.py``, ``github.py``).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,26 @@ from harness.errors import ConfigError, UsageError
 PROVIDERS = ("buildkite", "github")
 GITHUB_DEFAULT_RUNNER = "ubuntu-latest"
 _PLACEHOLDER = re.compile(
-    r"\{(matrix|index|count|queue|timeout|shards|shard_args|shard_label|needs|report_queue"
-    r"|select_args|fetch_depth)\}"
+    r"\{(matrix|matrices|index|count|queue|timeout|shards|shard_args|shard_label|shard_key"
+    r"|needs|report_queue|report_queue_args|select_args|soft_fail|depends_on|setup"
+    r"|image_load|select_mode)\}"
 )
+
+
+class Kind(StrEnum):
+    """What a pipeline is for."""
+
+    FULL = "full"  # every lane, every test (a push to main)
+    NIGHTLY = "nightly"  # the nightly lanes, then the report that keeps the history
+    CHANGED = "changed"  # Buildkite: the lanes a change affects, selected now (uploaded)
+    PULL_REQUEST = "pull-request"  # selects at run time (GitHub's select job, Buildkite's upload)
+
+
 _REQUIRED = {
-    "buildkite": ("shard_step", "report_step"),
-    "github": ("test_job", "report_job", "nightly_on"),
+    "buildkite": ("setup", "durations_step", "image_step", "image_load", "shard_step",
+                  "report_step", "check_step", "select_step", "empty_step"),
+    "github": ("setup", "nightly", "select_job", "image_job", "test_job", "report_job",
+               "check_job"),
 }
 
 
@@ -39,10 +54,17 @@ class CiTarget:
     shards: int
     timeout_minutes: int
     nightly: bool
-    # A pull-request pipeline (--changed-since): what each step adds to `harness run`
+    runs_on: tuple[str, ...] = (GITHUB_DEFAULT_RUNNER,)
+    soft_fail: bool = False
+    docker: bool = False  # runs in its image: one image build per build, before the shards
+    # A --changed-since pipeline: what each step adds to `harness run`
     # (" --changed-since <sha>", " --docker"), and why the lane is in it.
     select_args: str = ""
     why: str = ""
+
+    @property
+    def self_hosted(self) -> bool:
+        return "self-hosted" in self.runs_on
 
 
 class _TemplateLoader(yaml.SafeLoader):
@@ -82,7 +104,8 @@ def fill(node: Any, values: Mapping[str, Any]) -> Any:
     """Substitute placeholders in every string; a lone placeholder keeps its value's type.
 
     A mapping entry whose value is a lone placeholder for None is dropped, and so is a
-    mapping left empty by that (``agents: {queue: null}`` disappears).
+    mapping left empty by that (``agents: {queue: null}`` disappears). A list item that
+    is a lone placeholder for a list is spliced in (``commands: ["{setup}", ...]``).
     """
     if isinstance(node, dict):
         out: dict[str, Any] = {}
@@ -95,75 +118,18 @@ def fill(node: Any, values: Mapping[str, Any]) -> Any:
             out[fill(key, values)] = filled
         return out
     if isinstance(node, list):
-        return [fill(item, values) for item in node]
+        items: list[Any] = []
+        for item in node:
+            filled = fill(item, values)
+            lone = isinstance(item, str) and _PLACEHOLDER.fullmatch(item)
+            items.extend(filled if lone and isinstance(filled, list) else [filled])
+        return items
     if isinstance(node, str):
         whole = _PLACEHOLDER.fullmatch(node)
         if whole:
             return values.get(whole.group(1))
         return _PLACEHOLDER.sub(lambda m: str(values.get(m.group(1), m.group(0))), node)
     return node
-
-
-def _shard_values(target: CiTarget, index: str) -> dict[str, Any]:
-    many = target.shards > 1
-    return {
-        "matrix": target.matrix,
-        "index": index,
-        "count": target.shards,
-        "timeout": target.timeout_minutes,
-        "shard_args": f" --shard {index}/{target.shards}" if many else "",
-        "shard_label": f" {index}/{target.shards}" if many else "",
-        "select_args": target.select_args,
-        # git diff needs the history back to the base commit; a full run does not
-        "fetch_depth": 0 if target.select_args else 1,
-    }
-
-
-def buildkite(targets: Sequence[CiTarget], template: Mapping[str, Any], *, nightly: bool,
-              report_queue: str | None = None) -> dict[str, Any]:
-    parts = template["x-harness"]
-    steps: list[Any] = []
-    for target in targets:
-        for index in range(1, target.shards + 1):
-            values = {**_shard_values(target, str(index)), "queue": target.queue}
-            steps.append(fill(parts["shard_step"], values))
-    if nightly:
-        # The report must run after failed tests too: that is when it matters most.
-        steps.append({"wait": None, "continue_on_failure": True})
-        steps.append(fill(parts["report_step"], {"report_queue": report_queue}))
-    doc = {k: v for k, v in template.items() if k not in ("x-harness", "steps")}
-    doc["steps"] = steps
-    return doc
-
-
-def github_job_id(matrix: str) -> str:
-    return "test-" + re.sub(r"[^A-Za-z0-9_-]", "-", matrix)
-
-
-def github(targets: Sequence[CiTarget], template: Mapping[str, Any], *, nightly: bool,
-           report_queue: str | None = None) -> dict[str, Any]:
-    parts = template["x-harness"]
-    jobs: dict[str, Any] = {}
-    for target in targets:
-        values = {
-            **_shard_values(target, "${{ matrix.shard }}"),
-            "queue": target.queue or GITHUB_DEFAULT_RUNNER,
-            "shards": list(range(1, target.shards + 1)),
-        }
-        jobs[github_job_id(target.matrix)] = fill(parts["test_job"], values)
-    if nightly:
-        jobs["nightly-report"] = fill(parts["report_job"], {
-            "needs": list(jobs), "report_queue": report_queue or GITHUB_DEFAULT_RUNNER,
-        })
-    doc: dict[str, Any] = {}
-    for key, value in template.items():
-        if key == "x-harness" or key == "jobs":
-            continue
-        doc[key] = parts["nightly_on"] if key == "on" and nightly else value
-    if nightly and "on" not in doc:
-        doc["on"] = parts["nightly_on"]
-    doc["jobs"] = jobs
-    return doc
 
 
 def render(doc: Mapping[str, Any], provider: str, template: str,
@@ -175,29 +141,22 @@ def render(doc: Mapping[str, Any], provider: str, template: str,
     return header + body
 
 
-def _check_selectable(template: Mapping[str, Any], provider: str, path: Path) -> None:
-    key = "shard_step" if provider == "buildkite" else "test_job"
-    if "{select_args}" not in yaml.safe_dump(template["x-harness"][key]):
-        raise ConfigError("has no {select_args} placeholder: a --changed-since pipeline "
-                          "would run every test", file=str(path), key=f"x-harness.{key}")
-
-
 def generate(targets: Sequence[CiTarget], provider: str, template_path: Path, *,
-             nightly: bool, report_queue: str | None = None,
-             shown_template: str | None = None, changed: bool = False,
-             notes: Sequence[str] = ()) -> str:
-    """The pipeline text. ``changed``: a pull-request pipeline, which may hold no test
-    step at all (a change no lane is affected by)."""
+             kind: Kind, report_queue: str | None = None, wanted: Sequence[str] = (),
+             shown_template: str | None = None, notes: Sequence[str] = ()) -> str:
+    """The pipeline text. A CHANGED pipeline may hold no test step at all (a change no
+    lane is affected by). ``wanted``: the matrices asked for by name (GitHub's select job
+    keeps to them)."""
+    from harness.ci import buildkite, github
+
     if provider not in PROVIDERS:
         raise UsageError(f"--provider {provider}: expected one of {', '.join(PROVIDERS)}")
-    if not targets and not changed:
+    if not targets and kind is not Kind.CHANGED:
         raise UsageError("no matrices to put in the pipeline")
     template = load_template(template_path, provider)
-    if changed:
-        _check_selectable(template, provider, template_path)
-    build = buildkite if provider == "buildkite" else github
-    doc = build(targets, template, nightly=nightly, report_queue=report_queue)
-    if provider == "github" and not doc["jobs"]:
-        doc["jobs"] = {"no-tests": {"runs-on": GITHUB_DEFAULT_RUNNER, "steps": [
-            {"run": "echo 'harness: the change affects no lane'"}]}}
+    if provider == "buildkite":
+        doc = buildkite.build(targets, template, kind=kind, report_queue=report_queue)
+    else:
+        doc = github.build(targets, template, kind=kind, report_queue=report_queue,
+                           matrices=wanted)
     return render(doc, provider, shown_template or str(template_path), notes)

@@ -17,7 +17,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     b.add_argument("--matrix", required=True, help="matrix name or YAML path")
     b.add_argument("--log", type=Path, metavar="FILE", help="also write the build output here")
     b.add_argument("--force", action="store_true", help="rebuild even if the tag exists")
+    b.add_argument("--save", type=Path, metavar="FILE",
+                   help="also write the image to FILE (docker save), for agents without it")
     b.set_defaults(func=_build)
+    load = isub.add_parser("load", help="load an image written by `harness image build --save`")
+    load.add_argument("file", type=Path, metavar="FILE")
+    load.set_defaults(func=_load)
     ls = isub.add_parser("ls", help="list images built by the harness")
     ls.set_defaults(func=_ls)
 
@@ -32,6 +37,20 @@ def _build(args: argparse.Namespace) -> int:
     what = "built" if built else "reused (cache hit)"
     print(f"image {rcp.tag} {what} for {matrix.name} from {rcp.base} "
           f"in {time.monotonic() - start:.1f} s")
+    if args.save is not None:
+        from harness.platform.image_transfer import save
+
+        size = save(images.engine(), rcp.tag, args.save)
+        print(f"image {rcp.tag} saved to {args.save} ({size / 1e6:.0f} MB)")
+    return 0
+
+
+def _load(args: argparse.Namespace) -> int:
+    from harness.platform import images
+    from harness.platform.image_transfer import load
+
+    tags = load(images.engine(), args.file)
+    print(f"loaded {', '.join(tags) or 'an untagged image'} from {args.file}")
     return 0
 
 

@@ -60,6 +60,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        local_help="run locally even if the matrix defaults to docker")
     p.add_argument("--shard", metavar="I/N", help="run only shard I of N (1-based)")
     p.add_argument(
+        "--durations",
+        type=Path,
+        metavar="FILE",
+        help="balance --shard by this durations file (`harness ci durations`), the one every "
+        "shard of a build reads; default: this host's history",
+    )
+    p.add_argument(
         "--report",
         action="store_true",
         help="write the HTML/Markdown/JSON report of this run into <run folder>/report/ and "
@@ -105,6 +112,12 @@ def _check_shard(text: str | None) -> str | None:
     return text
 
 
+def _check_durations(path: Path | None) -> Path | None:
+    if path is not None and not path.is_file():
+        raise UsageError(f"--durations {path}: no such file")
+    return path
+
+
 def run(args: argparse.Namespace) -> int:
     from harness.matrix import load_matrix, repo_root
     from harness.run.request import RunContext, RunRequest
@@ -124,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
         docker=args.docker,
         keep_container=args.keep_container,
         shard=_check_shard(args.shard),
+        durations_file=_check_durations(args.durations),
         seed=args.seed,
         update_expectations=args.update_expectations,
         allow_empty=args.allow_empty,

@@ -164,7 +164,12 @@ def build(resolved: dict[str, Any], *, name: str, file: str, source: LDict | Non
         caches=Caches(**_map(r.get("caches"))),
         suites=suites,
         known_failures=known_failures(list(r.get("known_failures", ())), kf_source),
-        ci=Ci(**_map(r.get("ci"))),
+        ci=_ci(_map(r.get("ci"))),
         emulation=Emulation(**_kw(r.get("emulation"), ("requirements",))),
         resolved=r,
     )
+
+
+def _ci(raw: dict[str, Any]) -> Ci:
+    labels = raw.get("runs_on")
+    return Ci(**{**raw, "runs_on": tuple(labels) if labels is not None else None})

@@ -236,10 +236,12 @@ class KnownFailure:
 
 @dataclass(frozen=True, kw_only=True)
 class Ci:
-    queue: str | None = None
+    queue: str | None = None  # Buildkite agent queue
+    runs_on: tuple[str, ...] | None = None  # GitHub labels (None: self-hosted + queue)
     shards: int = 1
     nightly: bool = True
-    timeout_minutes: int = 60
+    timeout_minutes: int | None = None  # None: the suites' timeouts plus a margin
+    soft_fail: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

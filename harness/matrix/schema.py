@@ -347,10 +347,16 @@ MATRIX = Obj(
         "known_failures": Seq(item=KNOWN_FAILURE),
         "ci": Obj(
             fields={
-                "queue": Str(nullable=True, doc="CI agent queue"),
+                "queue": Str(nullable=True, doc="Buildkite agent queue"),
+                "runs_on": Seq(item=Str(), nullable=True,
+                               doc="GitHub runs-on labels; null: [self-hosted, <queue>]"),
                 "shards": Int(minimum=1),
                 "nightly": Bool(),
-                "timeout_minutes": Int(minimum=1),
+                "timeout_minutes": Int(minimum=1, nullable=True,
+                                       doc="a CI step's limit; null: the suites' timeouts "
+                                       "plus a margin (a set value may not be shorter)"),
+                "soft_fail": Bool(doc="a failing lane does not fail the build (experimental "
+                                  "hardware)"),
             }
         ),
         "emulation": Obj(

@@ -17,6 +17,8 @@ modules), or match their node ids with ``--harness-same-process``. Under xdist, 
 from __future__ import annotations
 
 import fnmatch
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -37,6 +39,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="JSON durations (this matrix and siblings) to balance with")
     group.addoption("--harness-same-process", metavar="GLOB", action="append", default=[],
                     help="node ids matching GLOB stay on one shard with their module")
+    group.addoption("--harness-plan-out", metavar="FILE", default=None,
+                    help="write this shard's plan (fingerprint, counts) here as JSON, so the "
+                         "shards of a build can be checked to agree (`harness ci check-shards`)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -84,12 +89,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
     items[:] = selected
+    out = config.getoption("--harness-plan-out")
+    if out:  # xdist workers plan alike and write the same content: replace, never append
+        _write_plan(Path(out), {"shard": spec, "fingerprint": plan.fingerprint,
+                                "selected": len(selected), "collected": len(ids),
+                                "durations": dict(sorted(plan.sources.items()))})
     sources = ", ".join(f"{k} {v}" for k, v in sorted(plan.sources.items()))
     config.stash[_PLAN_KEY] = (
         f"harness shard {index}/{count}: {len(selected)} of {len(ids)} tests, "
         f"~{plan.loads[index - 1]:.1f}s of {sum(plan.loads):.1f}s "
         f"(durations: {sources or 'none'}), plan {plan.fingerprint}"
     )
+
+
+def _write_plan(path: Path, data: dict[str, object]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def pytest_report_collectionfinish(config: pytest.Config) -> list[str]:

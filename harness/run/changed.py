@@ -8,12 +8,12 @@ from pathlib import Path
 from harness.matrix.model import Matrix
 from harness.run.request import RunRequest
 from harness.select import select_changes
-from harness.select.changes import resolve_ref
+from harness.select.changes import merge_base
 
 
 def narrow_request(request: RunRequest, root: Path, matrix: Matrix, ref: str) -> RunRequest | None:
     """The request narrowed to the lane's selection; None when nothing is affected."""
-    commit = resolve_ref(root, ref)
+    commit = merge_base(root, ref)
     selection = select_changes(root, commit, matrices=[matrix.file])
     lane = next(iter(selection.lanes.values()))
     head = f"harness: --changed-since {ref} ({commit[:12]}): {len(selection.changed)} file(s)"

@@ -3,15 +3,16 @@ the summary table, and the exit code with its one line."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
-from harness.errors import InfraError, Interrupted, TestsFailed
+from harness.errors import InfraError, Interrupted, TestProcessCrashed, TestsFailed
 from harness.process import cancel
 from harness.results import layout
 from harness.results.junit_read import suite_properties
 from harness.results.manifest import InfraFailure
 from harness.results.merge import merge_junit
-from harness.results.outcome import Status, failing
+from harness.results.outcome import Status, SuiteOutcome, failing
 from harness.results.writefail import describe as describe_write_failure
 from harness.results.writefail import is_write_failure
 from harness.run.request import RunContext
@@ -68,33 +69,51 @@ def print_table(ctx: RunContext) -> None:
     print(f"run folder: {ctx.run_dir}")
 
 
+# A test process that raised one of these itself (os.abort(), a segfaulting kernel, an
+# illegal instruction) crashed on the code under test: a finding, which a retry would only
+# repeat. SIGKILL is left out: the out-of-memory killer or the agent sent it.
+_SELF_INFLICTED = {int(s) for s in (signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS,
+                                    signal.SIGILL, signal.SIGFPE)}
+
+
+def crashed_itself(outcome: SuiteOutcome) -> bool:
+    code = outcome.exit_code
+    if outcome.status is not Status.CRASHED or code is None:
+        return False
+    return -code in _SELF_INFLICTED or code - 128 in _SELF_INFLICTED
+
+
 def finish(ctx: RunContext) -> int:
-    """Exit code: 1 if a test failed or a suite ran no test (unless ``allow_empty``), else 3
-    on infrastructure trouble; 130 if interrupted, 143 / 129 if cancelled by SIGTERM /
+    """Exit code: 3 on infrastructure trouble (retried by CI); else 4 if a test process
+    crashed (a finding, never retried); else 1 if a test failed or a suite ran no test
+    (unless ``allow_empty``); 130 if interrupted, 143 / 129 if cancelled by SIGTERM /
     SIGHUP (the run folder is finished either way)."""
     assert ctx.manifest is not None
     tests_failed = any(o.status is Status.FAILED or failing(o.counts) for o in ctx.outcomes)
     empty = [o.suite for o in ctx.outcomes if o.status is Status.NO_TESTS]
     failed = tests_failed or bool(empty and not ctx.request.allow_empty)
-    infra = [o for o in ctx.outcomes if o.status.is_infra]
+    crashes = [o for o in ctx.outcomes if crashed_itself(o)]
+    infra = [o for o in ctx.outcomes if o.status.is_infra and o not in crashes]
     stopped = cancel.received() is not None or any(
         o.status is Status.INTERRUPTED for o in ctx.outcomes
     )
     infra_error = None
     if ctx.write_error:
         infra_error = InfraFailure(kind=Status.WRITE_FAILED.value, message=ctx.write_error)
-    elif infra:
-        first = infra[0]
+    elif infra or crashes:
+        first = (infra or crashes)[0]
         infra_error = InfraFailure(kind=first.status.value, suite=first.suite, message=first.reason)
     if stopped:
         code = cancel.exit_code() or 130
         status = "cancelled" if cancel.is_ci_cancel() else "interrupted"
-    elif ctx.write_error:
-        code, status = 3, "error"  # the run stopped early: its failures are not the story
+    elif ctx.write_error or infra:
+        # The results are incomplete for a reason outside the tests: CI retries exit 3, so
+        # it wins over a test failure in the same run (which the retry meets again).
+        code, status = 3, "error"
+    elif crashes:
+        code, status = 4, "crashed"
     elif failed:
         code, status = 1, "failed" if tests_failed else "no-tests"
-    elif infra:
-        code, status = 3, "error"
     else:
         code, status = 0, "passed"
     try:
@@ -113,6 +132,10 @@ def finish(ctx: RunContext) -> int:
         assert infra_error is not None
         where = f"{infra_error.suite}: " if infra_error.suite else ""
         raise InfraError(f"{where}{infra_error.message} (run folder {ctx.run_dir})")
+    if code == 4:
+        first = crashes[0]
+        raise TestProcessCrashed(f"{first.suite}: {first.reason}: a finding, not an "
+                                 f"infrastructure failure (run folder {ctx.run_dir})")
     if failed and not tests_failed:
         raise TestsFailed(
             f"no test ran in {', '.join(empty)} (--allow-empty to accept); see {ctx.run_dir}"

@@ -26,6 +26,7 @@ class PlanOptions:
     seed: int = 0
     shard: str | None = None
     durations: Path | None = None  # every shard of one job must read the same file
+    plan_dir: Path | None = None  # where each sharded suite writes its plan (shard-plans/)
     update_expectations: bool = False
     extra_pytest_args: Sequence[str] = ()
     # suite -> pytest node ids run instead of the suite's path (repro); never sharded.
@@ -178,6 +179,9 @@ def _selection_args(suite: Suite, options: PlanOptions, workers: int,
         argv += [f"--harness-shard={shard}"]
         if options.durations:
             argv += [f"--harness-durations={options.durations}"]
+        if options.plan_dir is not None:  # checked across a build's shards (ci check-shards)
+            argv += [f"--harness-plan-out={options.plan_dir / layout.junit_stem(suite.name, shard)}"
+                     ".json"]
     if options.update_expectations:
         argv.append("--update-expectations")
     return [*argv, *suite.pytest_args, *options.extra_pytest_args]

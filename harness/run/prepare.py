@@ -28,6 +28,8 @@ from harness.runners.docker import docker_command_line
 from harness.runners.suite_env import suite_env
 from harness.select import dump_lane
 from harness.shard.durations import DurationSet, dump, durations_for
+from harness.shard.durations import load as load_durations
+from harness.shard.plan import PLANS_DIR
 
 
 def new_run_id() -> str:
@@ -147,6 +149,7 @@ def plan_step(ctx: RunContext) -> None:
         seed=ctx.request.seed,
         shard=ctx.request.shard,
         durations=write_durations(ctx),
+        plan_dir=ctx.run_dir / PLANS_DIR if ctx.request.shard else None,
         update_expectations=ctx.request.update_expectations,
         tests=ctx.request.tests,
         extra_pytest_args=(*ctx.request.pytest_args, *write_selection(ctx)),
@@ -160,8 +163,15 @@ def write_durations(ctx: RunContext) -> Path | None:
     """For a shard: this matrix's durations from the history, to balance the shards."""
     if not ctx.request.shard or ctx.request.dry_run:
         return None
-    if ctx.request.durations_file:  # a repro balances its shard as the run did
-        return Path(shutil.copy(ctx.request.durations_file, ctx.run_dir / layout.DURATIONS))
+    if ctx.request.durations_file:
+        # One file every shard of a CI build reads (--durations), or the run's own (repro):
+        # the shards plan alike only from the same numbers.
+        given = ctx.request.durations_file
+        found = load_durations(given)  # a bad file: one line naming it, before any suite
+        path = Path(shutil.copy(given, ctx.run_dir / layout.DURATIONS))
+        print(f"harness: shard {ctx.request.shard} balanced by {len(found.durations)} timed "
+              f"tests from {given}")
+        return path
     db = default_db_path()
     lane = layout.lane_name(ctx.matrix.name, ctx.request.emulate)
     durations = durations_for(lane, db) if db.is_file() else DurationSet(matrix=lane)

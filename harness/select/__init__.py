@@ -1,9 +1,10 @@
 """Change-based test selection: what a diff can affect, per lane, derived from the engine.
 
-``select_changes(root, ref)`` reads ``git diff REF``, the static import graph of the
-checkout (cached by file hashes), the registry's provider and kernel tables and the
-matrices, and returns a ``Selection``: per lane, nothing / some tests (rules) / all of
-it, each with the changed file that selected it. ``harness select`` prints it;
+``select_changes(root, ref)`` reads ``git diff`` against the merge base of REF and HEAD,
+the static import graph of the checkout (cached by file hashes), the registry's provider
+and kernel tables and the matrices, and returns a ``Selection``: per lane, nothing / some
+tests (rules) / all of it, each with the changed file that selected it. ``harness select``
+prints it;
 ``harness run --changed-since`` hands the lane's part to pytest
 (``harness.select.plugin``); ``harness ci pipeline --changed-since`` keeps the affected
 lanes and sizes their shards.
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.matrix import list_matrices
-from harness.select.changes import changed_files, resolve_ref
+from harness.select.changes import changed_files, merge_base
 from harness.select.derive import Lane, derive, lanes_from_matrices
 from harness.select.engine import EngineLayout, read_engine
 from harness.select.imports import build_graph
@@ -42,5 +43,5 @@ def select_files(root: Path, changed: Sequence[str], *, ref: str = "",
 
 
 def select_changes(root: Path, ref: str, *, matrices: Sequence[str] = ()) -> Selection:
-    commit = resolve_ref(root, ref)
+    commit = merge_base(root, ref)
     return select_files(root, changed_files(root, commit), ref=commit, matrices=matrices)

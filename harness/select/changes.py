@@ -1,4 +1,10 @@
-"""The files a change touches: ``git diff REF`` plus untracked files, repo-relative."""
+"""The files a change touches: ``git diff $(git merge-base REF HEAD)`` plus untracked
+files, repo-relative.
+
+A change is what the branch did since it left REF (what a pull request shows), not the
+difference to REF's tip: a branch behind its target would otherwise claim the target's
+newer commits as its own change.
+"""
 
 from __future__ import annotations
 
@@ -30,10 +36,26 @@ def resolve_ref(root: Path, ref: str) -> str:
     return out
 
 
-def changed_files(root: Path, ref: str) -> list[str]:
-    """Files that differ between ``ref`` and the working tree (both sides of a rename),
-    plus untracked files that are not ignored."""
+def merge_base(root: Path, ref: str) -> str:
+    """The commit where HEAD left ``ref`` (``ref`` itself when HEAD is ahead of it): what
+    every step of a pipeline diffs against."""
     commit = resolve_ref(root, ref)
+    try:
+        proc = run_captured(["git", "-C", str(root), "merge-base", commit, "HEAD"], timeout_s=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise InfraError(f"git merge-base {ref} HEAD: {error}") from None
+    base = proc.stdout.strip()
+    if proc.returncode != 0 or not base:
+        # exit 1 and no output: no common ancestor (a shallow clone, an unrelated ref)
+        raise UsageError(f"--changed-since {ref}: no merge base with HEAD in {root} "
+                         "(a shallow clone? fetch the history back to it)")
+    return base
+
+
+def changed_files(root: Path, ref: str) -> list[str]:
+    """Files that differ between the merge base of ``ref`` and HEAD and the working tree
+    (both sides of a rename), plus untracked files that are not ignored."""
+    commit = merge_base(root, ref)
     out: list[str] = []
     diff = _git(root, "diff", "--name-status", "--no-renames", "-z", commit, "--")
     fields = diff.split("\0")

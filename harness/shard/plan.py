@@ -49,6 +49,10 @@ UNCERTAIN_FILL = 0.9  # of a shard's mean load, at most, from guessed units
 # HEADROOM_SD * cv / sqrt(m) of its guessed seconds to spare.
 HEADROOM_SD = 0.5
 
+# <run folder>/shard-plans/<suite>-shard-<i>-of-<N>.json: the plan each sharded suite
+# computed (its fingerprint), compared across a build by `harness ci check-shards`.
+PLANS_DIR = "shard-plans"
+
 
 def parse_shard(spec: str) -> tuple[int, int]:
     """``"i/N"`` (1-based) -> (i, N)."""

@@ -253,3 +253,23 @@ def test_a_harness_change_runs_the_platform_suite_and_the_harness_tests(reset: P
     for lane in selection.lanes.values():
         assert not lane.full and {r.path for r in lane.rules} == {"suites/platform"}
     assert {r.path for r in selection.self_tests} == {"tests"}
+
+
+def test_a_branch_behind_its_target_selects_only_its_own_change(reset: Path) -> None:
+    """The target moved on (an image recipe) after the branch left it: diffing against the
+    target's tip would claim that change for the branch; the merge base does not."""
+    base = _git(reset, "rev-parse", "HEAD").strip()
+    _git(reset, "checkout", "-q", "-b", "target")
+    _change(reset, "images/rocm/Dockerfile", "FROM ", "# the target's own change\nFROM ")
+    _git(reset, "checkout", "-q", "-B", "branch", base)
+    _change(reset, "docs/select.md", "# Running", "# Running (edited)")
+    try:
+        selection = select_changes(reset, "target")
+        assert selection.ref == base  # the merge base, not the target's tip
+        assert selection.changed == ("docs/select.md",)
+        rocm = selection.lanes["rocm"]
+        assert not (rocm.affected and rocm.docker)
+        tip = select_changes(reset, _git(reset, "rev-parse", "target").strip() + "~0")
+        assert tip.ref == base
+    finally:
+        _git(reset, "checkout", "-q", "--detach", base)

@@ -1,21 +1,33 @@
-"""`harness ci pipeline`: structure over the shipped matrices, and a golden case."""
+"""`harness ci pipeline`: structure over the shipped matrices, every variant validated by
+the providers' schemas (check-jsonschema's vendored copies) and GitHub's by actionlint
+(with ShellCheck over the run scripts), and the flags it refuses.
+
+tests/docker/test_ci_agent.py runs the pipelines' steps as an agent would.
+"""
 
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from harness.ci.pipeline import CiTarget, fill, generate, load_template
-from harness.ci.targets import targets_from_matrices
+from harness.ci.pipeline import CiTarget, fill, load_template
+from harness.ci.targets import SETUP_MARGIN_MINUTES, suite_minutes, targets_from_matrices
 from harness.cli import main
 from harness.errors import ConfigError
 from harness.matrix import list_matrices, load_matrix, repo_root
 
 ROOT = repo_root()
+VARIANTS = {
+    "buildkite": [[], ["--nightly"], ["--pull-request"], ["--changed-since", "HEAD~1"],
+                  ["--nightly", "--matrices", "cpu,s390x", "--report-queue", "reports"]],
+    "github": [[], ["--nightly"], ["--matrices", "cpu,rocm"],
+               ["--nightly", "--report-queue", "reports"]],
+}
 
 
 def _pipeline(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
@@ -25,81 +37,144 @@ def _pipeline(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
     return yaml.safe_load(out)
 
 
-def _shipped() -> dict[str, Any]:
-    return {name: load_matrix(name).ci for name in list_matrices()}
+def _commands(step: dict[str, Any]) -> list[str]:
+    return list(step.get("commands") or [step.get("command", "")])
 
 
-def test_buildkite_has_one_step_per_matrix_and_shard(capsys: pytest.CaptureFixture[str]
-                                                     ) -> None:
-    doc = _pipeline(capsys, "--provider", "buildkite")
-    steps = doc["steps"]
-    shipped = _shipped()
-    assert len(steps) == sum(ci.shards for ci in shipped.values())
-    assert not any("wait" in step for step in steps)  # no report without --nightly
+def test_buildkite_has_durations_images_and_one_step_per_matrix_and_shard(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    steps = _pipeline(capsys, "--provider", "buildkite")["steps"]
+    assert steps[0]["key"] == "durations"
+    shipped = {name: load_matrix(name) for name in list_matrices()}
+    images = [s for s in steps if s.get("key", "").startswith("image-")]
+    assert {s["key"] for s in images} == {f"image-{m}" for m, x in shipped.items()
+                                          if x.runtime.docker}
+    shards = [s for s in steps if s.get("key", "").startswith("test-")]
+    assert len(shards) == sum(m.ci.shards for m in shipped.values())
     seen = set()
-    for step in steps:
-        matrix = step["command"].split("--matrix ")[1].split()[0]
-        ci = shipped[matrix]
-        assert step["agents"] == {"queue": ci.queue}
-        assert step["timeout_in_minutes"] == ci.timeout_minutes
-        assert step["artifact_paths"] == [f"reports/{matrix}/**"]
-        if ci.shards > 1:
-            shard = step["command"].split("--shard ")[1]
-            assert step["command"] == f"harness run --matrix {matrix} --shard {shard}"
-            seen.add((matrix, shard))
-        else:
-            assert step["command"] == f"harness run --matrix {matrix}"
-            seen.add((matrix, "1/1"))
-    assert seen == {(m, f"{i}/{ci.shards}") for m, ci in shipped.items()
-                    for i in range(1, ci.shards + 1)}
+    for step in shards:
+        run = next(c for c in _commands(step) if c.startswith("harness run "))
+        matrix = run.split("--matrix ")[1].split()[0]
+        m = shipped[matrix]
+        assert step["agents"] == {"queue": m.ci.queue}
+        # the suites' own timeouts plus a margin: a hang is timed out by harness first
+        assert step["timeout_in_minutes"] == suite_minutes(m) + SETUP_MARGIN_MINUTES
+        assert step["timeout_in_minutes"] * 60 > sum(s.timeout_s for s in m.suites.values())
+        assert step["depends_on"] == ["durations"] + ([f"image-{matrix}"]
+                                                      if m.runtime.docker else [])
+        assert step.get("soft_fail", False) is m.ci.soft_fail
+        assert [r["exit_status"] for r in step["retry"]["automatic"]] == [3, -1]
+        assert f'--durations ".harness-cache/durations/{matrix}.json"' in run
+        cmds = _commands(step)
+        assert cmds[:3] == ["python3 -m venv .venv", ". .venv/bin/activate",
+                            "pip install --quiet -e ."]  # never the system pip
+        assert f"harness cache prime --matrix {matrix}" in cmds
+        assert any("buildkite-agent annotate" in c for c in cmds)
+        shard = run.split("--shard ")[1].split()[0] if m.ci.shards > 1 else "1/1"
+        seen.add((matrix, shard))
+    assert seen == {(m, f"{i}/{x.ci.shards}") for m, x in shipped.items()
+                    for i in range(1, x.ci.shards + 1)}
+    assert steps[-2] == {"wait": None, "continue_on_failure": True}
+    assert "harness ci check-shards reports" in _commands(steps[-1])
 
 
-def test_buildkite_nightly_ends_with_wait_then_report(capsys: pytest.CaptureFixture[str]
-                                                      ) -> None:
-    doc = _pipeline(capsys, "--provider", "buildkite", "--nightly", "--matrices", "rocm,cpu",
-                    "--report-queue", "reports")
-    steps = doc["steps"]
-    rocm, cpu = load_matrix("rocm").ci, load_matrix("cpu").ci
-    assert len(steps) == rocm.shards + cpu.shards + 2
-    assert [s["command"].split()[3] for s in steps[:-2]] == (
-        ["rocm"] * rocm.shards + ["cpu"] * cpu.shards)
+def test_buildkite_nightly_ends_with_the_report_that_keeps_the_history(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    steps = _pipeline(capsys, "--provider", "buildkite", "--nightly", "--matrices",
+                      "rocm,cpu", "--report-queue", "reports")["steps"]
     assert steps[-2] == {"wait": None, "continue_on_failure": True}
     report = steps[-1]
-    assert report["command"].endswith(
-        "harness history ingest reports && harness report nightly --out reports/nightly")
+    cmds = _commands(report)
+    assert cmds.index("harness history ingest reports") < cmds.index(
+        "harness report nightly --out reports/nightly")
+    assert any(c.startswith("buildkite-agent annotate") and "report.md" in c for c in cmds)
+    assert cmds[-1] == "harness ci check-shards reports"
     assert report["agents"] == {"queue": "reports"}
+    assert report["concurrency"] == 1 and report["concurrency_group"]
+    # outside the checkout, which the agent's git clean empties before every build
+    history = next(c for c in cmds if "HARNESS_HISTORY=" in c)
+    assert "$$HOME/" in history and "reports/history.sqlite" not in history
 
 
-def test_github_job_per_matrix_with_shard_strategy(capsys: pytest.CaptureFixture[str]) -> None:
-    doc = _pipeline(capsys, "--provider", "github", "--nightly")
-    assert "schedule" in doc["on"]  # the key stays "on", not YAML 1.1's True
+def test_buildkite_pull_request_selects_at_run_time(capsys: pytest.CaptureFixture[str]) -> None:
+    (step,) = _pipeline(capsys, "--provider", "buildkite", "--pull-request")["steps"]
+    cmds = _commands(step)
+    assert any(c.startswith("git fetch") for c in cmds)
+    assert any("--changed-since FETCH_HEAD" in c for c in cmds)
+    assert cmds[-1].startswith("buildkite-agent pipeline upload")
+
+
+def test_buildkite_change_that_affects_no_lane_is_never_an_empty_pipeline(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.ci.pipeline import Kind, generate
+
+    text = generate([], "buildkite", ROOT / "ci/templates/buildkite.yml", kind=Kind.CHANGED)
+    steps = yaml.safe_load(text)["steps"]
+    assert len(steps) == 1 and "no lane" in steps[0]["label"]
+
+
+def test_github_selects_at_run_time_and_has_timeouts_everywhere(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _pipeline(capsys, "--provider", "github")
+    assert doc["name"] == "harness" and doc["concurrency"]["cancel-in-progress"] is True
     jobs = doc["jobs"]
-    shipped = {m: ci for m, ci in _shipped().items() if ci.nightly}
-    assert set(jobs) == {f"test-{m}" for m in shipped} | {"nightly-report"}
-    for matrix, ci in shipped.items():
-        job = jobs[f"test-{matrix}"]
-        assert job["runs-on"] == (ci.queue or "ubuntu-latest")
-        assert job["timeout-minutes"] == ci.timeout_minutes
-        assert job["strategy"]["matrix"]["shard"] == list(range(1, ci.shards + 1))
-        runs = [s["run"] for s in job["steps"] if "run" in s]
-        expected = f"harness run --matrix {matrix}"
-        if ci.shards > 1:
-            expected += f" --shard ${{{{ matrix.shard }}}}/{ci.shards}"
-        assert expected in runs
-        upload = next(s for s in job["steps"] if s.get("uses", "").startswith(
-            "actions/upload-artifact"))
-        assert upload["with"]["path"] == f"reports/{matrix}/"
-    report = jobs["nightly-report"]
-    assert report["needs"] == [f"test-{m}" for m in shipped]
-    assert report["if"] == "always()"
-    assert any("harness report nightly --out reports/nightly" in s.get("run", "")
-               for s in report["steps"])
+    assert list(jobs) == ["select", "images", "test", "check"]
+    assert all("timeout-minutes" in job for job in jobs.values())
+    test = jobs["test"]
+    assert test["strategy"]["matrix"] == "${{ fromJSON(needs.select.outputs.matrix) }}"
+    assert test["runs-on"] == "${{ matrix.runs_on }}"
+    assert test["if"].startswith("${{ !cancelled()")
+    select_run = next(s["run"] for s in jobs["select"]["steps"] if s.get("id") == "select")
+    assert "--changed-since FETCH_HEAD" in select_run and "--no-self-hosted" in select_run
+    runs = [s.get("run", "") for s in test["steps"]]
+    assert any("GITHUB_STEP_SUMMARY" in r and "harness run" in r for r in runs)
+    assert not any("python3 -m pip install" in r for r in runs)  # PEP 668
 
 
-def test_github_without_nightly_keeps_push_triggers(capsys: pytest.CaptureFixture[str]) -> None:
-    doc = _pipeline(capsys, "--provider", "github", "--matrices", "cpu")
-    assert set(doc["on"]) == {"push", "pull_request", "workflow_dispatch"}
-    assert list(doc["jobs"]) == ["test-cpu"]
+def test_github_nightly_is_another_workflow(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _pipeline(capsys, "--provider", "github", "--nightly")
+    assert doc["name"] == "harness nightly"
+    assert set(doc["on"]) == {"schedule", "workflow_dispatch"}
+    minute = doc["on"]["schedule"][0]["cron"].split()[0]
+    assert minute not in ("0", "*")  # off the hour, when every other schedule fires
+    assert doc["concurrency"]["cancel-in-progress"] is False
+    report = doc["jobs"]["report"]
+    assert report["if"] == "${{ !cancelled() }}"
+    assert report["concurrency"]["cancel-in-progress"] is False
+    uses = [s.get("uses", "") for s in report["steps"]]
+    save = report["steps"][next(i for i, u in enumerate(uses)
+                                if u.startswith("actions/cache/save"))]
+    assert save["if"].startswith("${{ !cancelled()")  # whatever the tests' outcome
+    assert "github.run_id" in save["with"]["key"]  # a key per run: no two runs race for one
+    assert any("GITHUB_STEP_SUMMARY" in s.get("run", "") for s in report["steps"])
+    select = next(s["run"] for s in doc["jobs"]["select"]["steps"] if s.get("id") == "select")
+    assert " --nightly " in select
+
+
+@pytest.mark.parametrize("args", [
+    ["--provider", "buildkite", "--nightly", "--changed-since", "main"],
+    ["--provider", "buildkite", "--pull-request", "--changed-since", "main"],
+    ["--provider", "github", "--changed-since", "main"],
+    ["--provider", "buildkite", "--db", "history.sqlite"],
+])
+def test_contradictory_flags_are_one_line_and_exit_2(capsys: pytest.CaptureFixture[str],
+                                                     args: list[str]) -> None:
+    assert main(["ci", "pipeline", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("harness: error: ") and err.count("\n") == 1
+
+
+def test_select_refuses_nightly_with_changed_since(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ci", "select", "--nightly", "--changed-since", "main"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_ci_timeout_shorter_than_the_suites_is_refused(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "matrices", tmp_path / "matrices")
+    cpu = tmp_path / "matrices" / "cpu.yaml"
+    cpu.write_text(cpu.read_text().replace("  shards: 2\n", "  shards: 2\n  timeout_minutes: 60\n"))
+    with pytest.raises(ConfigError, match=r"cpu\.yaml: ci\.timeout_minutes: 60 is shorter "):
+        targets_from_matrices(tmp_path, ["cpu"])
 
 
 def test_nightly_skips_matrices_not_marked_nightly(tmp_path: Path) -> None:
@@ -108,9 +183,7 @@ def test_nightly_skips_matrices_not_marked_nightly(tmp_path: Path) -> None:
     cpu.write_text(cpu.read_text().replace("  nightly: true", "  nightly: false"))
     nightly = [t.matrix for t in targets_from_matrices(tmp_path, nightly=True)]
     every = [t.matrix for t in targets_from_matrices(tmp_path)]
-    assert "cpu" in every and "cpu" not in nightly
     assert set(every) - set(nightly) == {"cpu"}
-    # Naming it is the stronger statement.
     assert [t.matrix for t in targets_from_matrices(tmp_path, ["cpu"], nightly=True)] == ["cpu"]
 
 
@@ -121,19 +194,20 @@ def test_unknown_matrix_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> 
     assert err.count("\n") == 1
 
 
-def test_fill_keeps_types_and_drops_null_queues() -> None:
+def test_fill_keeps_types_splices_lists_and_drops_null_queues() -> None:
     node = {"agents": {"queue": "{queue}"}, "t": "{timeout}", "s": "{shards}",
-            "cmd": "run {matrix} ${{ matrix.shard }}/{count}", "literal": "{unknown}"}
+            "cmd": "run {matrix} ${{ matrix.shard }}/{count}", "literal": "{unknown}",
+            "commands": ["{setup}", "harness run --matrix {matrix}"]}
     out = fill(node, {"queue": None, "timeout": 5, "shards": [1, 2], "matrix": "m",
-                      "count": 2})
+                      "count": 2, "setup": ["a", "b"]})
     assert out == {"t": 5, "s": [1, 2], "cmd": "run m ${{ matrix.shard }}/2",
-                   "literal": "{unknown}"}
+                   "literal": "{unknown}", "commands": ["a", "b", "harness run --matrix m"]}
 
 
 @pytest.mark.parametrize(("text", "message"), [
     ("steps: [\n", r"t\.yml:2: not valid YAML"),
     ("steps: []\n", r"t\.yml: expected a mapping with an x-harness section"),
-    ("x-harness:\n  shard_step: {}\n", r"t\.yml: x-harness\.report_step: missing"),
+    ("x-harness:\n  setup: []\n", r"t\.yml: x-harness\.durations_step: missing"),
 ])
 def test_bad_template_is_one_line(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "t.yml"
@@ -142,54 +216,63 @@ def test_bad_template_is_one_line(tmp_path: Path, text: str, message: str) -> No
         load_template(path, "buildkite")
 
 
-GOLDEN_TEMPLATE = """\
-x-harness:
-  shard_step:
-    label: "{matrix}{shard_label}"
-    command: "harness run --matrix {matrix}{shard_args}"
-    agents: {queue: "{queue}"}
-    timeout_in_minutes: "{timeout}"
-    artifact_paths: ["reports/{matrix}/**"]
-  report_step:
-    command: harness history ingest reports && harness report nightly --out reports/nightly
-    agents: {queue: "{report_queue}"}
-"""
+def test_github_entries_carry_what_each_job_needs() -> None:
+    from harness.ci.lanes import github_outputs
 
-GOLDEN = """\
-# Generated by `harness ci pipeline --provider buildkite` from golden.yml.
-# Edit the template or the matrices' ci: sections, then generate again.
-steps:
-- label: rocm 1/2
-  command: harness run --matrix rocm --shard 1/2
-  agents:
-    queue: amd-mi300
-  timeout_in_minutes: 120
-  artifact_paths:
-  - reports/rocm/**
-- label: rocm 2/2
-  command: harness run --matrix rocm --shard 2/2
-  agents:
-    queue: amd-mi300
-  timeout_in_minutes: 120
-  artifact_paths:
-  - reports/rocm/**
-- label: s390x
-  command: harness run --matrix s390x
-  timeout_in_minutes: 180
-  artifact_paths:
-  - reports/s390x/**
-- wait: null
-  continue_on_failure: true
-- command: harness history ingest reports && harness report nightly --out reports/nightly
-"""
+    rocm = CiTarget(matrix="rocm", queue="amd-mi300", runs_on=("self-hosted", "amd-mi300"),
+                    shards=2, timeout_minutes=150, nightly=True, docker=True,
+                    select_args=" --changed-since abc")
+    lines = dict(line.split("=", 1) for line in github_outputs([rocm]))
+    assert lines["any"] == "true" and lines["has_images"] == "true"
+    entries = yaml.safe_load(lines["matrix"])["include"]
+    assert [e["args"] for e in entries] == ["--changed-since abc --shard 1/2",
+                                           "--changed-since abc --shard 2/2"]
+    assert entries[0]["runs_on"] == ["self-hosted", "amd-mi300"]
+    assert entries[0]["fetch_depth"] == 0 and entries[0]["timeout"] == 150
+    assert dict(line.split("=", 1) for line in github_outputs([]))["any"] == "false"
 
 
-def test_golden_buildkite(tmp_path: Path) -> None:
-    template = tmp_path / "golden.yml"
-    template.write_text(GOLDEN_TEMPLATE)
-    targets = [CiTarget(matrix="rocm", queue="amd-mi300", shards=2, timeout_minutes=120,
-                        nightly=True),
-               CiTarget(matrix="s390x", queue=None, shards=1, timeout_minutes=180,
-                        nightly=True)]
-    text = generate(targets, "buildkite", template, nightly=True, shown_template="golden.yml")
-    assert text == GOLDEN
+# ---- the consumers' own checks: the providers' schemas, actionlint with ShellCheck ----
+
+def _variants(tmp_path: Path) -> list[tuple[str, Path]]:
+    out = []
+    for provider, variants in VARIANTS.items():
+        for n, args in enumerate(variants):
+            path = tmp_path / f"{provider}-{n}.yml"
+            assert main(["ci", "pipeline", "--provider", provider, *args, "--out",
+                         str(path)]) == 0
+            out.append((provider, path))
+    return out
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name)
+    assert found, f"{name} is not installed (pip install -e '.[dev]')"
+    return found
+
+
+def test_every_variant_passes_the_providers_schema(tmp_path: Path) -> None:
+    for provider, path in _variants(tmp_path):
+        schema = "vendor.buildkite" if provider == "buildkite" else "vendor.github-workflows"
+        done = subprocess.run([_tool("check-jsonschema"), "--builtin-schema", schema,
+                               str(path)], capture_output=True, text=True, check=False)
+        assert done.returncode == 0, f"{path.name}: {done.stdout}{done.stderr}"
+
+
+def test_github_workflows_pass_actionlint_with_shellcheck(tmp_path: Path) -> None:
+    _tool("shellcheck")  # actionlint checks every run: script with it when it is on PATH
+    labels = sorted({label for t in targets_from_matrices(ROOT) for label in t.runs_on}
+                    - {"self-hosted", "ubuntu-latest", "ubuntu-24.04"} | {"reports"})
+    config = tmp_path / "actionlint.yaml"
+    config.write_text(yaml.safe_dump({"self-hosted-runner": {"labels": labels}}))
+    files = [str(p) for provider, p in _variants(tmp_path) if provider == "github"]
+    done = subprocess.run([_tool("actionlint"), "-config-file", str(config), *files],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # the linter is live: a broken expression in the same workflow is caught
+    broken = tmp_path / "broken.yml"
+    broken.write_text(Path(files[0]).read_text().replace(
+        "needs.select.outputs.matrix", "needs.selekt.outputs.matrix"))
+    bad = subprocess.run([_tool("actionlint"), "-config-file", str(config), str(broken)],
+                         capture_output=True, text=True, check=False)
+    assert bad.returncode == 1 and "selekt" in bad.stdout

@@ -127,7 +127,7 @@ def test_real_run_folders(real_runs: Runs, tmp_path: Path) -> None:
             "SELECT status, infra_signature FROM runs WHERE run_key = ?",
             (real_runs.crashed.name,),
         ).fetchone()
-        assert crashed == ("error", "crashed")
+        assert crashed == ("crashed", "crashed")  # exit 4: a finding; its signature kept
         ids = {row[0] for row in conn.execute("SELECT nodeid FROM tests")}
     # pytest's own ids, also for decorated tests and test classes: never rebuilt.
     assert f"{SUITE}::test_decorated[float32]" in ids

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import InfraError, TestsFailed
+from harness.errors import InfraError, TestProcessCrashed, TestsFailed
 from harness.matrix import load_matrix, repo_root
 from harness.results import layout
 from harness.results.manifest import MatrixRef, RunRecord
@@ -112,6 +112,41 @@ def test_finish_names_the_suite_of_an_infrastructure_failure(tmp_path: Path) -> 
     assert str(raised.value) == f"platform: step ran past 5 s (run folder {ctx.run_dir})"
     assert _recorded(ctx) == ("error", 3)
     assert (ctx.run_dir / layout.MANIFEST).is_file()
+
+
+def _crash(code: int, suite: str = "e2e") -> SuiteOutcome:
+    return SuiteOutcome(suite=suite, status=Status.CRASHED, exit_code=code, duration_s=1.0,
+                        reason=f"crashed: exit {code}", counts={"passed": 1})
+
+
+@pytest.mark.parametrize("code", [134, 139, -6, -11, 135, -4])
+def test_a_test_process_that_crashed_itself_is_exit_4_not_infra(tmp_path: Path,
+                                                               code: int) -> None:
+    # os.abort(), a segfaulting kernel: a finding; retrying it (exit 3) would repeat it.
+    ctx = _finished(tmp_path, [_outcome(Status.FAILED, passed=1, failed=1), _crash(code)])
+    with pytest.raises(TestProcessCrashed) as raised:
+        finish(ctx)
+    assert raised.value.exit_code == 4
+    assert str(raised.value).startswith(f"e2e: crashed: exit {code}: a finding")
+    assert _recorded(ctx) == ("crashed", 4)
+
+
+@pytest.mark.parametrize("code", [137, -9])
+def test_a_process_killed_from_outside_is_infrastructure(tmp_path: Path, code: int) -> None:
+    # SIGKILL: the out-of-memory killer or the agent, not the code under test
+    ctx = _finished(tmp_path, [_crash(code)])
+    with pytest.raises(InfraError):
+        finish(ctx)
+    assert _recorded(ctx) == ("error", 3)
+
+
+def test_infrastructure_wins_over_a_failure_and_a_crash(tmp_path: Path) -> None:
+    # CI retries exit 3 only: an infra fault beside a failed test must still be retried.
+    ctx = _finished(tmp_path, [_outcome(Status.FAILED, passed=1, failed=1), _crash(139),
+                               _outcome(Status.TIMEOUT, passed=1)])
+    with pytest.raises(InfraError):
+        finish(ctx)
+    assert _recorded(ctx) == ("error", 3)
 
 
 def test_the_pipeline_is_the_declared_lists_in_order() -> None:
