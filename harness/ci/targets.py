@@ -19,9 +19,10 @@ SETUP_MARGIN_MINUTES = 20
 
 def suite_minutes(matrix: Matrix) -> int:
     """The longest the enabled suites may run one after another before the harness times
-    each out (``timeout_s``, else ``runtime.step_timeout_s``), in whole minutes."""
+    each out (``timeout_s``, else ``runtime.step_timeout_s``), in whole minutes; a suite
+    declared not applicable does not run."""
     seconds = sum(s.timeout_s or matrix.runtime.step_timeout_s
-                  for s in matrix.suites.values() if s.enabled)
+                  for s in matrix.suites.values() if s.enabled and not s.not_applicable)
     return math.ceil(seconds / 60)
 
 
