@@ -5,19 +5,27 @@ salvaged failure must stay a failure, an xfail an xfail, and nothing run may be 
 from __future__ import annotations
 
 import json
+import platform
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
+from _pytest.junitxml import LogXML, xml_key
 
+from harness.plugin.partial import PartialResults
 from harness.results import junit_write
 from harness.results.junit_read import JunitReader
 from harness.results.junit_write import (
     append_error_case,
     count_junit,
     read_partial,
+    settle_partial,
     write_salvaged_junit,
 )
+from harness.results.layout import progress_for_partial
+from harness.results.sidecar import result_line
 
 RECORDS = [
     {"nodeid": "suites/a/test_k.py::test_pass", "when": "call", "outcome": "passed",
@@ -209,6 +217,17 @@ def test_counts_name_xfail_and_xpass_apart(tmp_path: Path) -> None:
     assert warnings
 
 
+def test_counts_do_not_read_the_sidecar(tmp_path: Path) -> None:
+    """(Bad input, hand-built.) The runner decides a suite's status on these counts: a
+    sidecar line the sidecar reader cannot take (properties that are no pairs) must not
+    stop them; the counts come from the cases' own elements."""
+    junit = tmp_path / "k.xml"
+    junit.write_text('<testsuite name="k"><testcase classname="t" name="test_a"/></testsuite>')
+    (tmp_path / "k.partial.jsonl").write_text(
+        json.dumps({"nodeid": "t.py::test_a", "properties": [["op"]]}) + "\n")
+    assert count_junit(junit) == {"passed": 1}
+
+
 def test_what_counts_as_failing_and_as_infrastructure() -> None:
     from harness.results.outcome import Status, failing
 
@@ -217,3 +236,159 @@ def test_what_counts_as_failing_and_as_infrastructure() -> None:
     assert not failing({"failed": 0}) and not failing({})
     assert {s for s in Status if s.is_infra} == {
         Status.ERROR, Status.TIMEOUT, Status.CRASHED, Status.NO_JUNIT, Status.WRITE_FAILED}
+
+
+# -- the tests a stopped suite was running and never ran -------------------------------------
+# The progress file is written by the plugin's own recorder (harness.plugin.partial), the
+# partial file's lines by ``sidecar.result_line``, as a run writes them.
+
+A, B, C, D = (f"t.py::test_{n}" for n in "abcd")
+
+
+def _run(folder: Path, collected: list[str], started: list[str], ended: list[str],
+         properties: tuple[tuple[str, str], ...] = (), cut: str = "") -> Path:
+    """What a suite leaves in ``folder`` when it stops: the recorder's progress file
+    (``collected``, each test in ``started``, the suite properties the plugin added) and
+    a partial file with a passed line for each test in ``ended``, then ``cut`` (the line
+    a crash cut short). Returns the partial file."""
+    xml = LogXML(str(folder / "k.xml"), None)
+    for name, value in properties:
+        xml.add_global_property(name, value)
+    config = SimpleNamespace(stash=pytest.Stash())
+    config.stash[xml_key] = xml
+    partial = folder / "k.partial.jsonl"
+    recorder = PartialResults(cast(pytest.Config, config), partial,
+                              progress_for_partial(partial))
+    recorder.pytest_xdist_node_collection_finished(None, collected)
+    for test in started:
+        recorder.pytest_runtest_logstart(test)
+    recorder.pytest_unconfigure()
+    with partial.open("a", encoding="utf-8") as handle:
+        handle.write("".join(result_line(t, "call", "passed", 0.5, "", ()) for t in ended) + cut)
+    return partial
+
+
+def _line(test: str, when: str, outcome: str, message: str) -> dict[str, object]:
+    return {"nodeid": test, "when": when, "outcome": outcome, "duration": 0.0,
+            "message": message, "properties": {}}
+
+
+def test_a_crash_fails_the_test_it_was_in_and_skips_the_ones_never_run(tmp_path: Path) -> None:
+    partial = _run(tmp_path, [A, B, C, D], [A, B], [A])
+    before = partial.read_text()
+    running, lines = settle_partial(partial, "crashed: exit 139", "crashed")
+    assert running == [B]
+    assert [json.loads(line) for line in lines] == [
+        _line(B, "running", "failed", "crashed: exit 139 while this test ran"),
+        _line(C, "notrun", "skipped", f"not run: the suite crashed in {B}"),
+        _line(D, "notrun", "skipped", f"not run: the suite crashed in {B}"),
+    ]
+    # appended after the complete lines, nothing in between: one line per test
+    assert partial.read_text() == before + "".join(lines)
+    assert [r["nodeid"] for r in read_partial(partial)] == [A, B, C, D]
+
+
+def test_a_stop_between_tests_names_no_test(tmp_path: Path) -> None:
+    partial = _run(tmp_path, [A, B, C], [A, B], [A, B])
+    running, lines = settle_partial(partial, "timeout after 60s", "timed out")
+    assert running == []
+    assert [json.loads(line) for line in lines] == [
+        _line(C, "notrun", "skipped", "not run: the suite timed out")]
+
+
+def test_the_lines_added_follow_the_line_a_crash_cut_short(tmp_path: Path) -> None:
+    cut = '{"nodeid": "t.py::test_b", "wh'
+    partial = _run(tmp_path, [A, B, C], [A, B], [A], cut=cut)
+    before = partial.read_text()
+    running, lines = settle_partial(partial, "crashed", "crashed")
+    assert running == [B]
+    assert partial.read_text() == before + "\n" + "".join(lines)
+    assert [(r["nodeid"], r["outcome"]) for r in read_partial(partial)] == [
+        (A, "passed"), (B, "failed"), (C, "skipped")]
+
+
+@pytest.mark.parametrize("absent", [False, True], ids=["empty", "absent"])
+def test_a_crash_before_any_test_ended_starts_the_partial_file(
+        tmp_path: Path, absent: bool) -> None:
+    partial = _run(tmp_path, [A, B], [A], [])  # the recorder made it, empty
+    assert partial.read_text() == ""
+    if absent:
+        partial.unlink()
+    running, lines = settle_partial(partial, "killed by SIGKILL", "crashed")
+    assert running == [A] and len(lines) == 2
+    assert partial.read_text() == "".join(lines)
+
+
+def test_a_suite_that_ran_everything_gets_no_line(tmp_path: Path) -> None:
+    partial = _run(tmp_path, [A, B], [A, B], [A, B])
+    before = partial.read_text()
+    assert settle_partial(partial, "crashed after the tests", "crashed") == ([], [])
+    assert partial.read_text() == before
+    # no progress file and no partial file: none is made
+    nothing = tmp_path / "none" / "k.partial.jsonl"
+    nothing.parent.mkdir()
+    assert settle_partial(nothing, "crashed", "crashed") == ([], [])
+    assert list(nothing.parent.iterdir()) == []
+
+
+def _suite(junit: Path) -> ET.Element:
+    (suite,) = ET.parse(junit).getroot().iter("testsuite")
+    return suite
+
+
+def test_the_salvaged_suite_says_when_where_and_with_which_properties(tmp_path: Path) -> None:
+    partial = _run(tmp_path, [A, B], [A, B], [A],
+                   properties=(("matrix", "cpu"), ("lane", "vllm-cpu")))
+    junit = tmp_path / "k.xml"
+    running = write_salvaged_junit(junit, "k", partial, "crashed", [], "crashed", 12.5)
+    assert running == [B]
+    facts = json.loads(progress_for_partial(partial).read_text().splitlines()[0])["suite"]
+    suite = _suite(junit)
+    assert suite.get("time") == "12.500"
+    assert suite.get("timestamp") == facts["timestamp"] and facts["timestamp"]
+    assert suite.get("hostname") == platform.node()
+    assert [(p.get("name"), p.get("value")) for p in suite.iter("property")] == [
+        ("matrix", "cpu"), ("lane", "vllm-cpu")]
+    reader = JunitReader(junit, pytest.fail)
+    assert {c.nodeid: c.status for c in reader} == {
+        A: "passed", B: "error", "harness.k::k: crashed": "error"}
+    assert reader.suites["k"].properties == {"matrix": "cpu", "lane": "vllm-cpu"}
+
+
+def test_a_salvaged_suite_without_properties_has_no_properties_element(tmp_path: Path) -> None:
+    partial = _run(tmp_path, [A], [A], [A])  # the plugin recorded an empty dict
+    junit = tmp_path / "k.xml"
+    write_salvaged_junit(junit, "k", partial, "crashed", [])
+    suite = _suite(junit)
+    assert suite.find("properties") is None
+    assert suite.get("time") == "0.000" and suite.get("hostname") == platform.node()
+
+
+def test_a_salvaged_suite_s_time_is_never_negative(tmp_path: Path) -> None:
+    junit = tmp_path / "k.xml"  # (a clock stepped back while the suite ran)
+    write_salvaged_junit(junit, "k", _run(tmp_path, [A], [A], [A]), "crashed", [], seconds=-3.0)
+    assert _suite(junit).get("time") == "0.000"
+    assert count_junit(junit) == {"passed": 1, "error": 1}
+
+
+CANCELLED = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest" tests="2">
+<testcase classname="t" name="test_a" time="0.5"/>
+<testcase classname="t" time="0.0"/>
+</testsuite></testsuites>
+"""  # pytest's file after Ctrl-C in test_b: an empty, nameless case for it
+
+
+def test_a_cancel_adds_the_running_and_never_run_tests_to_pytest_s_file(tmp_path: Path) -> None:
+    partial = _run(tmp_path, [A, B, C], [A, B], [A])
+    junit = tmp_path / "k.xml"
+    junit.write_text(CANCELLED)
+    running = append_error_case(junit, "k", "cancelled", ["tail"], partial, "was interrupted")
+    assert running == [B]
+    cases = _cases(junit)
+    (error,) = cases["test_b"].iter("error")
+    assert error.get("message") == "cancelled while this test ran"
+    (skipped,) = cases["test_c"].iter("skipped")
+    assert skipped.get("message") == f"not run: the suite was interrupted in {B}"
+    assert skipped.get("type") == junit_write.NOT_RUN_TYPE
+    assert count_junit(junit) == {"passed": 1, "error": 2, "skipped": 1}
