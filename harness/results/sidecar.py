@@ -87,11 +87,19 @@ def _records(handle: IO[str]) -> Iterator[Found]:
         nodeid = record.get("nodeid")
         if not isinstance(nodeid, str):
             continue
-        raw = record.get("properties")
-        # A list of pairs before the partial file was JUnit's sidecar; a dict since.
-        props = dict(raw) if isinstance(raw, list) else raw if isinstance(raw, dict) else {}
+        props = _properties(record.get("properties"))
         props[NODEID_PROPERTY] = nodeid
         yield nodeid, props
+
+
+def _properties(raw: object) -> dict[str, str]:
+    """A line's properties: a dict since the partial file became JUnit's sidecar, a list of
+    pairs before; anything else (a hand-edited or damaged line) reads as none."""
+    if isinstance(raw, dict):
+        return {str(k): str(v) for k, v in raw.items()}
+    if isinstance(raw, list) and all(isinstance(p, list | tuple) and len(p) == 2 for p in raw):
+        return {str(k): str(v) for k, v in raw}
+    return {}
 
 
 class Sidecar:

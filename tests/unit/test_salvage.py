@@ -217,15 +217,20 @@ def test_counts_name_xfail_and_xpass_apart(tmp_path: Path) -> None:
     assert warnings
 
 
-def test_counts_do_not_read_the_sidecar(tmp_path: Path) -> None:
-    """(Bad input, hand-built.) The runner decides a suite's status on these counts: a
-    sidecar line the sidecar reader cannot take (properties that are no pairs) must not
-    stop them; the counts come from the cases' own elements."""
+def test_a_damaged_sidecar_line_stops_neither_counts_nor_reading(tmp_path: Path) -> None:
+    """(Bad input, hand-built.) A sidecar line whose properties are no pairs (a tampered
+    or damaged folder) reads as a case without properties: the counts come from the
+    cases' own elements, and ingest or repro reading the sidecar get no traceback."""
     junit = tmp_path / "k.xml"
-    junit.write_text('<testsuite name="k"><testcase classname="t" name="test_a"/></testsuite>')
+    junit.write_text('<testsuite name="k"><testcase classname="t" name="test_a"/>'
+                     '<testcase classname="t" name="test_b"/></testsuite>')
     (tmp_path / "k.partial.jsonl").write_text(
-        json.dumps({"nodeid": "t.py::test_a", "properties": [["op"]]}) + "\n")
-    assert count_junit(junit) == {"passed": 1}
+        json.dumps({"nodeid": "t.py::test_a", "properties": [["op"]]}) + "\n"
+        + json.dumps({"nodeid": "t.py::test_b", "properties": {"op": "silu"}}) + "\n")
+    assert count_junit(junit) == {"passed": 2}
+    read = {c.nodeid: dict(c.properties) for c in JunitReader(junit, print)}
+    assert read["t.py::test_a"] == {"nodeid": "t.py::test_a"}
+    assert read["t.py::test_b"]["op"] == "silu"
 
 
 def test_what_counts_as_failing_and_as_infrastructure() -> None:
