@@ -67,7 +67,8 @@ def environment(mode: str) -> dict[str, str]:
 def run(tmp_path: Path, mode: str, workers: int = 1, timeout_s: int = 60) -> Path:
     done = subprocess.run(command(tmp_path, workers, timeout_s), cwd=ROOT, env=environment(mode),
                           capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode in (1, 3), done.stdout[-3000:] + done.stderr[-2000:]
+    # 1: tests failed, 3: infrastructure (a hang), 4: a test process that crashed itself
+    assert done.returncode in (1, 3, 4), done.stdout[-3000:] + done.stderr[-2000:]
     (folder,) = (tmp_path / "reports" / "outcomes").iterdir()
     return folder
 
@@ -132,7 +133,7 @@ def test_every_outcome_is_valid_xunit2_and_ingests_with_its_properties(
                                  f"{MODULE}::test_strict_xpass"}
 
 
-def _stopped(folder: Path, how: str, said: str, *, after_ran: bool = False) -> dict[str, Any]:
+def _stopped(folder: Path, how: str, said: str, *, after_may_run: bool = False) -> dict[str, Any]:
     manifest = json.loads((folder / "manifest.json").read_text())
     (suite,) = manifest["suites"]
     got = results(folder)
@@ -141,7 +142,9 @@ def _stopped(folder: Path, how: str, said: str, *, after_ran: bool = False) -> d
     assert len(collected) == 10 and set(collected) <= set(got)  # every test is a case
     assert got[STOPPER][0] == "error" and got[STOPPER][1].endswith("while this test ran")
     not_run = ("skipped", f"not run: the suite {how} in {STOPPER}")
-    assert got[AFTER] == (("passed", "") if after_ran else not_run)
+    # Under xdist the test after the stop runs on the other worker unless xdist had already
+    # queued it behind the stopped test on the same worker (its scheduler decides).
+    assert got[AFTER] in ({("passed", ""), not_run} if after_may_run else {not_run})
     harness_case = next(v for k, v in got.items() if k.startswith("outcomes: "))
     assert harness_case[0] == "error" and harness_case[1].endswith(f" in {STOPPER}")
     assert said in harness_case[1] and suite["reason"].endswith(f" in {STOPPER}")
@@ -180,9 +183,8 @@ def test_a_hang_names_the_test_that_hung(
 ) -> None:
     folder = run(tmp_path, "hang", workers=workers, timeout_s=timeout_s)
     strict_readers_accept(xsd, folder)
-    # Under xdist the other worker runs the test after the one that hangs.
     suite = _stopped(folder, "timed out", f"timeout: step ran past {timeout_s} s",
-                     after_ran=workers > 1)
+                     after_may_run=workers > 1)
     assert suite["status"] == "timeout"
 
 
