@@ -3,6 +3,7 @@
 ```
 <reports>/<matrix>/<run-id>/
   manifest.json  matrix.json  merged.xml  device_fingerprint.json
+  durations.json (a sharded run)  select.json (--changed-since)
   junit/<suite>.xml            junit/<suite>-shard-<i>-of-<N>.xml
   junit/<stem>.partial.jsonl   junit/<stem>.progress.jsonl   logs/<stem>.log
 ```
@@ -27,6 +28,7 @@ FINGERPRINT = "device_fingerprint.json"
 JUNIT_DIR = "junit"
 LOGS_DIR = "logs"
 DURATIONS = "durations.json"
+SELECTION = "select.json"
 EMULATED = " (emulated)"
 
 PARTIAL_SUFFIX = ".partial.jsonl"

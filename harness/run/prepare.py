@@ -188,7 +188,7 @@ def write_selection(ctx: RunContext) -> tuple[str, ...]:
     """For --changed-since: this lane's selection as a file every pytest process reads."""
     if ctx.request.selection is None:
         return ()
-    path = ctx.run_dir / "select.json"
+    path = ctx.run_dir / layout.SELECTION
     if not ctx.request.dry_run:
         dump_lane(ctx.request.selection, path)
     return (f"--harness-select={path}",)

@@ -1,8 +1,9 @@
-"""The layout stays readable: rooms (packages) import each other one way, few loose modules,
-no module over 400 lines and no function over 60, except the exceptions listed here.
+"""The layout stays readable: rooms (packages) import only what ``ALLOWED`` lets them (so
+one way, no cycle), few loose modules, no module over 400 lines and no function over 60,
+except the exceptions listed here.
 
-docs/architecture.md describes the rooms. An exception is a debt with a reason; the test
-fails when one is no longer needed, so the list only shrinks.
+docs/architecture.md describes the rooms and states the same map. An exception is a debt
+with a reason; the test fails when one is no longer needed, so the list only shrinks.
 """
 
 from __future__ import annotations
@@ -19,6 +20,45 @@ MAX_FUNCTION_LINES = 60
 MAX_LOOSE = 5
 ENTRY_MODULES = {"__init__", "__main__", "cli", "errors"}
 
+# room -> the rooms it may import (a loose module under harness/ is a room of its own).
+# Every room may import ``errors`` (the one base of user-facing failures). Read top to
+# bottom, a room imports only rooms listed above it. Keep docs/architecture.md in step.
+EVERYONE = frozenset({"errors"})
+ALLOWED: dict[str, frozenset[str]] = {
+    "errors": frozenset(),
+    "digest": frozenset(),
+    "roots": frozenset(),
+    "filelock": frozenset(),
+    "results": frozenset(),
+    # writefail: a full disk while a log is teed says so like any other write
+    "process": frozenset({"results"}),
+    # results.testids: known failures name tests as the run folder does
+    "matrix": frozenset({"results", "roots"}),
+    "platform": frozenset({"digest", "matrix", "process", "roots"}),
+    "runners": frozenset({"matrix", "platform", "process", "results"}),
+    "history": frozenset({"filelock", "results", "roots"}),
+    # durations read from the history
+    "shard": frozenset({"history", "results"}),
+    # process: `git diff` / `git merge-base` go through the one process helper
+    "select": frozenset({"matrix", "process", "results"}),
+    # shard: the shard plugin plans with shard/'s pure code inside the suite's pytest
+    "plugin": frozenset({"matrix", "platform", "results", "shard"}),
+    "reports": frozenset({"history", "matrix", "results"}),
+    # history: its durations, for progress estimates and shard planning
+    "run": frozenset({"filelock", "history", "matrix", "platform", "process", "results",
+                      "roots", "runners", "select", "shard"}),
+    "repro": frozenset({"matrix", "platform", "results", "run"}),
+    # process: checkout hygiene runs git
+    "ci": frozenset({"matrix", "process", "results", "select", "shard"}),
+    # the subcommands wire the rooms together; nothing imports them but the CLI
+    "commands": frozenset({"ci", "history", "matrix", "platform", "process", "reports",
+                           "repro", "results", "roots", "run", "runners", "select", "shard"}),
+    # (cli loads commands/ by name, cli.COMMANDS, so no import names it)
+    "cli": frozenset({"results"}),
+    "__main__": frozenset({"cli"}),
+    "pytest_entry": frozenset({"plugin"}),
+}
+
 # path relative to harness/ -> why it is longer
 MODULE_EXCEPTIONS: dict[str, str] = {}
 # "path::function" -> why it is longer
@@ -27,10 +67,10 @@ FUNCTION_EXCEPTIONS: dict[str, str] = {
 }
 
 
-def _modules() -> dict[str, Path]:
+def _modules(root: Path) -> dict[str, Path]:
     out = {}
-    for path in sorted(HARNESS.rglob("*.py")):
-        parts = list(path.relative_to(HARNESS.parent).with_suffix("").parts)
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
         out[".".join(parts)] = path
@@ -61,9 +101,9 @@ def room(module: str) -> str:
     return parts[1] if len(parts) > 1 else "harness"
 
 
-def room_graph() -> dict[str, dict[str, tuple[str, str]]]:
+def room_graph(root: Path = HARNESS) -> dict[str, dict[str, tuple[str, str]]]:
     """room -> {room it imports: (one importing module, the module imported)}."""
-    known = _modules()
+    known = _modules(root)
     graph: dict[str, dict[str, tuple[str, str]]] = {}
     for name, path in known.items():
         for target in _imported(name, path, known):
@@ -71,6 +111,19 @@ def room_graph() -> dict[str, dict[str, tuple[str, str]]]:
             if a != b and a != "harness" and b != "harness":
                 graph.setdefault(a, {}).setdefault(b, (name, target))
     return graph
+
+
+def breaches(graph: Mapping[str, Mapping[str, tuple[str, str]]],
+             allowed: Mapping[str, frozenset[str]]) -> list[str]:
+    """Each import between rooms the map does not allow, as a line a person can act on."""
+    found = []
+    for a, targets in sorted(graph.items()):
+        for b, (importer, imported) in sorted(targets.items()):
+            if a not in allowed:
+                found.append(f"{a}: a room the map does not know ({importer})")
+            elif b not in allowed[a] | EVERYONE:
+                found.append(f"{a} -> {b}: {importer} imports {imported}")
+    return found
 
 
 def find_cycle(graph: Mapping[str, Mapping[str, object]]) -> list[str] | None:
@@ -99,6 +152,52 @@ def find_cycle(graph: Mapping[str, Mapping[str, object]]) -> list[str] | None:
 def test_find_cycle_finds_one_and_only_one() -> None:
     assert find_cycle({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b": 1}, "b": {"c": 1}, "c": {}}) is None
+
+
+def test_the_map_is_one_way_and_names_only_rooms() -> None:
+    order = list(ALLOWED)
+    upward = [f"{a} -> {b}" for a, targets in ALLOWED.items() for b in targets
+              if order.index(b) >= order.index(a)]
+    assert not upward, f"a room may import only rooms listed above it: {upward}"
+    rooms = {room(name) for name in _modules(HARNESS)} - {"harness"}
+    assert rooms == set(ALLOWED), "add the new room to ALLOWED (and docs/architecture.md)"
+    assert all(targets <= set(ALLOWED) for targets in ALLOWED.values())
+
+
+def test_rooms_import_only_what_the_map_allows() -> None:
+    found = breaches(room_graph(), ALLOWED)
+    assert not found, "imports the map does not allow (fix the import, or widen ALLOWED " \
+        "with the reason and docs/architecture.md):\n" + "\n".join(found)
+
+
+def test_every_allowance_is_used() -> None:
+    """The map states what the code does: an edge no import needs any more is dropped."""
+    graph = room_graph()
+    unused = sorted(f"{a} -> {b}" for a, targets in ALLOWED.items() for b in targets
+                    if b not in graph.get(a, {}))
+    assert not unused, f"no import needs these, drop them from ALLOWED and the doc: {unused}"
+
+
+def test_a_breach_of_the_map_is_found(tmp_path: Path) -> None:
+    """A results module importing run inside a function, and a new room, both fail."""
+    tree = tmp_path / "harness"
+    for folder, source in {
+        "results": "def late():\n    from harness.run.plan import plan\n    return plan\n",
+        "run": "from harness.results import late\n\ndef plan() -> None: ...\n",
+        "attic": "import harness.results\n",
+    }.items():
+        (tree / folder).mkdir(parents=True)
+        (tree / folder / "__init__.py").write_text(source)
+    (tree / "run" / "plan.py").write_text("def plan() -> None: ...\n")
+    graph = room_graph(tree)
+    assert graph == {"results": {"run": ("harness.results", "harness.run.plan")},
+                     "run": {"results": ("harness.run", "harness.results")},
+                     "attic": {"results": ("harness.attic", "harness.results")}}
+    assert breaches(graph, ALLOWED) == [
+        "attic: a room the map does not know (harness.attic)",
+        "results -> run: harness.results imports harness.run.plan",
+    ]
+    assert find_cycle(graph) == ["results", "run", "results"]
 
 
 def test_rooms_import_each_other_one_way() -> None:
