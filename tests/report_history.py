@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.matrix import repo_root
+from harness.roots import project_root
 
-ROOT = repo_root()
+ROOT = project_root()
 SUITES = "tests/data/suites/nightly"
 LAST = 3
 # lane -> nights it runs; the order of the lanes is the order of the runs on a night.

@@ -113,11 +113,10 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     from harness.ci.lanes import choose
     from harness.ci.pipeline import generate
     from harness.history import default_db_path
-    from harness.matrix import repo_root
-    from harness.roots import locate
+    from harness.roots import locate, project_root
 
     kind = _kind(args)
-    root = repo_root()
+    root = project_root()
     wanted = _names(args.matrices)
     targets, notes = choose(root, db=args.db or default_db_path(), nightly=args.nightly,
                             wanted=wanted, changed_since=args.changed_since)
@@ -149,13 +148,13 @@ def _names(text: str) -> list[str]:
 def cmd_select(args: argparse.Namespace) -> int:
     from harness.ci.lanes import choose, github_outputs, write_durations
     from harness.history import default_db_path
-    from harness.matrix import repo_root
+    from harness.roots import project_root
 
     if args.nightly and args.changed_since:
         raise UsageError("--nightly and --changed-since: a nightly runs every nightly lane "
                          "in full; choose one")
     db = args.db or default_db_path()
-    targets, notes = choose(repo_root(), db=db, nightly=args.nightly,
+    targets, notes = choose(project_root(), db=db, nightly=args.nightly,
                             wanted=_names(args.matrices), changed_since=args.changed_since,
                             self_hosted=not args.no_self_hosted)
     for line in notes:

@@ -28,12 +28,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from harness.matrix import load_matrix, repo_root
+    from harness.matrix import load_matrix
     from harness.platform import images
+    from harness.roots import project_root
 
     start = time.monotonic()
     matrix = load_matrix(args.matrix)
-    rcp, built = images.build(matrix, repo_root(), log_path=args.log, force=args.force)
+    rcp, built = images.build(matrix, project_root(), log_path=args.log, force=args.force)
     what = "built" if built else "reused (cache hit)"
     print(f"image {rcp.tag} {what} for {matrix.name} from {rcp.base} "
           f"in {time.monotonic() - start:.1f} s")

@@ -65,11 +65,10 @@ def _in_interpreter(matrix: Matrix, args: argparse.Namespace) -> int:
     """
     import os
 
-    from harness.matrix import repo_root
     from harness.platform.cache import cache_root
     from harness.platform.doctor import require_device
     from harness.process.run import run_attached
-    from harness.roots import import_path
+    from harness.roots import import_path, project_root
     from harness.run.venvs import interpreter
     from harness.runners.suite_env import suite_env
 
@@ -80,7 +79,8 @@ def _in_interpreter(matrix: Matrix, args: argparse.Namespace) -> int:
     argv += [f"--op={op}" for op in args.op]
     argv += [f"--dtype={args.dtype}"] if args.dtype else []
     argv += ["--emulate"] if args.emulate else []
-    env = os.environ | suite_env(matrix, repo_root(), import_root=import_path(cache_root(matrix)),
+    env = os.environ | suite_env(matrix, project_root(),
+                                 import_root=import_path(cache_root(matrix)),
                                  inherited_pythonpath=os.environ.get("PYTHONPATH"),
                                  emulate=args.emulate)
     return run_attached(argv, env=env)

@@ -63,22 +63,21 @@ def cmd_show(args: argparse.Namespace) -> int:
             )
         )
     else:
-        from harness.matrix import repo_root
-        from harness.roots import locate
+        from harness.roots import locate, project_root
 
-        path = locate(matrix.file, repo_root())
+        path = locate(matrix.file, project_root())
         sys.stdout.write(path.read_text(encoding="utf-8"))
     return 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from harness.matrix import load_matrix, repo_root
-    from harness.roots import matrix_dirs
+    from harness.matrix import load_matrix
+    from harness.roots import matrix_dirs, project_root
 
     files = list(args.files)
     if not files:
         # Every file of the project's matrices/ (abstract ones too), then the shipped ones.
-        files = [str(p) for d in matrix_dirs(repo_root()) for p in sorted(d.glob("*.yaml"))]
+        files = [str(p) for d in matrix_dirs(project_root()) for p in sorted(d.glob("*.yaml"))]
     problems: list[ConfigError] = []
     for name in files:
         try:

@@ -61,7 +61,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.matrix import repo_root
     from harness.repro.run import (
         build_request,
         check_checkout,
@@ -71,10 +70,11 @@ def run(args: argparse.Namespace) -> int:
         read_recorded,
         say,
     )
+    from harness.roots import project_root
     from harness.run.request import RunContext
     from harness.run.workflow import run_workflow
 
-    root = repo_root()
+    root = project_root()
     rec = read_recorded(args.target)
     matrix = load_recorded_matrix(rec, root, trust=args.trust_run_folder)
     check_checkout(rec, root)

@@ -119,7 +119,8 @@ def _check_durations(path: Path | None) -> Path | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.matrix import load_matrix, repo_root
+    from harness.matrix import load_matrix
+    from harness.roots import project_root
     from harness.run.request import RunContext, RunRequest
     from harness.run.workflow import run_workflow
 
@@ -145,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         command_line=tuple(["harness", *sys.argv[1:]]),
         pytest_args=tuple(args.pytest_args),
     )
-    root = repo_root()
+    root = project_root()
     matrix = load_matrix(args.matrix, root=root)
     if args.changed_since:
         from dataclasses import replace

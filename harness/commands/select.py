@@ -39,10 +39,10 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_select(args: argparse.Namespace) -> int:
-    from harness.matrix import repo_root
+    from harness.roots import project_root
     from harness.select import select_changes
 
-    root = repo_root()
+    root = project_root()
     wanted = [m.strip() for m in args.matrices.split(",") if m.strip()]
     selection = select_changes(root, args.changed_since, matrices=wanted)
     if args.json:

@@ -19,12 +19,6 @@ from harness.matrix.yamlsafe import LDict, LList, ldict, llist
 from harness.roots import locate, matrix_dirs, project_root, shipped_root
 
 
-def repo_root() -> Path:
-    """The project root (``harness.roots.project_root``): --root / $HARNESS_ROOT, a
-    ``[tool.harness]`` project at or above the cwd, the checkout, else the cwd."""
-    return project_root()
-
-
 def display_path(path: Path, root: Path) -> str:
     """Relative to the project root or the shipped root; as given for anything else."""
     for base in (root, shipped_root()):
@@ -46,7 +40,7 @@ def _matrix_files(root: Path) -> dict[str, Path]:
 
 def list_matrices(root: Path | None = None) -> list[str]:
     """Names of the concrete (non-abstract) matrices: the project's and the shipped ones."""
-    files = _matrix_files(root or repo_root())
+    files = _matrix_files(root or project_root())
     return sorted(name for name, path in files.items() if not _declares_abstract(path))
 
 
@@ -109,7 +103,7 @@ def resolve_chain(chain: Chain, name: str, file: str) -> dict[str, Any]:
 
 def load_matrix(name_or_path: str | Path, root: Path | None = None) -> Matrix:
     """Load a matrix by name (``rocm``), by YAML path, or from a resolved ``matrix.json``."""
-    root = (root or repo_root()).resolve()
+    root = (root or project_root()).resolve()
     path = find_matrix(name_or_path, root)
     shown = display_path(path, root)
     if path.suffix == ".json":

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.matrix import list_matrices, load_matrix, repo_root
+from harness.matrix import list_matrices, load_matrix
 from harness.matrix.known_failures import Entry, entries_for
 from harness.matrix.loader import matrix_from_json
 from harness.matrix.model import Matrix
+from harness.roots import project_root
 
 
 @dataclass
@@ -76,7 +77,7 @@ def facts_from_json(
 def load_declared(folder: Path | None, warn: Callable[[str], None]) -> dict[str, MatrixFacts]:
     """Every concrete matrix in ``folder`` (a ``matrices/`` directory or a repo root)."""
     if folder is None:
-        root = repo_root()
+        root = project_root()
     else:
         root = (
             folder.parent

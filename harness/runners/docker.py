@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.errors import InfraError
-from harness.matrix import repo_root
 from harness.platform import images, probe
 from harness.process.run import TAIL_LINES, LineSink, ProcResult
 from harness.process.secret_names import masked
 from harness.results import layout
 from harness.results.outcome import Status, SuiteOutcome
 from harness.results.writefail import QuietClose
+from harness.roots import project_root
 from harness.runners.container import Container, reap_orphans
 from harness.runners.docker_spec import (
     build_spec,
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 
 def _root() -> Path:
-    return repo_root().resolve()
+    return project_root().resolve()
 
 
 def default_env(matrix: Matrix, root: Path) -> dict[str, str]:

@@ -24,7 +24,6 @@ import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -314,6 +313,3 @@ def _finish(ref: str, changed: Sequence[str], lanes: Sequence[Lane], graph: Impo
 def _dedupe(rules: Iterable[Rule]) -> tuple[Rule, ...]:
     return tuple(dict.fromkeys(rules))
 
-
-def describe_lanes(lanes: Sequence[Lane]) -> dict[str, Any]:
-    return {lane.name: {"file": lane.file, "chain": list(lane.chain)} for lane in lanes}

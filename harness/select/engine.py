@@ -37,9 +37,6 @@ class Engine:
     registry: str
     op_names: frozenset[str] = field(default_factory=frozenset)
 
-    def provider_of_file(self, path: str) -> str | None:
-        return next((p for p, f in self.providers.items() if f == path), None)
-
 
 def _constant(path: Path, name: str) -> str | None:
     try:

@@ -109,28 +109,6 @@ def _first(candidates: Iterable[str], mapping: Mapping[str, float]) -> list[str]
     return []
 
 
-def from_junit(files_by_matrix: Mapping[str, Iterable[Path]], matrix: str) -> DurationSet:
-    """Median duration per test over the given JUnit files, this matrix and its siblings.
-
-    This matrix is keyed by the history's node id; siblings by the device-free key.
-    """
-    from harness.results.junit_read import read_junit
-
-    per_matrix: dict[str, dict[str, list[float]]] = {}
-    for name, files in files_by_matrix.items():
-        bucket = per_matrix.setdefault(name, {})
-        for path in files:
-            cases, _ = read_junit(path, _ignore)
-            for case in cases:
-                if case.status == "skipped" and name != matrix:
-                    continue  # a skip there says nothing of what the test costs to run
-                test = case.nodeid if name == matrix else case.key
-                bucket.setdefault(test, []).append(case.duration)
-    medians = {name: {t: statistics.median(v) for t, v in tests.items()}
-               for name, tests in per_matrix.items()}
-    return DurationSet(matrix=matrix, durations=medians.pop(matrix, {}), siblings=medians)
-
-
 # The last runs of every lane, newest first; a case an infrastructure failure cut short
 # (timeout, crash) says nothing of how long the test takes.
 _HISTORY_QUERY = """
@@ -171,22 +149,3 @@ def durations_for(matrix: str, db: Path, *, last_runs: int = 10) -> DurationSet:
                for lane, tests in per_lane.items()}
     return DurationSet(matrix=matrix, durations=medians.pop(matrix, {}), siblings=medians)
 
-
-def junit_files(reports: Path) -> dict[str, list[Path]]:
-    """The JUnit files of the run folders under ``reports``, grouped by lane."""
-    from harness.errors import HarnessError
-    from harness.results import layout
-    from harness.results.manifest import RunRecord
-
-    found: dict[str, list[Path]] = {}
-    for folder in layout.run_folders(reports):
-        try:
-            lane = RunRecord.read(folder).lane
-        except HarnessError:
-            lane = folder.parent.name
-        found.setdefault(lane, []).extend(layout.junit_files(folder))
-    return found
-
-
-def _ignore(message: str) -> None:
-    """A damaged JUnit file still gives the durations it holds; estimates cover the rest."""

@@ -7,10 +7,11 @@ import functools
 import subprocess
 from typing import Any
 
-from harness.matrix import load_matrix, repo_root
+from harness.matrix import load_matrix
 from harness.matrix.model import Matrix, PythonEnv
+from harness.roots import project_root
 
-ROOT = repo_root().resolve()
+ROOT = project_root().resolve()
 
 
 @functools.cache

@@ -37,9 +37,9 @@ import yaml
 from ci_agents import Agent, BuildkiteBuild
 from ci_github import GithubRun
 
-from harness.matrix import repo_root
+from harness.roots import project_root
 
-ROOT = repo_root().resolve()
+ROOT = project_root().resolve()
 IMAGE = "harness-agent:bookworm"
 LANE_SUITES = """
 suites:                               # the agent test's branch: the platform suite only

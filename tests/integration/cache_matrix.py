@@ -7,9 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.matrix import repo_root
+from harness.roots import project_root
 
-ROOT = repo_root()
+ROOT = project_root()
 
 
 def temp_cpu_matrix(folder: Path) -> Path:

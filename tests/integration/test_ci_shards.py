@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.matrix import repo_root
+from harness.roots import project_root
 
-ROOT = repo_root()
+ROOT = project_root()
 SHARDS = 2
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.matrix import repo_root
+from harness.roots import project_root
 
-ROOT = repo_root()
+ROOT = project_root()
 
 
 def harness(*args: str, reports: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from harness.history.schema import SCHEMA_VERSION
-from harness.matrix import repo_root
+from harness.roots import project_root
 
-ROOT = repo_root()
+ROOT = project_root()
 FIXTURE = "tests/data/suites/hardening/check_hardening.py"
 
 

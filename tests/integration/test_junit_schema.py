@@ -26,12 +26,12 @@ import pytest
 from junit_schema import count_problems, junit_xsd, schema_errors
 
 from harness.history import ingest_paths
-from harness.matrix import repo_root
 from harness.repro.select import read_suite
 from harness.results.junit_read import read_junit
 from harness.results.sidecar import address
+from harness.roots import project_root
 
-ROOT = repo_root()
+ROOT = project_root()
 SUITE = "tests/data/suites/outcomes"
 MODULE = f"{SUITE}/check_outcomes.py"
 STOPPER = f"{MODULE}::test_stops_the_suite[shape1]"

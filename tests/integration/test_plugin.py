@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.matrix import repo_root
+from harness.roots import project_root
 
 # Imported once here: pytester restores sys.modules after each in-process run, and
 # importing torch a second time in one process crashes it.
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 def write_matrix(pytester: pytest.Pytester, known_failures: str = "[]", base: str = "cpu") -> str:
-    text = f"extends: {repo_root() / 'matrices' / (base + '.yaml')}\nname: test-{base}\n"
+    text = f"extends: {project_root() / 'matrices' / (base + '.yaml')}\nname: test-{base}\n"
     text += f"known_failures: {known_failures}\n"
     path = pytester.path / f"test-{base}.yaml"
     path.write_text(text)

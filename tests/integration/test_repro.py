@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.matrix import repo_root
+from harness.roots import project_root
 
-ROOT = repo_root()
+ROOT = project_root()
 FIXTURE = "tests/data/suites/repro/check_repro.py"
 FAILING = f"{FIXTURE}::test_dtype[float16]"
 

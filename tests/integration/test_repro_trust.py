@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from harness.matrix import load_matrix, repo_root
+from harness.matrix import load_matrix
+from harness.roots import project_root
 
-ROOT = repo_root()
+ROOT = project_root()
 FIXTURE = "tests/data/suites/repro/check_repro.py"
 FAILING = f"{FIXTURE}::test_dtype[float16]"
 

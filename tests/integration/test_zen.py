@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.matrix import load_matrix, repo_root
+from harness.matrix import load_matrix
 from harness.platform.doctor import check_cpu_probe
+from harness.roots import project_root
 
-ROOT = repo_root()
+ROOT = project_root()
 GATE = check_cpu_probe(load_matrix("zen"))
 pytestmark = [
     pytest.mark.timeout(2000),  # each test waits up to 1800 s for its harness or pytest run

@@ -35,7 +35,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     # results.testids: known failures name tests as the run folder does
     "matrix": frozenset({"results", "roots"}),
     "platform": frozenset({"digest", "matrix", "process", "roots"}),
-    "runners": frozenset({"matrix", "platform", "process", "results"}),
+    "runners": frozenset({"matrix", "platform", "process", "results", "roots"}),
     "history": frozenset({"filelock", "results", "roots"}),
     # durations read from the history
     "shard": frozenset({"history", "results"}),
@@ -43,7 +43,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "select": frozenset({"matrix", "process", "results"}),
     # shard: the shard plugin plans with shard/'s pure code inside the suite's pytest
     "plugin": frozenset({"matrix", "platform", "results", "shard"}),
-    "reports": frozenset({"history", "matrix", "results"}),
+    "reports": frozenset({"history", "matrix", "results", "roots"}),
     # history: its durations, for progress estimates and shard planning
     "run": frozenset({"filelock", "history", "matrix", "platform", "process", "results",
                       "roots", "runners", "select", "shard"}),

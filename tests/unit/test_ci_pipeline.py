@@ -19,9 +19,10 @@ from harness.ci.pipeline import CiTarget, fill, load_template
 from harness.ci.targets import SETUP_MARGIN_MINUTES, suite_minutes, targets_from_matrices
 from harness.cli import main
 from harness.errors import ConfigError
-from harness.matrix import list_matrices, load_matrix, repo_root
+from harness.matrix import list_matrices, load_matrix
+from harness.roots import project_root
 
-ROOT = repo_root()
+ROOT = project_root()
 VARIANTS = {
     "buildkite": [[], ["--nightly"], ["--pull-request"], ["--changed-since", "HEAD~1"],
                   ["--nightly", "--matrices", "cpu,s390x", "--report-queue", "reports"]],

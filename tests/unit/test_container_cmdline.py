@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.matrix import load_matrix, repo_root
+from harness.matrix import load_matrix
+from harness.roots import project_root
 from harness.runners.docker import docker_command_line
 from harness.runners.docker_spec import build_spec, sdk_options
 from harness.runners.invocation import Invocation
 
-ROOT = repo_root().resolve()
+ROOT = project_root().resolve()
 RUN = ROOT / "reports" / "x" / "20261129T170000Z-abc123"
 CACHE = Path("/var/cache/harness-test")
 

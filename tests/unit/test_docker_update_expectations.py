@@ -7,10 +7,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from harness.matrix import load_matrix, repo_root
+from harness.matrix import load_matrix
+from harness.roots import project_root
 from harness.runners.docker_spec import build_spec, cli_args
 
-ROOT = repo_root().resolve()
+ROOT = project_root().resolve()
 
 
 def _checkout_mount(writable: bool) -> str:

@@ -11,8 +11,9 @@ import pytest
 
 from harness.commands.report import parse_since
 from harness.errors import ConfigError, UsageError
-from harness.matrix import load_matrix, repo_root
+from harness.matrix import load_matrix
 from harness.platform.cache import cache_root
+from harness.roots import project_root
 
 NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
 
@@ -29,7 +30,7 @@ def test_since_in_range_still_parses() -> None:
 
 @pytest.mark.parametrize("root", ["", "  ", "cache/harness", "./here"])
 def test_an_empty_or_relative_cache_root_is_refused(root: str) -> None:
-    m = load_matrix("cpu", repo_root())
+    m = load_matrix("cpu", project_root())
     m = dataclasses.replace(m, caches=dataclasses.replace(m.caches, root=root))
     with pytest.raises(ConfigError, match=r"caches\.root: .*expected an absolute path"):
         cache_root(m)

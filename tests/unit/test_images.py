@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 from harness.errors import InfraError
-from harness.matrix import load_matrix, repo_root
+from harness.matrix import load_matrix
 from harness.matrix.model import Download
 from harness.platform import images
 from harness.platform.images_fetch import fetch_verified
+from harness.roots import project_root
 
-ROOT = repo_root().resolve()
+ROOT = project_root().resolve()
 
 
 def test_tag_is_stable_and_follows_every_input(tmp_path: Path) -> None:

@@ -114,10 +114,10 @@ known_failures:
 
 
 def _matrix(tmp_path: Path, base: str = "rocm") -> Matrix:
-    from harness.matrix import repo_root
+    from harness.roots import project_root
 
     path = tmp_path / f"kf-{base}.yaml"
-    path.write_text(MATRIX.format(base=repo_root() / "matrices" / f"{base}.yaml", name=base))
+    path.write_text(MATRIX.format(base=project_root() / "matrices" / f"{base}.yaml", name=base))
     return load_matrix(path)
 
 

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from harness import cli
-from harness.matrix import list_matrices, load_matrix, repo_root
+from harness.matrix import list_matrices, load_matrix
+from harness.roots import project_root
 
 
 @pytest.fixture(autouse=True)
@@ -30,7 +31,7 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
 def test_validate_everything_shipped(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["matrix", "validate"]) == 0
     out = capsys.readouterr().out
-    names = sorted(p.name for p in (repo_root() / "matrices").glob("*.yaml"))
+    names = sorted(p.name for p in (project_root() / "matrices").glob("*.yaml"))
     assert out == "".join(f"ok matrices/{name}\n" for name in names)
 
 
@@ -40,7 +41,7 @@ def test_show_file_and_resolved(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     header, _, body = out.partition("\n")
     assert header == f"# matrices/rocm-mi355.yaml  hash {matrix.hash}"
-    assert body == (repo_root() / "matrices" / "rocm-mi355.yaml").read_text()
+    assert body == (project_root() / "matrices" / "rocm-mi355.yaml").read_text()
 
     assert cli.main(["matrix", "show", "rocm-mi355", "--resolved"]) == 0
     header, _, body = capsys.readouterr().out.partition("\n")

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from harness import cli
-from harness.matrix import repo_root
+from harness.roots import project_root
 
-ROOT = repo_root()
+ROOT = project_root()
 DATA = ROOT / "tests" / "data" / "matrices"
 REL = "tests/data/matrices"
 

@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ConfigError, UsageError
-from harness.matrix import Matrix, list_matrices, load_matrix, repo_root
+from harness.matrix import Matrix, list_matrices, load_matrix
 from harness.matrix.merge import merge
 from harness.matrix.model import Tol
 from harness.matrix.yamlsafe import ldict, llist
+from harness.roots import project_root
 
-ROOT = repo_root()
+ROOT = project_root()
 DATA = ROOT / "tests" / "data" / "matrices"
 SHIPPED = ("cpu", "cuda", "rocm", "rocm-mi355", "s390x", "vllm-cpu", "vllm-cpu-avx2", "xpu",
            "zen")
@@ -164,7 +165,7 @@ def test_hash_is_stable_and_follows_content(tmp_path: Path) -> None:
 
 def test_harness_root_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("HARNESS_ROOT", str(tmp_path))
-    assert repo_root() == tmp_path.resolve()
+    assert project_root() == tmp_path.resolve()
     # a project with no matrices of its own still sees the shipped ones
     assert list_matrices() == list_matrices(ROOT)
     assert load_matrix("cpu").file == "matrices/cpu.yaml"  # the shipped one

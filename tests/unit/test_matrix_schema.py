@@ -11,12 +11,13 @@ import pytest
 
 from harness import cli
 from harness.commands.matrix import SCHEMA_FILE
-from harness.matrix import list_matrices, load_matrix, repo_root
+from harness.matrix import list_matrices, load_matrix
 from harness.matrix.build import plain
 from harness.matrix.json_schema import json_schema
 from harness.matrix.yamlsafe import read_yaml
+from harness.roots import project_root
 
-ROOT = repo_root()
+ROOT = project_root()
 SHIPPED_FILES = sorted((ROOT / "matrices").glob("*.yaml"))
 DATA = ROOT / "tests" / "data" / "matrices"
 

@@ -8,12 +8,13 @@ import pytest
 from runs import SUITE, Runs
 
 from harness.errors import UsageError
-from harness.matrix import load_matrix, repo_root
+from harness.matrix import load_matrix
 from harness.repro.run import Recorded, build_request, choose, read_recorded, restored_env
 from harness.repro.select import pick_tests, read_suite
 from harness.results import layout
+from harness.roots import project_root
 
-ROOT = repo_root()
+ROOT = project_root()
 FIXTURE = "tests/data/suites/repro/check_repro.py"
 MODULE = "tests.data.suites.repro.check_repro"
 

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from harness.errors import InfraError, TestProcessCrashed, TestsFailed
-from harness.matrix import load_matrix, repo_root
+from harness.matrix import load_matrix
 from harness.results import layout
 from harness.results.manifest import MatrixRef, RunRecord
 from harness.results.manifest_write import ManifestWriter
 from harness.results.outcome import Status, SuiteOutcome
+from harness.roots import project_root
 from harness.run import workflow
 from harness.run.finish import finish
 from harness.run.prepare import print_config
@@ -26,7 +27,7 @@ from harness.run.request import RunContext, RunRequest
 def context(tmp_path: Path, **request: object) -> RunContext:
     asked = {"matrix": "cpu", "suites": ("platform",), "python": "current", "docker": False,
              "reports": tmp_path} | request
-    return RunContext(request=RunRequest(**asked), root=repo_root(),  # type: ignore[arg-type]
+    return RunContext(request=RunRequest(**asked), root=project_root(),  # type: ignore[arg-type]
                       matrix=load_matrix("cpu"))
 
 

@@ -1,4 +1,4 @@
-"""harness.shard.durations: the durations file, id alignment, JUnit as a source."""
+"""harness.shard.durations: the durations file, id alignment, the history as the source."""
 
 from __future__ import annotations
 
@@ -10,17 +10,10 @@ import pytest
 from runs import SUITE, Runs
 
 from harness.errors import ConfigError
+from harness.results import layout
 from harness.results.junit_read import read_junit
-from harness.shard.durations import (
-    DurationSet,
-    align,
-    dump,
-    durations_for,
-    from_junit,
-    junit_files,
-    load,
-    lookup_keys,
-)
+from harness.results.manifest import RunRecord
+from harness.shard.durations import DurationSet, align, dump, durations_for, load, lookup_keys
 
 
 def test_round_trip(tmp_path: Path) -> None:
@@ -91,30 +84,30 @@ def _medians(files: list[Path], key: int) -> dict[str, float]:
     return {test: statistics.median(values) for test, values in seen.items()}
 
 
-def test_from_junit_takes_medians_per_lane(real_runs: Runs) -> None:
-    files = junit_files(real_runs.reports)
-    assert sorted(files) == [LANE, EMULATED] and len(files[LANE]) == 5
-    found = from_junit(files, LANE)
-    assert found.matrix == LANE
-    # This lane by pytest's node ids (as the plugin recorded them), skips included.
-    assert found.durations == _medians(files[LANE], 0)
-    assert f"{SUITE}::test_decorated[float32]" in found.durations
-    # Siblings by device-free keys, and a skip there says nothing of the cost.
-    assert found.siblings == {EMULATED: _medians(files[EMULATED], 1)}
-    assert f"{SUITE}::test_skipped_for_a_reason" not in found.siblings[EMULATED]
+def _junit_by_lane(reports: Path) -> dict[str, list[Path]]:
+    found: dict[str, list[Path]] = {}
+    for folder in layout.run_folders(reports):
+        found.setdefault(RunRecord.read(folder).lane, []).extend(layout.junit_files(folder))
+    return found
 
 
-def test_durations_for_reads_the_history(real_runs: Runs, tmp_path: Path) -> None:
+def test_durations_for_takes_medians_per_lane(real_runs: Runs, tmp_path: Path) -> None:
     from harness.history import ingest_paths
 
     db = tmp_path / "history.sqlite"
     ingest_paths(db, [real_runs.reports], pytest.fail)
+    files = _junit_by_lane(real_runs.reports)
+    assert sorted(files) == [LANE, EMULATED] and len(files[LANE]) == 5
     found = durations_for(LANE, db)
-    files = junit_files(real_runs.reports)
-    # The crashed run's cases after the crash are not there; its error case is no test.
+    assert found.matrix == LANE
+    # This lane by pytest's node ids (as the plugin recorded them), skips included; the
+    # crashed run's cases after the crash are not there, its error case is no test.
     timed = _medians([p for p in files[LANE] if real_runs.crashed not in p.parents], 0)
     assert set(timed) <= set(found.durations)
-    assert set(found.siblings) == {EMULATED}
+    assert f"{SUITE}::test_decorated[float32]" in found.durations
+    # Siblings by device-free keys, and a skip there says nothing of the cost.
+    assert found.siblings == {EMULATED: _medians(files[EMULATED], 1)}
+    assert f"{SUITE}::test_skipped_for_a_reason" not in found.siblings[EMULATED]
 
 
 def test_durations_for_without_a_database_is_one_line(tmp_path: Path) -> None:

@@ -9,10 +9,11 @@ import pytest
 
 from harness.cli import main
 from harness.errors import ConfigError
-from harness.matrix import load_matrix, repo_root
+from harness.matrix import load_matrix
+from harness.roots import project_root
 from harness.run.plan import PlanOptions, override_notes, plan_run, suite_place
 
-ROOT = repo_root()
+ROOT = project_root()
 
 
 def user_matrix(folder: Path, suites: str, extra: str = "") -> Path:
