@@ -165,7 +165,7 @@ def median_only(case: Case, n: int) -> list[list[str]]:
     saved = harness.shard.plan.estimate_durations
 
     def no_model(test_ids, durations, sibling_durations=None):  # type: ignore[no-untyped-def]
-        import harness.shard.model as sm
+        import harness.shard.estimate as sm
 
         real_fit = sm.fit
         sm.fit = lambda d: None  # type: ignore[assignment]

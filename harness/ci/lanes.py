@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.ci.changed import history_durations, pr_targets
 from harness.ci.pipeline import CiTarget
+from harness.ci.pull_request import history_durations, pr_targets
 from harness.ci.targets import targets_from_matrices
 from harness.shard.durations import DurationSet, dump, durations_for
 

@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     if args.changed_since:
         from dataclasses import replace
 
-        from harness.run.changed import narrow_request
+        from harness.run.narrow import narrow_request
 
         narrowed = narrow_request(request, root, matrix, args.changed_since)
         if narrowed is None:

@@ -16,7 +16,7 @@ import pytest
 
 # Change-based selection, shard selection and the same_process marker come with the
 # plugin in every run.
-pytest_plugins = ("harness.select.plugin", "harness.plugin.shard")
+pytest_plugins = ("harness.plugin.select", "harness.plugin.shard")
 
 _SESSION_KEY = "harness_session"
 _SESSION_STASH = pytest.StashKey[Any]()

@@ -13,7 +13,7 @@ from harness.matrix import load_matrix
 from harness.matrix.model import Matrix
 from harness.platform.cache import cache_env
 from harness.platform.gitinfo import git_info
-from harness.repro.select import pick_tests, read_suite
+from harness.repro.pick import pick_tests, read_suite
 from harness.repro.trust import matrix_diff, matrix_problems, node_id_problems, split_env
 from harness.results import layout
 from harness.results.junit_read import suite_properties

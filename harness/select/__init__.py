@@ -6,7 +6,7 @@ and kernel tables and the matrices, and returns a ``Selection``: per lane, nothi
 tests (rules) / all of it, each with the changed file that selected it. ``harness select``
 prints it;
 ``harness run --changed-since`` hands the lane's part to pytest
-(``harness.select.plugin``); ``harness ci pipeline --changed-since`` keeps the affected
+(``harness.plugin.select``); ``harness ci pipeline --changed-since`` keeps the affected
 lanes and sizes their shards.
 """
 

@@ -7,7 +7,7 @@ no coordination. Inputs are sorted first: the plan never depends on collection o
 Durations come from the history of this matrix. A test never timed here is estimated,
 best source first: the same test on a sibling matrix scaled by the two matrices'
 speed ratio, a model of duration from the test's parameters fitted on this matrix's
-timed tests (``harness.shard.model``, fitted here, at plan time), the median of its
+timed tests (``harness.shard.estimate``, fitted here, at plan time), the median of its
 module, the median of the suite, 1 second.
 
 Tests that must share a process travel as one unit (a group); see ``module_groups``.
@@ -139,7 +139,7 @@ def estimate_durations(
         estimate = _from_sibling(test, scales, sibling_durations or {})
         if estimate is None:
             if model is False:
-                from harness.shard.model import fit
+                from harness.shard.estimate import fit
 
                 model = fit(durations)
             if model is not None and model.knows(test):

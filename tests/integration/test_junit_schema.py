@@ -26,7 +26,7 @@ import pytest
 from junit_schema import count_problems, junit_xsd, schema_errors
 
 from harness.history import ingest_paths
-from harness.repro.select import read_suite
+from harness.repro.pick import read_suite
 from harness.results.junit_read import read_junit
 from harness.results.sidecar import address
 from harness.roots import project_root

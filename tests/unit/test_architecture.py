@@ -41,8 +41,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "shard": frozenset({"history", "results"}),
     # process: `git diff` / `git merge-base` go through the one process helper
     "select": frozenset({"matrix", "process", "results"}),
-    # shard: the shard plugin plans with shard/'s pure code inside the suite's pytest
-    "plugin": frozenset({"matrix", "platform", "results", "shard"}),
+    # shard, select: the shard and selection plugins (plugin/shard.py, plugin/select.py)
+    # plan with those rooms' pure code inside the suite's pytest
+    "plugin": frozenset({"matrix", "platform", "results", "select", "shard"}),
     "reports": frozenset({"history", "matrix", "results", "roots"}),
     # history: its durations, for progress estimates and shard planning
     "run": frozenset({"filelock", "history", "matrix", "platform", "process", "results",

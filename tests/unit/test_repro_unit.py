@@ -9,8 +9,8 @@ from runs import SUITE, Runs
 
 from harness.errors import UsageError
 from harness.matrix import load_matrix
+from harness.repro.pick import pick_tests, read_suite
 from harness.repro.run import Recorded, build_request, choose, read_recorded, restored_env
-from harness.repro.select import pick_tests, read_suite
 from harness.results import layout
 from harness.roots import project_root
 

@@ -127,19 +127,19 @@ def test_the_plugin_deselects_before_the_shards_split(pytester: pytest.Pytester)
         listed={"rms_norm": ("native",)}, dispatching=("test_k.py",),
         providers=("torch", "triton", "native"), ops=("rms_norm", "silu"))
     dump_lane(lane, pytester.path / "sel.json")
-    result = pytester.runpytest("-p", "harness.plugin.shard", "-p", "harness.select.plugin",
+    result = pytester.runpytest("-p", "harness.plugin.shard", "-p", "harness.plugin.select",
                                 "--harness-select=sel.json", "-v")
     result.assert_outcomes(passed=1, deselected=4)
     result.stdout.fnmatch_lines(["*harness select: 1 of 5 tests affected by the change (cpu)*",
                                  "*test_k.py::test_k?rms_norm-torch? PASSED*"])
-    sharded = pytester.runpytest("-p", "harness.plugin.shard", "-p", "harness.select.plugin",
+    sharded = pytester.runpytest("-p", "harness.plugin.shard", "-p", "harness.plugin.select",
                                  "--harness-select=sel.json", "--harness-shard=2/2")
     sharded.assert_outcomes(deselected=5)  # one selected test: shard 2 of 2 is empty
 
 
 def test_pr_targets_drop_unaffected_lanes_and_size_shards_by_history() -> None:
-    from harness.ci.changed import pr_targets
     from harness.ci.pipeline import CiTarget
+    from harness.ci.pull_request import pr_targets
     from harness.select.rules import Selection
     from harness.shard.durations import DurationSet
 

@@ -1,10 +1,10 @@
-"""harness.shard.model: a never-timed test's duration from its id's parameters."""
+"""harness.shard.estimate: a never-timed test's duration from its id's parameters."""
 
 from __future__ import annotations
 
 import math
 
-from harness.shard.model import features, fit
+from harness.shard.estimate import features, fit
 from harness.shard.plan import estimate_durations
 
 FACTORS = {"native": 1.0, "torch": 0.5, "triton": 20.0}

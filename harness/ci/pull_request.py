@@ -2,7 +2,7 @@
 
 Each kept lane's steps run ``harness run --changed-since <sha>``, which selects the same
 tests on every shard and balances the shards over those tests only
-(``harness.select.plugin`` deselects before ``harness.plugin.shard`` splits). The
+(``harness.plugin.select`` deselects before ``harness.plugin.shard`` splits). The
 number of shards follows the selected share of the lane's time, by the history's
 durations of that lane, else of its most-timed sibling lane (a lane with no history at
 all keeps its configured count).
