@@ -52,6 +52,9 @@ WARNING_EXCEPTIONS: tuple[tuple[str, str], ...] = (
 # says so with @pytest.mark.timeout(N) (fixtures included, as pytest-timeout's default).
 DEFAULT_TIMEOUT_S = 300
 FOLDER_TIMEOUTS_S = {"unit": 60, "kernels": 60}
+# tests/unit stays quick (under a minute on 2 cores): what starts `harness run` in a
+# subprocess, or asks for the session fixtures that do, lives in tests/integration.
+SLOW_FIXTURES = frozenset({"real_runs", "nightly_history"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -67,11 +70,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     tests_dir = Path(__file__).parent
     for item in items:
-        if item.get_closest_marker("timeout") is not None:
-            continue
         try:
             folder = item.path.relative_to(tests_dir).parts[0]
         except ValueError:
+            continue
+        slow = SLOW_FIXTURES & set(getattr(item, "fixturenames", ()))
+        if folder == "unit" and slow:
+            raise pytest.UsageError(f"{item.nodeid} asks for {', '.join(sorted(slow))}, "
+                                    "which make real runs: it belongs in tests/integration")
+        if item.get_closest_marker("timeout") is not None:
             continue
         limit = FOLDER_TIMEOUTS_S.get(folder, DEFAULT_TIMEOUT_S)
         item.add_marker(pytest.mark.timeout(limit, func_only=True))

@@ -9,6 +9,7 @@ with a reason; the test fails when one is no longer needed, so the list only shr
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator, Mapping
 from itertools import pairwise
 from pathlib import Path
@@ -102,6 +103,7 @@ def room(module: str) -> str:
     return parts[1] if len(parts) > 1 else "harness"
 
 
+@functools.cache
 def room_graph(root: Path = HARNESS) -> dict[str, dict[str, tuple[str, str]]]:
     """room -> {room it imports: (one importing module, the module imported)}."""
     known = _modules(root)

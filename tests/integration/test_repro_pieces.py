@@ -92,7 +92,7 @@ def test_test_option_node_ids_must_exist_and_belong_to_a_suite() -> None:
     with pytest.raises(UsageError, match="is not in this checkout"):
         pick_tests(["suites/platform/test_nope.py::test_x"], [], paths, ROOT)
     with pytest.raises(UsageError, match="is in none of the matrix's suites"):
-        pick_tests(["tests/unit/test_repro_unit.py::test_x"], [], paths, ROOT)
+        pick_tests(["tests/integration/test_repro_pieces.py::test_x"], [], paths, ROOT)
 
 
 def test_plan_runs_node_ids_in_place_of_the_suite_path_and_never_shards_them(
