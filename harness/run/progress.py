@@ -8,7 +8,6 @@ run.
 
 from __future__ import annotations
 
-import sqlite3
 import statistics
 import time
 from collections.abc import Mapping, Sequence
@@ -16,30 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.history.read import recent_suite_times
 from harness.results.manifest import RunRecord
-
-_QUERY = """
-    SELECT s.name, s.duration FROM suites s JOIN runs r ON r.id = s.run
-    WHERE r.lane = ? AND s.duration IS NOT NULL AND s.status IN ('passed', 'failed')
-    ORDER BY r.started DESC LIMIT 200
-"""
 
 
 def history_estimates(db: Path, lane: str) -> dict[str, float]:
-    if not db.is_file():
-        return {}
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
-        try:
-            rows = conn.execute(_QUERY, (lane,)).fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return {}
+    """Each suite's median over its last five finished runs on this lane."""
     per: dict[str, list[float]] = {}
-    for name, seconds in rows:
-        if len(per.setdefault(name, [])) < 5:
-            per[name].append(float(seconds))
+    for row in recent_suite_times(db, lane):
+        if len(per.setdefault(row.suite, [])) < 5:
+            per[row.suite].append(row.seconds)
     return {name: statistics.median(v) for name, v in per.items()}
 
 

@@ -109,42 +109,20 @@ def _first(candidates: Iterable[str], mapping: Mapping[str, float]) -> list[str]
     return []
 
 
-# The last runs of every lane, newest first; a case an infrastructure failure cut short
-# (timeout, crash) says nothing of how long the test takes.
-_HISTORY_QUERY = """
-WITH recent AS (
-    SELECT id, lane, row_number() OVER (PARTITION BY lane ORDER BY started DESC) AS age
-    FROM runs
-)
-SELECT recent.lane, tests.nodeid, tests.key, cases.status, cases.duration
-FROM cases JOIN recent ON cases.run = recent.id JOIN tests ON tests.id = cases.test
-WHERE recent.age <= ? AND cases.duration IS NOT NULL AND cases.infra_signature IS NULL
-"""
-
-
 def durations_for(matrix: str, db: Path, *, last_runs: int = 10) -> DurationSet:
     """Median durations from the history database over each lane's last runs.
 
     ``matrix`` is a history lane: the matrix name, or ``"<name> (emulated)"`` for runs
     under ``--emulate``. Every other lane becomes a sibling.
     """
-    import sqlite3
+    from harness.history.read import recent_case_times
 
-    from harness.history import connect
-
-    conn = connect(db, create=False)
-    try:
-        rows = conn.execute(_HISTORY_QUERY, (last_runs,)).fetchall()
-    except sqlite3.DatabaseError as error:
-        raise ConfigError(f"cannot read durations from history ({error})", file=str(db)) from None
-    finally:
-        conn.close()
     per_lane: dict[str, dict[str, list[float]]] = {}
-    for lane, nodeid, key, status, seconds in rows:
-        if lane != matrix and status == "skipped":
-            continue
-        test = nodeid if lane == matrix else key
-        per_lane.setdefault(lane, {}).setdefault(test, []).append(float(seconds))
+    for case in recent_case_times(db, last_runs=last_runs):
+        if case.lane != matrix and case.status == "skipped":
+            continue  # a skip there says nothing of what the test costs to run
+        test = case.nodeid if case.lane == matrix else case.key
+        per_lane.setdefault(case.lane, {}).setdefault(test, []).append(case.seconds)
     medians = {lane: {t: statistics.median(v) for t, v in tests.items()}
                for lane, tests in per_lane.items()}
     return DurationSet(matrix=matrix, durations=medians.pop(matrix, {}), siblings=medians)

@@ -25,6 +25,9 @@ ENTRY_MODULES = {"__init__", "__main__", "cli", "errors"}
 # Every room may import ``errors`` (the one base of user-facing failures). Read top to
 # bottom, a room imports only rooms listed above it. Keep docs/architecture.md in step.
 EVERYONE = frozenset({"errors"})
+# The rooms that hold SQL: the history (its schema, writer and read API) and the report's
+# queries. Any other room reads the history through history/read.py.
+SQL_ROOMS = frozenset({"history", "reports"})
 ALLOWED: dict[str, frozenset[str]] = {
     "errors": frozenset(),
     "digest": frozenset(),
@@ -38,7 +41,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "platform": frozenset({"digest", "matrix", "process", "roots"}),
     "runners": frozenset({"matrix", "platform", "process", "results", "roots"}),
     "history": frozenset({"filelock", "results", "roots"}),
-    # durations read from the history
+    # durations from the history's read API (history/read.py: typed rows, no SQL here)
     "shard": frozenset({"history", "results"}),
     # process: `git diff` / `git merge-base` go through the one process helper
     "select": frozenset({"matrix", "process", "results"}),
@@ -46,7 +49,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     # plan with those rooms' pure code inside the suite's pytest
     "plugin": frozenset({"matrix", "platform", "results", "select", "shard"}),
     "reports": frozenset({"history", "matrix", "results", "roots"}),
-    # history: its durations, for progress estimates and shard planning
+    # history: the database's path, and its read API for progress estimates
     "run": frozenset({"filelock", "history", "matrix", "platform", "process", "results",
                       "roots", "runners", "select", "shard"}),
     "repro": frozenset({"matrix", "platform", "results", "run"}),
@@ -210,6 +213,18 @@ def test_rooms_import_each_other_one_way() -> None:
     if cycle:
         edges = [f"{a} -> {b} ({' imports '.join(graph[a][b])})" for a, b in pairwise(cycle)]
         raise AssertionError("import cycle between rooms:\n" + "\n".join(edges))
+
+
+def test_sql_stays_in_the_history_and_the_report() -> None:
+    outside = []
+    for name, path in _modules(HARNESS).items():
+        if room(name) in SQL_ROOMS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            imported = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            outside += [f"{name} imports {m}" for m in imported if m.split(".")[0] == "sqlite3"]
+    assert not outside, f"read the history through harness.history.read: {outside}"
 
 
 def test_few_loose_modules() -> None:

@@ -1,0 +1,91 @@
+"""Reading the history back for the rooms that plan from it: typed rows, never SQL.
+
+``harness run`` estimates the time left from this lane's recent suite durations
+(``run/progress.py``) and shard planning takes each test's recent durations
+(``shard/durations.py``); both ask here, so the queries live beside the schema they
+read. The nightly report's queries are its own (``reports/``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import ConfigError
+from harness.history.schema import connect
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteTime:
+    """One finished suite (passed or failed) of a run, and how long it took."""
+
+    suite: str
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class CaseTime:
+    """One timed test case of a lane's recent run."""
+
+    lane: str
+    nodeid: str
+    key: str  # the device-free key: what a test is called on every lane
+    status: str
+    seconds: float
+
+
+_SUITE_TIMES = """
+    SELECT s.name, s.duration FROM suites s JOIN runs r ON r.id = s.run
+    WHERE r.lane = ? AND s.duration IS NOT NULL AND s.status IN ('passed', 'failed')
+    ORDER BY r.started DESC LIMIT ?
+"""
+
+
+def recent_suite_times(db: Path, lane: str, *, limit: int = 200) -> list[SuiteTime]:
+    """This lane's newest finished suites that have a duration, newest first.
+
+    Read-only and brief (a run in progress must not wait on an ingest, nor migrate the
+    file): no database, a busy one or a damaged one gives no rows.
+    """
+    if not db.is_file():
+        return []
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        try:
+            rows = conn.execute(_SUITE_TIMES, (lane, limit)).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []
+    return [SuiteTime(suite=name, seconds=float(seconds)) for name, seconds in rows]
+
+
+# The last runs of every lane, newest first; a case an infrastructure failure cut short
+# (timeout, crash) says nothing of how long the test takes.
+_CASE_TIMES = """
+WITH recent AS (
+    SELECT id, lane, row_number() OVER (PARTITION BY lane ORDER BY started DESC) AS age
+    FROM runs
+)
+SELECT recent.lane, tests.nodeid, tests.key, cases.status, cases.duration
+FROM cases JOIN recent ON cases.run = recent.id JOIN tests ON tests.id = cases.test
+WHERE recent.age <= ? AND cases.duration IS NOT NULL AND cases.infra_signature IS NULL
+"""
+
+
+def recent_case_times(db: Path, *, last_runs: int = 10) -> list[CaseTime]:
+    """The timed cases of each lane's last ``last_runs`` runs, every lane.
+
+    Raises ConfigError (one line, naming the file) where there is no database or it
+    cannot be read.
+    """
+    conn = connect(db, create=False)
+    try:
+        rows = conn.execute(_CASE_TIMES, (last_runs,)).fetchall()
+    except sqlite3.DatabaseError as error:
+        raise ConfigError(f"cannot read durations from history ({error})", file=str(db)) from None
+    finally:
+        conn.close()
+    return [CaseTime(lane=lane, nodeid=nodeid, key=key, status=status, seconds=float(seconds))
+            for lane, nodeid, key, status, seconds in rows]
