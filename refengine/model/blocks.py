@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 import refengine.ops as R
-from refengine.fusion import fused_ops
+from refengine.ops.collective import world_group_name
 
 EPS = 1e-6
 HIDDEN, HEADS, HEAD_DIM, INTER, TOKENS = 64, 4, 16, 128, 8
@@ -132,7 +132,7 @@ class TPMLPBlock(nn.Module):
         w13, w2, ln = _mlp_weights(dtype, seed)
         w13_shard, w2_shard = self.shard(w13, w2, rank, world)
         self.w13, self.w2, self.ln = _frozen(w13_shard), _frozen(w2_shard), _frozen(ln)
-        self.group_name = fused_ops.world_group_name()
+        self.group_name = world_group_name()
 
     @staticmethod
     def shard(w13: torch.Tensor, w2: torch.Tensor, rank: int,
