@@ -1,4 +1,4 @@
-"""The fused ops the passes produce, as ``refengine::`` custom ops, plus the collective.
+"""The fused ops the passes produce, as ``refengine::`` custom ops.
 
 Each fused op has a kernel per provider in FUSED_KERNELS. Only ``native`` exists so far:
 it runs the component ops through the registry in the unfused order, rounding between
@@ -19,6 +19,7 @@ from torch.library import custom_op
 
 import refengine.ops  # noqa: F401  (registers refengine::* that the fused ops compose)
 from refengine import registry
+from refengine.ops.collective import process_group  # registers refengine::all_reduce too
 from refengine.ops.custom import fake
 
 Tensor = torch.Tensor
@@ -26,32 +27,6 @@ Tensor = torch.Tensor
 
 def _run(op: str, *args: Any) -> Any:
     return registry.current().run(op, *args)
-
-
-def _group(group_name: str) -> Any:
-    from torch._C._distributed_c10d import _resolve_process_group
-    from torch.distributed.distributed_c10d import GroupName
-
-    return _resolve_process_group(GroupName(group_name))
-
-
-def world_group_name() -> str:
-    return str(dist.group.WORLD.group_name)  # type: ignore[union-attr]
-
-
-# -- the unfused collective: a functional op, so the graph sees it as one node -------------
-
-
-@custom_op("refengine::all_reduce", mutates_args=())
-def all_reduce(x: Tensor, group_name: str) -> Tensor:
-    out = x.clone()
-    dist.all_reduce(out, group=_group(group_name))
-    return out
-
-
-@fake("refengine::all_reduce")
-def _all_reduce_fake(x: Tensor, group_name: str) -> Tensor:
-    return torch.empty_like(x)
 
 
 # -- native kernels of the fused ops -------------------------------------------------------
@@ -87,7 +62,7 @@ def _native_silu_and_mul_fp8_quant(
 
 def _native_all_reduce_rms_norm(x: Tensor, weight: Tensor, eps: float, group_name: str) -> Tensor:
     reduced = x.clone()
-    dist.all_reduce(reduced, group=_group(group_name))
+    dist.all_reduce(reduced, group=process_group(group_name))
     return _run("rms_norm", reduced, weight, eps)  # type: ignore[no-any-return]
 
 

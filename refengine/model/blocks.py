@@ -1,7 +1,9 @@
 """Small model blocks for the fusion suite and tests, with weights from a fixed seed.
 
 Each block is an nn.Module over 2-D token tensors [T, H] using refengine ops only, so
-the compiled graph holds the patterns real decoder layers produce.
+the compiled graph holds the patterns real decoder layers produce. The decoder layer is
+the e2e decoder's own (model/decoder.py), with as many kv heads as heads and causal
+attention over its own tokens.
 """
 
 from __future__ import annotations
@@ -10,68 +12,20 @@ import torch
 from torch import nn
 
 import refengine.ops as R
-from refengine.fusion import fused_ops
+from refengine.model.decoder import DecoderLayer, LayerConfig
+from refengine.model.weights import SeededWeights, frozen
+from refengine.ops.collective import world_group_name
 
 EPS = 1e-6
 HIDDEN, HEADS, HEAD_DIM, INTER, TOKENS = 64, 4, 16, 128, 8
+LAYER = LayerConfig(hidden=HIDDEN, heads=HEADS, kv_heads=HEADS, head_dim=HEAD_DIM,
+                    inter=INTER, eps=EPS)
 
 
-def _w(gen: torch.Generator, *shape: int, dtype: torch.dtype) -> nn.Parameter:
-    t = torch.randn(*shape, generator=gen) / shape[-1] ** 0.5
-    return nn.Parameter(t.to(dtype), requires_grad=False)
-
-
-def _norm_w(gen: torch.Generator, n: int, dtype: torch.dtype) -> nn.Parameter:
-    t = 1.0 + 0.1 * torch.randn(n, generator=gen)
-    return nn.Parameter(t.to(dtype), requires_grad=False)
-
-
-class DecoderLayer(nn.Module):
-    """Pre-norm attention + gated MLP; with ``fp8_dtype``, fp8 activations into fp8 GEMMs."""
-
-    def __init__(
-        self, dtype: torch.dtype, fp8_dtype: torch.dtype | None = None, seed: int = 0
-    ) -> None:
-        super().__init__()
-        gen = torch.Generator().manual_seed(seed)
-        self.dtype, self.fp8 = dtype, fp8_dtype
-        self.ln1, self.ln2 = _norm_w(gen, HIDDEN, dtype), _norm_w(gen, HIDDEN, dtype)
-        self.wqkv = _w(gen, 3 * HEADS * HEAD_DIM, HIDDEN, dtype=dtype)
-        self.wo = _w(gen, HIDDEN, HEADS * HEAD_DIM, dtype=dtype)
-        self.w13 = _w(gen, 2 * INTER, HIDDEN, dtype=dtype)
-        self.w2 = _w(gen, HIDDEN, INTER, dtype=dtype)
-        if fp8_dtype is not None:
-            for name in ("wqkv", "w13", "w2"):
-                q, s = R.fp8_quant(getattr(self, name).data, fp8_dtype, "per_tensor_dynamic")
-                self.register_buffer(f"{name}_q", q)
-                self.register_buffer(f"{name}_s", s)
-
-    def _proj(self, h: torch.Tensor, name: str) -> torch.Tensor:
-        if self.fp8 is None:
-            return R.linear(h, getattr(self, name), None)
-        q, s = R.fp8_quant(h, self.fp8, "per_token_dynamic")
-        return self._gemm(q, s, name)
-
-    def _gemm(self, q: torch.Tensor, s: torch.Tensor, name: str) -> torch.Tensor:
-        return R.fp8_scaled_gemm(
-            q, s, getattr(self, f"{name}_q"), getattr(self, f"{name}_s"), None, self.dtype
-        )
-
-    def forward(self, x: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        residual = x + residual
-        h = R.rms_norm(residual, self.ln1, EPS)
-        qkv = self._proj(h, "wqkv").view(1, -1, 3 * HEADS, HEAD_DIM)
-        q, k, v = torch.split(qkv, HEADS, dim=2)
-        attn = R.attention_prefill(q, k, v, HEAD_DIM**-0.5, True).reshape(-1, HEADS * HEAD_DIM)
-        residual = R.linear(attn, self.wo, None) + residual
-        h = R.rms_norm(residual, self.ln2, EPS)
-        gate_up = self._proj(h, "w13")
-        if self.fp8 is None:
-            out = R.linear(R.silu_and_mul(gate_up), self.w2, None)
-        else:
-            q8, s8 = R.fp8_quant(R.silu_and_mul(gate_up), self.fp8, "per_token_dynamic")
-            out = self._gemm(q8, s8, "w2")
-        return out, residual
+def decoder_layer(dtype: torch.dtype, fp8_dtype: torch.dtype | None = None,
+                  seed: int = 0) -> DecoderLayer:
+    """A decoder layer of LAYER's shape; ``fp8_dtype``: fp8 activations into fp8 GEMMs."""
+    return DecoderLayer(LAYER, SeededWeights(seed, dtype), fp8_dtype)
 
 
 class MoEBlock(nn.Module):
@@ -79,11 +33,11 @@ class MoEBlock(nn.Module):
 
     def __init__(self, dtype: torch.dtype, seed: int = 0, experts: int = 4) -> None:
         super().__init__()
-        gen = torch.Generator().manual_seed(seed)
-        self.ln = _norm_w(gen, HIDDEN, dtype)
-        self.router = _w(gen, experts, HIDDEN, dtype=dtype)
-        self.w13 = _w(gen, experts, 2 * INTER, HIDDEN, dtype=dtype)
-        self.w2 = _w(gen, experts, HIDDEN, INTER, dtype=dtype)
+        draw = SeededWeights(seed, dtype)
+        self.ln = frozen(draw.norm(HIDDEN))
+        self.router = frozen(draw.weight(experts, HIDDEN))
+        self.w13 = frozen(draw.weight(experts, 2 * INTER, HIDDEN))
+        self.w2 = frozen(draw.weight(experts, HIDDEN, INTER))
 
     def forward(self, x: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         residual = x + residual
@@ -94,14 +48,10 @@ class MoEBlock(nn.Module):
 
 def _mlp_weights(dtype: torch.dtype, seed: int) -> tuple[torch.Tensor, ...]:
     """The gated MLP's weights: w13 [2, INTER, HIDDEN] (gate rows, up rows), w2, the norm's."""
-    gen = torch.Generator().manual_seed(seed)
-    w13 = _w(gen, 2, INTER, HIDDEN, dtype=dtype)
-    w2 = _w(gen, HIDDEN, INTER, dtype=dtype)
-    return w13.data, w2.data, _norm_w(gen, HIDDEN, dtype).data
-
-
-def _frozen(t: torch.Tensor) -> nn.Parameter:
-    return nn.Parameter(t.contiguous(), requires_grad=False)
+    draw = SeededWeights(seed, dtype)
+    w13 = draw.weight(2, INTER, HIDDEN)
+    w2 = draw.weight(HIDDEN, INTER)
+    return w13, w2, draw.norm(HIDDEN)
 
 
 class MLPBlock(nn.Module):
@@ -111,8 +61,8 @@ class MLPBlock(nn.Module):
     def __init__(self, dtype: torch.dtype, seed: int = 0) -> None:
         super().__init__()
         w13, w2, ln = _mlp_weights(dtype, seed)
-        self.w13 = _frozen(w13.reshape(2 * INTER, HIDDEN))
-        self.w2, self.ln = _frozen(w2), _frozen(ln)
+        self.w13 = frozen(w13.reshape(2 * INTER, HIDDEN))
+        self.w2, self.ln = frozen(w2), frozen(ln)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = R.linear(R.silu_and_mul(R.linear(x, self.w13, None)), self.w2, None)
@@ -131,8 +81,8 @@ class TPMLPBlock(nn.Module):
         super().__init__()
         w13, w2, ln = _mlp_weights(dtype, seed)
         w13_shard, w2_shard = self.shard(w13, w2, rank, world)
-        self.w13, self.w2, self.ln = _frozen(w13_shard), _frozen(w2_shard), _frozen(ln)
-        self.group_name = fused_ops.world_group_name()
+        self.w13, self.w2, self.ln = frozen(w13_shard), frozen(w2_shard), frozen(ln)
+        self.group_name = world_group_name()
 
     @staticmethod
     def shard(w13: torch.Tensor, w2: torch.Tensor, rank: int,

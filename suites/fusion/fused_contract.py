@@ -24,8 +24,9 @@ from typing import Any
 
 import torch
 
-from refengine.fusion import fused_ops
+from refengine.fusion import fused_ops  # noqa: F401  (registers the refengine::* fused ops)
 from refengine.ops import reference
+from refengine.ops.collective import world_group_name
 from refengine.ops.spec import FP8_BLOCK
 
 Tensor = torch.Tensor
@@ -108,7 +109,7 @@ def _all_reduce_norm() -> FusedCase:
 
     def build(dt: torch.dtype, fp8: Any, g: torch.Generator) -> tuple[Any, ...]:
         x = _randn(g, 7, 96, dtype=dt)
-        return x, _norm_weight(g, 96, dt), 1e-6, fused_ops.world_group_name()
+        return x, _norm_weight(g, 96, dt), 1e-6, world_group_name()
 
     def ref(x: Tensor, weight: Tensor, eps: float, group: str) -> tuple[Tensor, ...]:
         return (reference.rms_norm(x, weight, eps),)

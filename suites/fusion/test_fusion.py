@@ -15,7 +15,7 @@ import torch
 from fusion_check import against_unsharded, check, check_outputs, raise_problems, run_block
 
 import refengine.ops as R
-from refengine.model.blocks import EPS, HIDDEN, DecoderLayer, MoEBlock, inputs
+from refengine.model.blocks import EPS, HIDDEN, MoEBlock, decoder_layer, inputs
 
 
 def _dtype(platform: Any) -> torch.dtype:
@@ -72,7 +72,7 @@ def test_decoder_layer(
     dtype = _dtype(platform)
     _compile_and_compare(
         f"decoder_layer_{dtype}".replace("torch.", ""),
-        DecoderLayer(dtype),
+        decoder_layer(dtype),
         inputs(dtype),
         None,
         dtype,
@@ -95,7 +95,7 @@ def test_decoder_layer_fp8(
     case = f"decoder_layer_{fp8_dtype}".replace("torch.", "")
     _compile_and_compare(
         case,
-        DecoderLayer(dtype, fp8_dtype),
+        decoder_layer(dtype, fp8_dtype),
         inputs(dtype),
         fp8_dtype,
         dtype,

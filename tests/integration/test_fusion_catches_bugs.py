@@ -21,7 +21,7 @@ from fusion_check import against_unsharded, check, check_outputs, run_block  # n
 
 from refengine import registry  # noqa: E402
 from refengine.fusion import passes  # noqa: E402
-from refengine.model.blocks import DecoderLayer, inputs  # noqa: E402
+from refengine.model.blocks import decoder_layer, inputs  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
 
@@ -39,7 +39,7 @@ CPU_KERNELS = registry.Registry(
 def _problems(defs: Any, fp8: torch.dtype | None) -> list[str]:
     dtype = torch.bfloat16
     with registry.using(CPU_KERNELS):
-        result = run_block(DecoderLayer(dtype, fp8), inputs(dtype), fp8, defs)
+        result = run_block(decoder_layer(dtype, fp8), inputs(dtype), fp8, defs)
     assert result.report.passes  # the passes ran
     return check("decoder_layer", result, Tol())
 
@@ -68,7 +68,7 @@ def test_bitwise_check_sees_what_the_tolerance_allows() -> None:
     # but not the same bits as the unfused path, which a composed fused kernel must give.
     dtype = torch.bfloat16
     with registry.using(CPU_KERNELS):
-        good = run_block(DecoderLayer(dtype, FP8), inputs(dtype), FP8, passes.PASS_DEFS)
+        good = run_block(decoder_layer(dtype, FP8), inputs(dtype), FP8, passes.PASS_DEFS)
     tampered = good.fused[0].clone()
     tampered.view(torch.int16).view(-1)[3] ^= 1  # one unit in the last place
     fused = (tampered, good.fused[1])

@@ -20,7 +20,7 @@ from fusion_check import run_block  # noqa: E402
 
 from refengine import registry  # noqa: E402
 from refengine.fusion import fused_ops  # noqa: E402
-from refengine.model.blocks import DecoderLayer, inputs  # noqa: E402
+from refengine.model.blocks import decoder_layer, inputs  # noqa: E402
 
 NATIVE = registry.Registry({}, use_env=False)
 FP8 = torch.float8_e4m3fn
@@ -54,7 +54,7 @@ def test_a_fused_op_that_writes_its_input_passes_fused_vs_eager_but_not_the_cont
     _patch(monkeypatch, "fused_add_rms_norm", add_rms_norm_in_place)
     dtype = torch.bfloat16
     with registry.using(NATIVE):
-        result = run_block(DecoderLayer(dtype), inputs(dtype), None)
+        result = run_block(decoder_layer(dtype), inputs(dtype), None)
         assert result.report.passes["add_rms_norm"].matched == 2
         assert fusion_check("decoder_layer", result, Tol()) == []  # the hole
         for case_id in ("2d-contiguous", "3d-residual-strided"):
