@@ -138,7 +138,7 @@ def run_invocations(run: DockerRun, invocations: Sequence[Invocation]) -> list[S
             if not box.alive():  # killed from outside, or by a timeout: a fresh one
                 boxes.close()
                 box = boxes.enter_context(new_box())
-            outcome = run_one(box, inv, base_env, spec.user, out, argv=list(inv.argv))
+            outcome = run_one(box, inv, base_env, spec.user, out)
             outcomes.append(outcome)
             if outcome.status in (Status.INTERRUPTED, Status.WRITE_FAILED):
                 break
@@ -181,11 +181,11 @@ def _oom_kills(box: Container) -> int | None:
 
 
 def run_one(box: Container, inv: Invocation, base_env: Mapping[str, str], user: str,
-            out: TextIO, *, argv: Sequence[str] | None = None) -> SuiteOutcome:
+            out: TextIO | None) -> SuiteOutcome:
     inv.junit.parent.mkdir(parents=True, exist_ok=True)
     inv.log.parent.mkdir(parents=True, exist_ok=True)
     env = dict(base_env) | dict(inv.env)
-    argv = list(argv or inv.argv)
+    argv = list(inv.argv)
     # The counter is read only where a limit is set: each read is one more exec.
     ooms_before = _oom_kills(box) if box.options.get("mem_limit") else None
     with QuietClose(inv.log.open("a", encoding="utf-8", buffering=1)) as log:
@@ -199,27 +199,35 @@ def run_one(box: Container, inv: Invocation, base_env: Mapping[str, str], user: 
         result = box.exec(argv, env=env, workdir=workdir,
                           user=user, on_line=sink.line, timeout_s=inv.timeout_s,
                           stop_requested=lambda: bool(sink.error))
-        code = result.exit_code
-        notes = []
-        if result.timed_out:
-            notes.append(f"harness: killed after {inv.timeout_s:g} s (step timeout)")
-        if result.container_died and not (result.timed_out or result.interrupted):
-            state = box.state()
-            code = code if code is not None else int(state.get("ExitCode") or 137)
-            notes.append(f"harness: the container was killed from outside "
-                         f"(container exit {state.get('ExitCode', '?')})")
-        elif code == 137 and ooms_before is not None:
-            after = _oom_kills(box)
-            if after is not None and after > ooms_before:
-                notes.append("harness: killed by the out-of-memory killer "
-                             f"(mem_limit {box.options.get('mem_limit', 'none')})")
+        code, notes = container_notes(box, inv, result, ooms_before)
         for note in notes:
             sink.line(note)
-    proc = ProcResult(exit_code=code, duration_s=result.duration_s,
-                      timed_out=result.timed_out, interrupted=result.interrupted,
-                      write_error=sink.error, tail=list(sink.tail))
-    outcome = classify(inv, proc)
+    outcome = classify(inv, dataclasses.replace(result, exit_code=code, write_error=sink.error,
+                                                tail=list(sink.tail)))
     extra = [n.removeprefix("harness: ") for n in notes if "step timeout" not in n]
     if extra:
         outcome.reason = "; ".join([outcome.reason, *extra]) if outcome.reason else "; ".join(extra)
     return outcome
+
+
+def container_notes(box: Container, inv: Invocation, result: ProcResult,
+                    ooms_before: int | None) -> tuple[int | None, list[str]]:
+    """What the container tells beyond the exec's exit code: the code to classify (a
+    container killed from outside leaves none) and the lines that say why it ended (the
+    log's, and but for the timeout's the outcome's reason too)."""
+    code = result.exit_code
+    notes = []
+    died = box.died(code)
+    if result.timed_out:
+        notes.append(f"harness: killed after {inv.timeout_s:g} s (step timeout)")
+    if died and not (result.timed_out or result.interrupted):
+        state = box.state()
+        code = code if code is not None else int(state.get("ExitCode") or 137)
+        notes.append(f"harness: the container was killed from outside "
+                     f"(container exit {state.get('ExitCode', '?')})")
+    elif code == 137 and ooms_before is not None:
+        after = _oom_kills(box)
+        if after is not None and after > ooms_before:
+            notes.append("harness: killed by the out-of-memory killer "
+                         f"(mem_limit {box.options.get('mem_limit', 'none')})")
+    return code, notes
