@@ -44,7 +44,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from harness.platform import images
-    from harness.runners.docker import DockerRun, docker_command_line, run_invocations
+    from harness.runners.docker import DockerRunner, docker_command_line
     from harness.runners.invocation import Invocation
 
     matrix = tiny_matrix()
@@ -77,9 +77,10 @@ def main() -> int:
             for side in order:
                 start = time.perf_counter()
                 if side == "runner":
-                    [outcome] = run_invocations(
-                        DockerRun(matrix=matrix, run_dir=run_dir, image=image, stream=None,
-                                  client=client, cache_root=cache), [inv])
+                    runner = DockerRunner(matrix, image=image, echo=None, client=client,
+                                          cache_root=cache)
+                    with runner.started(run_dir, [inv]):
+                        [outcome] = runner.run()
                     assert outcome.status.value == "passed", outcome
                     runner_s.append(time.perf_counter() - start)
                 else:

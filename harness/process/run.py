@@ -26,6 +26,7 @@ from typing import Any, TextIO
 
 from harness.process import cancel
 from harness.process.secret_names import scrub
+from harness.process.watch import Stop, watch
 from harness.results.writefail import QuietClose
 from harness.results.writefail import describe as describe_write_failure
 
@@ -38,6 +39,9 @@ TAIL_LINES = 40
 
 @dataclass(kw_only=True)
 class ProcResult:
+    """How one streamed command ended, a local subprocess or a command exec'd in a
+    container alike: what ``runners/local.py classify`` turns into a suite's outcome."""
+
     exit_code: int | None
     duration_s: float
     timed_out: bool = False
@@ -74,6 +78,16 @@ def stop_group(
             return
 
 
+def _stop_steps(why: Stop) -> tuple[tuple[signal.Signals, float], ...]:
+    """The signals (and the wait after each) that stop a suite's process group."""
+    if why is Stop.REQUESTED:  # its log cannot be written: SIGINT still lets pytest finish
+        return (signal.SIGINT, WRITE_FAILURE_GRACE_S), (signal.SIGTERM, TERMINATE_TIMEOUT_S)
+    if why is Stop.TIMEOUT:
+        return ((signal.SIGTERM, TERMINATE_TIMEOUT_S),)
+    after_int, after_term = cancel.grace()
+    return (signal.SIGINT, after_int), (signal.SIGTERM, after_term)
+
+
 def run_streaming(
     argv: Sequence[str],
     *,
@@ -105,30 +119,18 @@ def run_streaming(
         sink = LineSink(log, log_path, echo, prefix, tail, on_line)
         reader = threading.Thread(target=sink.pump, args=(proc,), daemon=True)
         reader.start()
-        timed_out = interrupted = False
-        try:
-            deadline = start + timeout_s
-            while not _wait(proc, min(POLL_S * 5, max(0.0, deadline - time.monotonic()))):
-                if sink.error:
-                    stop_group(proc, ((signal.SIGINT, WRITE_FAILURE_GRACE_S),
-                                      (signal.SIGTERM, TERMINATE_TIMEOUT_S)))
-                    break
-                if time.monotonic() >= deadline:
-                    timed_out = True
-                    stop_group(proc, ((signal.SIGTERM, TERMINATE_TIMEOUT_S),))
-                    break
-        except KeyboardInterrupt:  # Ctrl-C, or a SIGTERM / SIGHUP (harness.process.cancel)
-            interrupted = True
-            after_int, after_term = cancel.grace()
-            stop_group(proc, ((signal.SIGINT, after_int), (signal.SIGTERM, after_term)))
+
+        watched = watch(lambda seconds: _wait(proc, seconds), deadline=start + timeout_s,
+                        stop=lambda why: stop_group(proc, _stop_steps(why)),
+                        stop_requested=lambda: bool(sink.error))
         reader.join(timeout=5)
-        if timed_out:
+        if watched.timed_out:
             sink.note(f"harness: killed after {timeout_s:g} s (step timeout)")
     return ProcResult(
         exit_code=proc.returncode,
         duration_s=time.monotonic() - start,
-        timed_out=timed_out,
-        interrupted=interrupted,
+        timed_out=watched.timed_out,
+        interrupted=watched.interrupted,
         write_error=sink.error,
         tail=list(tail),
     )

@@ -1,5 +1,5 @@
-"""The steps that run the suites: start the manifest, check the caches and the device,
-and run every invocation through the local or the docker runner."""
+"""The steps that run the suites: start the manifest, check the caches, start the run's
+runner (local or docker, run/request.py pick_runner) and run every invocation through it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from harness.history.schema import default_db_path
 from harness.platform.cache import verify
 from harness.platform.gitinfo import git_info
 from harness.platform.host import host_fingerprint
-from harness.platform.probe_local import probe_and_check
 from harness.process.secret_names import masked as mask_env
 from harness.process.secret_names import register_secrets, scrub
 from harness.results import layout
@@ -19,9 +18,6 @@ from harness.results.outcome import Status, SuiteOutcome
 from harness.run.plan import select_suites
 from harness.run.progress import Progress, folder_estimates, history_estimates
 from harness.run.request import RunContext
-from harness.runners.docker import DockerRun
-from harness.runners.docker import run_invocations as run_in_docker
-from harness.runners.local import run_invocations
 
 # Suites that read the persistent tokenizer caches (and must find them warm).
 CACHE_SUITES = frozenset({"e2e"})
@@ -40,7 +36,7 @@ def start_manifest(ctx: RunContext) -> None:
         matrix=MatrixRef(name=ctx.matrix.name, hash=ctx.matrix.hash, file=ctx.matrix.file),
         family=ctx.matrix.family,
         emulate=ctx.request.emulate,
-        runner="docker" if ctx.use_docker else "local",
+        runner=ctx.runner.kind,
         git=GitRef(sha=git.sha, dirty=git.dirty),
         python=ctx.python,
         host=host_fingerprint(),
@@ -66,16 +62,12 @@ def check_caches(ctx: RunContext) -> None:
     verify(ctx.matrix)
 
 
-def probe_step(ctx: RunContext) -> None:
-    """Locally, probe the device before any suite: a contradiction is exit 3.
-
-    Emulated runs have no device to probe; the docker runner probes inside the container.
-    """
-    if ctx.request.emulate or ctx.use_docker:
-        return
+def start_runner(ctx: RunContext) -> None:
+    """Ready the runner before any suite: the container started (its image built or reused)
+    for a docker run; the device probed, here or in the container (a contradiction is exit
+    3; an emulated run has no device to probe). The workflow stops it."""
     assert ctx.manifest is not None
-    fingerprint = ctx.fingerprint or probe_and_check(ctx.matrix)  # once per run
-    ctx.manifest.update(device_fingerprint=fingerprint)
+    ctx.runner.start(ctx.run_dir, ctx.invocations, env=ctx.env, manifest=ctx.manifest)
 
 
 def record_not_applicable(ctx: RunContext) -> None:
@@ -93,16 +85,10 @@ def record_not_applicable(ctx: RunContext) -> None:
 
 
 def execute(ctx: RunContext) -> None:
+    """Every suite through the run's runner: a progress line as each starts and ends, its
+    outcome in the manifest as soon as it has one."""
     assert ctx.manifest is not None
     manifest = ctx.manifest
-    if ctx.use_docker:
-        run = DockerRun(matrix=ctx.matrix, run_dir=ctx.run_dir, env=ctx.env, manifest=manifest,
-                        keep_container=ctx.request.keep_container,
-                        writable_checkout=ctx.request.update_expectations)
-        ctx.outcomes = run_in_docker(run, ctx.invocations)
-        for outcome in ctx.outcomes:
-            manifest.add_outcome(outcome)
-        return
     progress = make_progress(ctx)
     count = iter(range(len(ctx.invocations)))
 
@@ -112,12 +98,7 @@ def execute(ctx: RunContext) -> None:
         manifest.add_outcome(outcome)
         progress.end(next(count), outcome.suite, outcome.status.value, outcome.counts)
 
-    run_invocations(
-        ctx.invocations,
-        os.environ | ctx.env,
-        on_outcome=record,
-        on_start=lambda i, inv: progress.start(i, inv.suite),
-    )
+    ctx.runner.run(on_start=lambda i, inv: progress.start(i, inv.suite), on_outcome=record)
 
 
 def make_progress(ctx: RunContext) -> Progress:

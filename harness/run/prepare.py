@@ -7,16 +7,13 @@ import datetime as _dt
 import json
 import os
 import secrets
-import shlex
 import shutil
 from pathlib import Path
 
 from harness.errors import HostUnavailable, InfraError
 from harness.history.schema import default_db_path
 from harness.platform.cache import cache_root
-from harness.platform.doctor import cpu_expectations, preflight, require_device, run_checks
-from harness.platform.probe_local import probe_and_check
-from harness.process.secret_names import masked as mask_env
+from harness.platform.doctor import preflight, require_device, run_checks
 from harness.results import layout
 from harness.results.writefail import make_reserve
 from harness.roots import import_path
@@ -24,7 +21,6 @@ from harness.run.plan import PlanOptions, override_notes, plan_run, select_suite
 from harness.run.request import RunContext
 from harness.run.threads import cpu_budget, plan_threads
 from harness.run.venvs import check_sources, interpreter
-from harness.runners.docker import docker_command_line
 from harness.runners.suite_env import suite_env
 from harness.select import dump_lane
 from harness.shard.durations import DurationSet, dump, durations_for
@@ -40,14 +36,13 @@ def new_run_id() -> str:
 def print_config(ctx: RunContext) -> None:
     m = ctx.matrix
     how = "emulated on the CPU" if ctx.request.emulate else m.device
-    runner = "docker" if ctx.use_docker else "local"
     suites = ", ".join(s.name for s in select_suites(m, ctx.request.suites))
     # Short lines: nothing here should wrap in an 80-column terminal.
     print(f"harness: matrix {m.name} from {m.file} (hash {m.hash[:12]})")
     print(f"harness: {m.hardware}; {how}")
     print(f"harness: suites {suites}")
     print(
-        f"harness: runner {runner}; seed {ctx.request.seed}"
+        f"harness: runner {ctx.runner.kind}; seed {ctx.request.seed}"
         + (f"; shard {ctx.request.shard}" if ctx.request.shard else "")
     )
 
@@ -63,26 +58,23 @@ def preflight_step(ctx: RunContext) -> None:
     command = f"harness run --matrix {ctx.request.matrix}"
     if not ctx.request.emulate:
         require_device(ctx.matrix, command=command)
-    if not ctx.request.emulate and not ctx.use_docker and cpu_expectations(ctx.matrix):
-        # A CPU matrix that expects a vendor or flags (zen) probes in milliseconds: before
-        # its environment is built, not after (the same probe as `harness doctor`).
-        try:
-            ctx.fingerprint = probe_and_check(ctx.matrix)  # probe_step records it
-        except InfraError as error:
-            raise HostUnavailable(
-                f"{error}; to run the {ctx.matrix.name} profile on this CPU: {command} --emulate"
-            ) from None
+    try:
+        ctx.runner.preflight()  # a local CPU matrix's probe (start_runner records it)
+    except InfraError as error:
+        raise HostUnavailable(
+            f"{error}; to run the {ctx.matrix.name} profile on this CPU: {command} --emulate"
+        ) from None
     suites = [s.name for s in select_suites(ctx.matrix, ctx.request.suites)]
     checks = run_checks(
         ctx.matrix,
         emulate=ctx.request.emulate,
-        docker=ctx.use_docker,
+        docker=ctx.runner.in_container,
         build_venv=ctx.request.python == "matrix",
         suites=suites,
         probe_cpu=False,
     )
     preflight(checks)
-    if ctx.request.python == "matrix" and not ctx.use_docker:
+    if ctx.request.python == "matrix" and not ctx.runner.in_container:
         check_sources(ctx.matrix, emulate=ctx.request.emulate)
 
 
@@ -105,8 +97,8 @@ def prepare_run_dir(ctx: RunContext) -> None:
 
 
 def choose_python(ctx: RunContext) -> None:
-    if ctx.use_docker:
-        ctx.python = "python3"  # the image's
+    if ctx.runner.python is not None:  # the interpreter the runner brings: the image's
+        ctx.python = ctx.runner.python
         return
     # Under --emulate: the emulation's environment (a CPU torch), not the device's.
     ctx.python = interpreter(ctx.request.python, ctx.matrix, emulate=ctx.request.emulate,
@@ -196,13 +188,5 @@ def write_selection(ctx: RunContext) -> tuple[str, ...]:
 
 def print_plan(ctx: RunContext) -> None:
     """The commands a developer can paste: ``docker run`` lines for a docker run."""
-    if ctx.use_docker:
-        for inv in ctx.invocations:
-            line = docker_command_line(ctx.matrix, inv, run_dir=ctx.run_dir, env=ctx.env,
-                                       writable_checkout=ctx.request.update_expectations)
-            print(f"[{inv.suite}] {shlex.join(line)}")
-        return
     for inv in ctx.invocations:
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(mask_env(dict(inv.env)).items()))
-        where = f"cd {shlex.quote(str(inv.cwd))} && " if inv.cwd else ""
-        print(f"[{inv.suite}] {where}{env} {shlex.join(inv.argv)}")
+        print(f"[{inv.suite}] {ctx.runner.command_line(inv, ctx.run_dir, ctx.env)}")

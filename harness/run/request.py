@@ -6,13 +6,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from harness.matrix.model import Matrix
 from harness.results.manifest_write import ManifestWriter
 from harness.results.outcome import SuiteOutcome
 from harness.run.threads import ThreadPlan
+from harness.runners.docker import DockerRunner
 from harness.runners.invocation import Invocation
+from harness.runners.local import LocalRunner
+from harness.runners.runner import Runner
 from harness.select.rules import LaneSelection
 
 
@@ -65,12 +67,19 @@ class RunContext:
     outcomes: list[SuiteOutcome] = field(default_factory=list)
     untracked_before: frozenset[str] | None = None
     write_error: str = ""  # a write that failed for good (full disk, read-only)
-    fingerprint: dict[str, Any] | None = None  # the local device probe's, once taken
+    runner: Runner = field(init=False)  # picked once, from the request and the matrix
 
-    @property
-    def use_docker(self) -> bool:
-        req = self.request.docker
-        if req is None:
-            # Emulation runs on this CPU: the platform's image would need its device.
-            return bool(self.matrix.runtime.docker) and not self.request.emulate
-        return req
+    def __post_init__(self) -> None:
+        self.runner = pick_runner(self.request, self.matrix)
+
+
+def pick_runner(request: RunRequest, matrix: Matrix) -> Runner:
+    """The container when asked (--docker) or, unasked, when the matrix's runtime says so;
+    else this host. Emulation runs on this CPU: the platform's image would need its device."""
+    docker = request.docker
+    if docker is None:
+        docker = bool(matrix.runtime.docker) and not request.emulate
+    if docker:
+        return DockerRunner(matrix, keep_container=request.keep_container,
+                            writable_checkout=request.update_expectations)
+    return LocalRunner(None if request.emulate else matrix)

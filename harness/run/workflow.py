@@ -19,9 +19,9 @@ from harness.run.checks import record_new_files, report_unmatched, snapshot_chec
 from harness.run.execute import (
     check_caches,
     execute,
-    probe_step,
     record_not_applicable,
     start_manifest,
+    start_runner,
 )
 from harness.run.finish import collect_suite_facts, finish, merge_step, print_table
 from harness.run.prepare import (
@@ -44,8 +44,9 @@ PREPARE: tuple[Step, ...] = (print_config, preflight_step, plan_threads_step, pr
                              choose_python, build_env, plan_step)
 # The run folder's record starts; nothing to finish if one of these fails.
 START: tuple[Step, ...] = (start_manifest, snapshot_checkout)
-# The suites run: Ctrl-C or a cancel stops them, an InfraError ends the run (exit 3).
-RUN: tuple[Step, ...] = (check_caches, probe_step, record_not_applicable, execute)
+# The suites run: Ctrl-C or a cancel stops them, an InfraError ends the run (exit 3); the
+# runner is stopped (its container removed) when they end, whatever happened.
+RUN: tuple[Step, ...] = (check_caches, start_runner, record_not_applicable, execute)
 # With signals held back: the run folder is finished whatever happened above.
 FINISH: tuple[Step, ...] = (collect_suite_facts, merge_step, record_new_files, print_table,
                             report_unmatched)
@@ -74,8 +75,11 @@ def run_workflow(ctx: RunContext) -> int:
 def _run_suites(ctx: RunContext) -> None:
     assert ctx.manifest is not None
     try:
-        for step in RUN:
-            step(ctx)
+        try:
+            for step in RUN:
+                step(ctx)
+        finally:
+            ctx.runner.stop()
     except KeyboardInterrupt:
         pass  # Ctrl-C, SIGTERM or SIGHUP: the runner stopped the suite; finish() reports it
     except InfraError as error:

@@ -23,12 +23,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import InfraError
 from harness.process import cancel
+from harness.process.run import ProcResult
+from harness.process.watch import Stop, watch
 
 if TYPE_CHECKING:
     import docker
@@ -97,13 +98,14 @@ def keep_requested(flag: bool) -> bool:
     return flag or os.environ.get(KEEP_ENV, "") not in ("", "0", "false", "no")
 
 
-@dataclass(kw_only=True)
-class ExecResult:
-    exit_code: int | None
-    duration_s: float
-    timed_out: bool = False
-    interrupted: bool = False
-    container_died: bool = False
+def _graces(why: Stop) -> tuple[float, float]:
+    """(after SIGINT, after SIGTERM) before the next, harder step, then the container is
+    killed; SIGINT first in every case, so pytest still writes its JUnit."""
+    if why is Stop.REQUESTED:  # its output can no longer be written
+        return 2.0, TERMINATE_GRACE_S
+    if why is Stop.TIMEOUT:
+        return INTERRUPT_GRACE_S, TERMINATE_GRACE_S
+    return cancel.grace()
 
 
 class LineSplitter:
@@ -256,7 +258,7 @@ class Container:
 
     def exec(self, argv: Sequence[str], *, env: Mapping[str, str], workdir: str, user: str,
              on_line: Callable[[str], None], timeout_s: float,
-             stop_requested: Callable[[], bool] = lambda: False) -> ExecResult:
+             stop_requested: Callable[[], bool] = lambda: False) -> ProcResult:
         """Run ``argv`` streaming whole lines; stop it at ``timeout_s``, on Ctrl-C, SIGTERM
         or SIGHUP, or when ``stop_requested()`` (its output can no longer be written)."""
         pidfile = f"/tmp/harness-exec-{uuid.uuid4().hex[:12]}.pid"
@@ -283,36 +285,30 @@ class Container:
 
         reader = threading.Thread(target=pump, daemon=True, name=f"logs-{self.name}")
         reader.start()
-        timed_out = interrupted = False
-        deadline = start + max(timeout_s, 0.0)
-        try:
-            while reader.is_alive():
-                reader.join(timeout=min(1.0, max(0.0, deadline - time.monotonic())))
-                if not reader.is_alive():
-                    break
-                if stop_requested():
-                    self._stop_exec(pidfile, reader, (2.0, TERMINATE_GRACE_S))
-                    break
-                if time.monotonic() >= deadline:
-                    timed_out = True
-                    self._stop_exec(pidfile, reader, (INTERRUPT_GRACE_S, TERMINATE_GRACE_S))
-                    break
-        except KeyboardInterrupt:  # Ctrl-C, or a SIGTERM / SIGHUP (harness.process.cancel)
-            interrupted = True
-            self._stop_exec(pidfile, reader, cancel.grace())
+
+        def ended(seconds: float) -> bool:
+            reader.join(timeout=seconds)
+            return not reader.is_alive()
+
+        watched = watch(ended, deadline=start + max(timeout_s, 0.0),
+                        stop=lambda why: self._stop_exec(pidfile, reader, _graces(why)),
+                        stop_requested=stop_requested)
         reader.join(timeout=5)
-        code = self._exit_code(exec_id)
-        died = not self.alive()
-        if not died and code in (None, 137, 143):
+        return ProcResult(exit_code=self._exit_code(exec_id), duration_s=time.monotonic() - start,
+                          timed_out=watched.timed_out, interrupted=watched.interrupted)
+
+    def died(self, exit_code: int | None) -> bool:
+        """Whether the container is gone after an exec that ended with ``exit_code``."""
+        if not self.alive():
+            return True
+        if exit_code in (None, 137, 143):
             # A kill from outside ends the exec a moment before the engine marks the
             # container exited: look again briefly before calling it an OOM kill.
             for _ in range(10):
                 time.sleep(0.1)
                 if not self.alive():
-                    died = True
-                    break
-        return ExecResult(exit_code=code, duration_s=time.monotonic() - start,
-                          timed_out=timed_out, interrupted=interrupted, container_died=died)
+                    return True
+        return False
 
     def _exit_code(self, exec_id: str) -> int | None:
         import docker.errors

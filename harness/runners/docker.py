@@ -1,4 +1,4 @@
-"""Run a plan's invocations inside the platform's container.
+"""Run a plan's invocations inside the platform's container (``DockerRunner``).
 
 The image is built or reused by content hash, the device is probed inside the
 container, then each invocation runs with ``exec`` in one long-lived container (vfs
@@ -18,7 +18,7 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -27,11 +27,12 @@ from harness.platform import images, probe
 from harness.process.run import TAIL_LINES, LineSink, ProcResult
 from harness.process.secret_names import masked
 from harness.results import layout
-from harness.results.outcome import Status, SuiteOutcome
+from harness.results.outcome import SuiteOutcome
 from harness.results.writefail import QuietClose
 from harness.roots import project_root
 from harness.runners.container import Container, reap_orphans
 from harness.runners.docker_spec import (
+    Spec,
     build_spec,
     cli_args,
     container_env,
@@ -39,6 +40,7 @@ from harness.runners.docker_spec import (
     suite_mounts,
 )
 from harness.runners.local import classify
+from harness.runners.runner import Runner
 from harness.runners.suite_env import suite_env
 
 if TYPE_CHECKING:
@@ -80,69 +82,98 @@ def docker_command_line(matrix: Matrix, invocation: Invocation, *, run_dir: Path
             *cli_args(spec, full_env), image, *invocation.argv]
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class DockerRun:
-    """One run in the platform's container; the defaults are ``harness run``'s."""
+class DockerRunner(Runner):
+    """The suites with ``exec`` in one long-lived container of the platform's image; the
+    defaults are ``harness run``'s."""
 
-    matrix: Matrix
-    run_dir: Path
-    keep_container: bool = False
-    env: Mapping[str, str] | None = None  # None: default_env
-    manifest: ManifestWriter | None = None
-    stream: TextIO | None = sys.stdout
-    root: Path | None = None  # None: the project root
-    client: docker.DockerClient | None = None
-    image: str | None = None  # None: build (or reuse) the matrix's image
-    run_id: str | None = None  # None: the run folder's name
-    cache_root: Path | None = None
-    writable_checkout: bool = False
+    kind = "docker"
+    in_container = True
+    python = "python3"  # the image's
 
+    def __init__(self, matrix: Matrix, *, keep_container: bool = False,
+                 root: Path | None = None,  # None: the project root
+                 client: docker.DockerClient | None = None,
+                 image: str | None = None,  # None: build (or reuse) the matrix's image
+                 run_id: str | None = None,  # None: the run folder's name
+                 cache_root: Path | None = None, writable_checkout: bool = False,
+                 echo: TextIO | None = sys.stdout) -> None:
+        super().__init__(echo=echo)
+        self.matrix, self.keep_container, self.root = matrix, keep_container, root
+        self.client, self.image, self.run_id = client, image, run_id
+        self.cache_root, self.writable_checkout = cache_root, writable_checkout
+        self._boxes = contextlib.ExitStack()
+        self._box: Container | None = None
+        self._base_env: dict[str, str] = {}
+        self._user = ""
+        self._options: dict[str, Any] = {}
 
-def run_invocations(run: DockerRun, invocations: Sequence[Invocation]) -> list[SuiteOutcome]:
-    matrix, root, run_dir = run.matrix, run.root or _root(), run.run_dir.resolve()
-    out = run.stream or open(os.devnull, "w")  # noqa: SIM115
-    client = run.client or images.engine()
-    image = run.image
-    if image is None:
-        rcp, _ = images.build(matrix, root, log_path=run_dir / layout.LOGS_DIR / "image.log",
-                              out=out, client=client)
-        image = rcp.tag
-    spec = build_spec(matrix, root, run_dir, cache_root=run.cache_root,
-                      extra_mounts=suite_mounts(invocations),
-                      writable_checkout=run.writable_checkout)
-    for mount in spec.mounts:
-        if not mount.read_only:
-            Path(mount.source).mkdir(parents=True, exist_ok=True)  # else docker makes it root's
-    env = run.env if run.env is not None else default_env(matrix, root)
-    base_env = container_env(matrix, dict(env), os.environ)
-    if run.manifest is not None:
-        run.manifest.update(image=image, container_env=masked(base_env))
-    run_id = run.run_id or run_dir.name
-    for name in reap_orphans(client):
-        out.write(f"harness: removed container {name}: the harness run that owned it is gone\n")
-    options = sdk_options(spec)
+    def preflight(self) -> None:
+        """The device is probed in the container, once it runs (``start``)."""
 
-    def new_box() -> Container:
-        return Container(client, image=image, run_id=run_id, options=options,
-                         keep=run.keep_container)
+    def _start(self, run_dir: Path, env: dict[str, str] | None,
+               manifest: ManifestWriter | None) -> None:
+        if self._box is not None:
+            return
+        run_dir = run_dir.resolve()
+        with contextlib.ExitStack() as scope:
+            out = self.echo or scope.enter_context(open(os.devnull, "w"))
+            spec = self._prepare(run_dir, env, manifest, out)
+        self._user, self._options = spec.user, sdk_options(spec)
+        with contextlib.ExitStack() as boxes:  # removed again if the probe fails
+            self._box = boxes.enter_context(self._new_box())
+            self.fingerprint = _probe(self._box, self.matrix, self._user)
+            if self.fingerprint is not None:
+                (run_dir / layout.FINGERPRINT).write_text(json.dumps(self.fingerprint, indent=2))
+            self._boxes = boxes.pop_all()
 
-    outcomes: list[SuiteOutcome] = []
-    with contextlib.ExitStack() as boxes:
-        box = boxes.enter_context(new_box())
-        fingerprint = _probe(box, matrix, spec.user)
-        if fingerprint is not None:
-            (run_dir / layout.FINGERPRINT).write_text(json.dumps(fingerprint, indent=2))
-            if run.manifest is not None:
-                run.manifest.update(device_fingerprint=fingerprint)
-        for inv in invocations:
-            if not box.alive():  # killed from outside, or by a timeout: a fresh one
-                boxes.close()
-                box = boxes.enter_context(new_box())
-            outcome = run_one(box, inv, base_env, spec.user, out, argv=list(inv.argv))
-            outcomes.append(outcome)
-            if outcome.status in (Status.INTERRUPTED, Status.WRITE_FAILED):
-                break
-    return outcomes
+    def _prepare(self, run_dir: Path, env: dict[str, str] | None,
+                 manifest: ManifestWriter | None, out: TextIO) -> Spec:
+        """The image (built or reused), the container's spec and environment; orphans of
+        dead harness runs removed."""
+        matrix, root = self.matrix, self.root or _root()
+        client = self.client = self.client or images.engine()
+        if self.image is None:
+            rcp, _ = images.build(matrix, root, log_path=run_dir / layout.LOGS_DIR / "image.log",
+                                  out=out, client=client)
+            self.image = rcp.tag
+        spec = build_spec(matrix, root, run_dir, cache_root=self.cache_root,
+                          extra_mounts=suite_mounts(self.invocations),
+                          writable_checkout=self.writable_checkout)
+        for mount in spec.mounts:
+            if not mount.read_only:
+                Path(mount.source).mkdir(parents=True, exist_ok=True)  # else docker: root's
+        self._base_env = container_env(matrix, env if env is not None
+                                       else default_env(matrix, root), os.environ)
+        if manifest is not None:
+            manifest.update(image=self.image, container_env=masked(self._base_env))
+        self.run_id = self.run_id or run_dir.name
+        for name in reap_orphans(client):
+            out.write(f"harness: removed container {name}: the harness run that owned it is "
+                      "gone\n")
+        return spec
+
+    def _new_box(self) -> Container:
+        assert self.client is not None and self.image is not None and self.run_id is not None
+        return Container(self.client, image=self.image, run_id=self.run_id,
+                         options=self._options, keep=self.keep_container)
+
+    def stop(self) -> None:
+        self._box = None
+        self._boxes.close()
+
+    def run_one(self, inv: Invocation) -> SuiteOutcome:
+        if self._box is None:
+            raise InfraError("docker: the runner was not started")
+        if not self._box.alive():  # killed from outside, or by a timeout: a fresh one
+            self._boxes.close()
+            self._box = self._boxes.enter_context(self._new_box())
+        return run_one(self._box, inv, self._base_env, self._user, self.echo)
+
+    def command_line(self, inv: Invocation, run_dir: Path, env: Mapping[str, str]) -> str:
+        return shlex.join(docker_command_line(self.matrix, inv, run_dir=run_dir, env=env,
+                                              image=self.image, root=self.root,
+                                              cache_root=self.cache_root,
+                                              writable_checkout=self.writable_checkout))
 
 
 def _probe(box: Container, matrix: Matrix, user: str) -> dict[str, Any] | None:
@@ -181,11 +212,11 @@ def _oom_kills(box: Container) -> int | None:
 
 
 def run_one(box: Container, inv: Invocation, base_env: Mapping[str, str], user: str,
-            out: TextIO, *, argv: Sequence[str] | None = None) -> SuiteOutcome:
+            out: TextIO | None) -> SuiteOutcome:
     inv.junit.parent.mkdir(parents=True, exist_ok=True)
     inv.log.parent.mkdir(parents=True, exist_ok=True)
     env = dict(base_env) | dict(inv.env)
-    argv = list(argv or inv.argv)
+    argv = list(inv.argv)
     # The counter is read only where a limit is set: each read is one more exec.
     ooms_before = _oom_kills(box) if box.options.get("mem_limit") else None
     with QuietClose(inv.log.open("a", encoding="utf-8", buffering=1)) as log:
@@ -199,27 +230,35 @@ def run_one(box: Container, inv: Invocation, base_env: Mapping[str, str], user: 
         result = box.exec(argv, env=env, workdir=workdir,
                           user=user, on_line=sink.line, timeout_s=inv.timeout_s,
                           stop_requested=lambda: bool(sink.error))
-        code = result.exit_code
-        notes = []
-        if result.timed_out:
-            notes.append(f"harness: killed after {inv.timeout_s:g} s (step timeout)")
-        if result.container_died and not (result.timed_out or result.interrupted):
-            state = box.state()
-            code = code if code is not None else int(state.get("ExitCode") or 137)
-            notes.append(f"harness: the container was killed from outside "
-                         f"(container exit {state.get('ExitCode', '?')})")
-        elif code == 137 and ooms_before is not None:
-            after = _oom_kills(box)
-            if after is not None and after > ooms_before:
-                notes.append("harness: killed by the out-of-memory killer "
-                             f"(mem_limit {box.options.get('mem_limit', 'none')})")
+        code, notes = container_notes(box, inv, result, ooms_before)
         for note in notes:
             sink.line(note)
-    proc = ProcResult(exit_code=code, duration_s=result.duration_s,
-                      timed_out=result.timed_out, interrupted=result.interrupted,
-                      write_error=sink.error, tail=list(sink.tail))
-    outcome = classify(inv, proc)
+    outcome = classify(inv, dataclasses.replace(result, exit_code=code, write_error=sink.error,
+                                                tail=list(sink.tail)))
     extra = [n.removeprefix("harness: ") for n in notes if "step timeout" not in n]
     if extra:
         outcome.reason = "; ".join([outcome.reason, *extra]) if outcome.reason else "; ".join(extra)
     return outcome
+
+
+def container_notes(box: Container, inv: Invocation, result: ProcResult,
+                    ooms_before: int | None) -> tuple[int | None, list[str]]:
+    """What the container tells beyond the exec's exit code: the code to classify (a
+    container killed from outside leaves none) and the lines that say why it ended (the
+    log's, and but for the timeout's the outcome's reason too)."""
+    code = result.exit_code
+    notes = []
+    died = box.died(code)
+    if result.timed_out:
+        notes.append(f"harness: killed after {inv.timeout_s:g} s (step timeout)")
+    if died and not (result.timed_out or result.interrupted):
+        state = box.state()
+        code = code if code is not None else int(state.get("ExitCode") or 137)
+        notes.append(f"harness: the container was killed from outside "
+                     f"(container exit {state.get('ExitCode', '?')})")
+    elif code == 137 and ooms_before is not None:
+        after = _oom_kills(box)
+        if after is not None and after > ooms_before:
+            notes.append("harness: killed by the out-of-memory killer "
+                         f"(mem_limit {box.options.get('mem_limit', 'none')})")
+    return code, notes

@@ -1,27 +1,35 @@
-"""Run a plan's invocations as local subprocesses, one suite after another."""
+"""Run a plan's invocations as local subprocesses, one suite after another, and turn how
+each process ended plus what it wrote into its outcome (``classify``, every runner's)."""
 
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import sys
-from collections.abc import Mapping, Sequence
-from typing import TextIO
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
 
+from harness.matrix.model import Matrix
+from harness.platform.doctor import cpu_expectations
+from harness.platform.probe_local import probe_and_check
 from harness.process import cancel
 from harness.process.run import ProcResult, run_streaming
-from harness.process.secret_names import scrub_file
+from harness.process.secret_names import masked, scrub_file
 from harness.results.junit_write import (
     append_error_case,
     count_junit,
     write_salvaged_junit,
 )
 from harness.results.layout import progress_for_partial
+from harness.results.manifest_write import ManifestWriter
 from harness.results.outcome import Status, SuiteOutcome, failing
 from harness.results.skips import summarise_skips
 from harness.results.writefail import describe as describe_write_failure
 from harness.results.writefail import is_write_failure
 from harness.runners.invocation import Invocation
+from harness.runners.runner import Runner
 
 
 def describe_exit(code: int | None) -> str:
@@ -134,35 +142,55 @@ def _how_it_ended(inv: Invocation, result: ProcResult) -> tuple[Status, str]:
     return Status.PASSED, ""
 
 
-def run_invocations(
-    invocations: Sequence[Invocation],
-    base_env: Mapping[str, str] | None = None,
-    *,
-    echo: TextIO | None = sys.stdout,
-    on_outcome: object = None,
-    on_start: object = None,
-) -> list[SuiteOutcome]:
-    """Run each invocation; stop after an interrupt. ``on_start(index, inv)`` before each,
-    ``on_outcome(outcome)`` after each."""
-    env_base = dict(os.environ if base_env is None else base_env)
-    outcomes = []
-    for index, inv in enumerate(invocations):
-        if callable(on_start):
-            on_start(index, inv)
-        inv.junit.parent.mkdir(parents=True, exist_ok=True)
+class LocalRunner(Runner):
+    """The suites as subprocesses of this host, in their own process groups."""
+
+    kind = "local"
+    in_container = False
+
+    def __init__(self, matrix: Matrix | None = None, *,
+                 base_env: Mapping[str, str] | None = None,
+                 echo: TextIO | None = sys.stdout) -> None:
+        """``matrix``: the device to probe at start (None: none, as under emulation);
+        ``base_env``: what every suite inherits (None: this process's environment)."""
+        super().__init__(echo=echo)
+        self.matrix = matrix
+        self.base_env = base_env
+        self._env: dict[str, str] = {}
+
+    def preflight(self) -> None:
+        """A CPU matrix that expects a vendor or flags (zen) probes in milliseconds: before
+        the run's environment is built, not after (the same probe as ``harness doctor``)."""
+        if self.matrix is not None and cpu_expectations(self.matrix):
+            self.probe()
+
+    def probe(self) -> dict[str, Any] | None:
+        """The matrix's device probe on this host, checked (InfraError), taken once."""
+        if self.matrix is not None and self.fingerprint is None:
+            self.fingerprint = probe_and_check(self.matrix)
+        return self.fingerprint
+
+    def _start(self, run_dir: Path, env: dict[str, str] | None,
+               manifest: ManifestWriter | None) -> None:
+        self._env = dict(os.environ if self.base_env is None else self.base_env) | (env or {})
+        self.probe()
+
+    def stop(self) -> None:
+        """Each suite's process group is gone when its ``run_one`` returns."""
+
+    def run_one(self, inv: Invocation) -> SuiteOutcome:
         result = run_streaming(
             inv.argv,
-            env=env_base | dict(inv.env),
+            env=self._env | dict(inv.env),
             log_path=inv.log,
             prefix=f"[{inv.suite}] ",
             timeout_s=inv.timeout_s,
             cwd=inv.cwd,
-            echo=echo,
+            echo=self.echo,
         )
-        outcome = classify(inv, result)
-        outcomes.append(outcome)
-        if callable(on_outcome):
-            on_outcome(outcome)
-        if outcome.status in (Status.INTERRUPTED, Status.WRITE_FAILED):
-            break
-    return outcomes
+        return classify(inv, result)
+
+    def command_line(self, inv: Invocation, run_dir: Path, env: Mapping[str, str]) -> str:
+        shown = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(masked(dict(inv.env)).items()))
+        where = f"cd {shlex.quote(str(inv.cwd))} && " if inv.cwd else ""
+        return f"{where}{shown} {shlex.join(inv.argv)}"

@@ -13,7 +13,7 @@ from harness.matrix.model import Suite
 from harness.results.junit_write import read_partial
 from harness.results.outcome import Status
 from harness.run.plan import PlanOptions, plan_run
-from harness.runners.docker import DockerRun, run_invocations
+from harness.runners.docker import DockerRunner
 
 TREE = {
     "enginetests/__init__.py": "",
@@ -41,11 +41,10 @@ def test_a_foreign_tree_runs_in_docker_from_its_own_folder(
     )
     assert inv.cwd == tree and inv.rootdir == tree
     out = io.StringIO()
-    (outcome,) = run_invocations(
-        DockerRun(matrix=matrix, run_dir=run_dir, image=tiny_image, stream=out,
-                  run_id=run_dir.name, cache_root=run_dir / "cache"),
-        [inv],
-    )
+    runner = DockerRunner(matrix, image=tiny_image, echo=out, run_id=run_dir.name,
+                          cache_root=run_dir / "cache")
+    with runner.started(run_dir, [inv]):
+        (outcome,) = runner.run()
     assert leftovers(f"org.harness.run={run_dir.name}") == ""
     assert outcome.status is Status.FAILED and outcome.exit_code == 1, out.getvalue()[-3000:]
     assert outcome.counts == {"passed": 1, "error": 1}

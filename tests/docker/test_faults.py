@@ -16,7 +16,7 @@ import pytest
 from docker_helpers import leftovers, tiny_matrix
 
 from harness.results.outcome import Status
-from harness.runners.docker import DockerRun, run_invocations
+from harness.runners.docker import DockerRunner
 from harness.runners.invocation import Invocation
 
 SUITE = '''
@@ -75,9 +75,10 @@ def cases(junit: Path) -> dict[str, str]:
 
 def run(run_dir: Path, image: str, invs: list[Invocation], **runtime: Any) -> list[Any]:
     out = io.StringIO()
-    outcomes = run_invocations(DockerRun(matrix=tiny_matrix(**runtime), run_dir=run_dir,
-                                         image=image, stream=out, run_id=run_dir.name,
-                                         cache_root=run_dir / "cache"), invs)
+    runner = DockerRunner(tiny_matrix(**runtime), image=image, echo=out, run_id=run_dir.name,
+                          cache_root=run_dir / "cache")
+    with runner.started(run_dir, invs):
+        outcomes = runner.run()
     assert leftovers(f"org.harness.run={run_dir.name}") == "", "a container was left behind"
     return outcomes
 
@@ -86,9 +87,10 @@ def test_plain_failure_is_failed_with_streamed_prefixed_log(tiny_image: str,
                                                             run_dir: Path) -> None:
     inv = invocation(run_dir, make_suite(run_dir, "none"))
     out = io.StringIO()
-    [outcome] = run_invocations(DockerRun(matrix=tiny_matrix(), run_dir=run_dir,
-                                          image=tiny_image, stream=out, run_id=run_dir.name,
-                                          cache_root=run_dir / "cache"), [inv])
+    runner = DockerRunner(tiny_matrix(), image=tiny_image, echo=out, run_id=run_dir.name,
+                          cache_root=run_dir / "cache")
+    with runner.started(run_dir, [inv]):
+        [outcome] = runner.run()
     assert outcome.status is Status.FAILED
     assert outcome.counts == {"passed": 3, "failed": 1}
     assert "[faulty] " in out.getvalue() and "1 failed, 3 passed" in out.getvalue()

@@ -41,6 +41,13 @@ def outcomes(run_dir: Path) -> dict[str, str]:
     return out
 
 
+def progress(stdout: str) -> list[str]:
+    """The progress lines (run/progress.py) without their times and estimates:
+    "harness: suite 1 of 1: platform", "harness: suite 1 of 1 platform: passed"."""
+    return [line.split(";")[0] for line in stdout.splitlines()
+            if line.startswith("harness: suite ") and " of " in line]
+
+
 def run_dir_of(reports: Path, matrix: str) -> Path:
     (run_dir,) = (reports / matrix).iterdir()
     return run_dir
@@ -76,6 +83,9 @@ def test_cpu_in_docker_matches_the_local_run(client: Any, tmp_path: Path) -> Non
         assert manifest["runner"] == "docker" and manifest["image"]
         assert manifest["device_fingerprint"]["kind"] == "lscpu"
         assert outcomes(in_docker) == outcomes(run_dir_of(reports / "local", "cpu"))
+        # One runner interface: the docker run prints the local run's progress lines.
+        assert progress(docker.stdout) == progress(local.stdout) == [
+            "harness: suite 1 of 1: platform", "harness: suite 1 of 1 platform: passed"]
         left = subprocess.run(
             ["docker", "ps", "-a", "-q", "--filter", "label=org.harness.matrix=cpu"],
             capture_output=True,
@@ -93,6 +103,10 @@ def test_s390x_platform_suite_under_qemu(client: Any, tmp_path: Path) -> None:
     try:
         done = harness_run("--matrix", "s390x", "--docker", "--suite", "platform", reports=reports)
         assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+        # The progress lines of a local run (suite i of N, counts so far), under qemu too.
+        started, ended = progress(done.stdout)
+        assert started == "harness: suite 1 of 1: platform"
+        assert ended.startswith("harness: suite 1 of 1 platform: ") and "so far " in done.stdout
         run_dir = run_dir_of(reports, "s390x")
         manifest = json.loads((run_dir / "manifest.json").read_text())
         fingerprint = manifest["device_fingerprint"]

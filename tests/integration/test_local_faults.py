@@ -14,7 +14,7 @@ import pytest
 
 from harness.results.outcome import Status
 from harness.runners.invocation import Invocation
-from harness.runners.local import run_invocations
+from harness.runners.local import LocalRunner
 
 TESTS = """
 import os, signal, time
@@ -84,7 +84,8 @@ def run_one(inv: Invocation):  # type: ignore[no-untyped-def]
     import os
 
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
-    (outcome,) = run_invocations([inv], env, echo=None)
+    with LocalRunner(base_env=env, echo=None).started(inv.junit.parents[1], [inv]) as runner:
+        (outcome,) = runner.run()
     return outcome
 
 

@@ -157,7 +157,7 @@ def test_the_pipeline_is_the_declared_lists_in_order() -> None:
         ["print_config", "preflight_step", "plan_threads_step", "prepare_run_dir",
          "choose_python", "build_env", "plan_step"],
         ["start_manifest", "snapshot_checkout"],
-        ["check_caches", "probe_step", "record_not_applicable", "execute"],
+        ["check_caches", "start_runner", "record_not_applicable", "execute"],
         ["collect_suite_facts", "merge_step", "record_new_files", "print_table",
          "report_unmatched"],
     ]
