@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.matrix import load_matrix, repo_root
+from harness.matrix import load_matrix
 from harness.results import layout
 from harness.results.manifest import MatrixRef, RunRecord
 from harness.results.manifest_write import ManifestWriter
 from harness.results.outcome import Status
+from harness.roots import project_root
 from harness.run.execute import execute
 from harness.run.request import RunContext, RunRequest
 from harness.runners.invocation import Invocation
@@ -40,7 +41,7 @@ def test_execute_prints_progress_and_records_each_outcome_as_it_comes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     request = RunRequest(matrix="cpu", docker=False, python="current", reports=tmp_path)
-    ctx = RunContext(request=request, root=repo_root(), matrix=load_matrix("cpu"))
+    ctx = RunContext(request=request, root=project_root(), matrix=load_matrix("cpu"))
     ctx.run_dir = tmp_path / "cpu" / "run"
     ctx.run_dir.mkdir(parents=True)
     record = RunRecord(run_id="run", matrix=MatrixRef(name="cpu", hash="h", file="f"),
