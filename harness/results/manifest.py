@@ -19,42 +19,10 @@ from typing import Any, TypeVar
 
 from harness.errors import ConfigError
 from harness.results import layout
+from harness.results.outcome import Counts, SkipReason, Status, SuiteOutcome
 
 SCHEMA = 2
-STATUSES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 T = TypeVar("T")
-
-
-@dataclass(kw_only=True)
-class Counts:
-    """Test cases by outcome; xfailed and xpassed are kept apart from skipped."""
-
-    passed: int = 0
-    failed: int = 0
-    error: int = 0
-    skipped: int = 0
-    xfailed: int = 0
-    xpassed: int = 0
-
-    @property
-    def total(self) -> int:
-        return sum(self.as_dict().values())
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
-
-    @classmethod
-    def of(cls, raw: Mapping[str, int]) -> Counts:
-        # Older manifests (schema 1) spelt them xfail / xpass.
-        alias = {"xfail": "xfailed", "xpass": "xpassed"}
-        values = {alias.get(k, k): int(v) for k, v in raw.items()}
-        return cls(**{k: values.get(k, 0) for k in STATUSES})
-
-
-@dataclass(kw_only=True)
-class SkipReason:
-    reason: str
-    count: int
 
 
 @dataclass(kw_only=True)
@@ -65,25 +33,6 @@ class UnmatchedKnownFailure:
     rootdir: str
     id: str
     where: str = ""
-
-
-@dataclass(kw_only=True)
-class SuiteRecord:
-    suite: str
-    status: str
-    exit_code: int | None = None
-    duration_s: float = 0.0
-    reason: str = ""
-    junit: str = ""  # relative to the run folder
-    log: str = ""
-    shard: str | None = None
-    counts: Counts = field(default_factory=Counts)
-    log_tail: list[str] = field(default_factory=list)
-    # Skips (not xfails) over all cases; mostly_skipped above the suite's max_skip_ratio,
-    # whatever the status (status is "mostly-skipped" only where nothing failed).
-    skip_ratio: float | None = None
-    mostly_skipped: bool = False
-    skip_reasons: list[SkipReason] = field(default_factory=list)  # most common first
 
 
 @dataclass(kw_only=True)
@@ -135,7 +84,7 @@ class RunRecord:
     ended: str | None = None
     exit_code: int | None = None
     infra_error: InfraFailure | None = None
-    suites: list[SuiteRecord] = field(default_factory=list)
+    suites: list[SuiteOutcome] = field(default_factory=list)
     new_files: list[str] | None = None  # left in the checkout by the run; None: no git
     unmatched_known_failures: list[UnmatchedKnownFailure] = field(default_factory=list)
 
@@ -300,7 +249,14 @@ class _Reader:
                 raise self.fail(f"{key}.{name}", "str", value)
         return {str(k): str(v) for k, v in values.items()}
 
-    def suite(self, raw: Any, path: str) -> SuiteRecord:
+    def status(self, data: Mapping[str, Any], path: str) -> Status:
+        value = self.get(data, "status", str, "error", path)
+        try:
+            return Status(value)
+        except ValueError:
+            raise self.fail(f"{path}status", "a suite status", value) from None
+
+    def suite(self, raw: Any, path: str) -> SuiteOutcome:
         data = self.obj(raw, path)
         g = self.get
         counts = self.obj(g(data, "counts", dict, {}, path), f"{path}counts.")
@@ -311,9 +267,9 @@ class _Reader:
         if not name:
             raise self.fail(f"{path}suite", "a suite name", data.get("suite"))
         shard = g(data, "shard", str, None, path)
-        return SuiteRecord(
+        return SuiteOutcome(
             suite=name,
-            status=g(data, "status", str, "error", path),
+            status=self.status(data, path),
             exit_code=g(data, "exit_code", int, None, path),
             duration_s=float(g(data, "duration_s", (int, float), 0.0, path)),
             reason=g(data, "reason", str, "", path),

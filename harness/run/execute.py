@@ -110,7 +110,8 @@ def execute(ctx: RunContext) -> None:
         # Kept first: a manifest that cannot be written (a full disk) loses no outcome.
         ctx.outcomes.append(outcome)
         manifest.add_outcome(outcome)
-        progress.end(next(count), outcome.suite, outcome.status.value, outcome.counts)
+        progress.end(next(count), outcome.suite, outcome.status.value,
+                     outcome.counts.as_dict())
 
     run_invocations(
         ctx.invocations,

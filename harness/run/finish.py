@@ -57,14 +57,14 @@ def print_table(ctx: RunContext) -> None:
     for o in ctx.outcomes:
         c = o.counts
         print(
-            f"{o.suite:<16} {o.status.value:<12} {c.get('passed', 0):>7} "
-            f"{c.get('failed', 0) + c.get('xpassed', 0):>7} {c.get('error', 0):>6} "
-            f"{c.get('skipped', 0):>8} {c.get('xfailed', 0):>8} "
+            f"{o.suite:<16} {o.status.value:<12} {c.passed:>7} "
+            f"{c.failed + c.xpassed:>7} {c.error:>6} "
+            f"{c.skipped:>8} {c.xfailed:>8} "
             f"{o.duration_s:>7.1f}s  {o.reason}"
         )
     for o in ctx.outcomes:
         if o.mostly_skipped:
-            reasons = "; ".join(f"{r['count']}x {r['reason']}" for r in o.skip_reasons)
+            reasons = "; ".join(f"{r.count}x {r.reason}" for r in o.skip_reasons)
             print(f"{o.suite}: mostly skipped; top skip reasons: {reasons}")
     print(f"run folder: {ctx.run_dir}")
 

@@ -17,7 +17,7 @@ from harness.results.junit_write import (
     write_salvaged_junit,
 )
 from harness.results.layout import progress_for_partial
-from harness.results.outcome import Status, SuiteOutcome, failing
+from harness.results.outcome import Counts, Status, SuiteOutcome, failing
 from harness.results.skips import summarise_skips
 from harness.results.writefail import describe as describe_write_failure
 from harness.results.writefail import is_write_failure
@@ -107,11 +107,11 @@ def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
         reason=reason,
         junit=str(inv.junit),
         shard=inv.shard,
-        counts=counts,
+        counts=Counts.of(counts),
         log_tail=result.tail[-10:] if cause else [],
         skip_ratio=round(skips.ratio, 4) if skips is not None else None,
         mostly_skipped=mostly,
-        skip_reasons=skips.reasons_as_data() if skips is not None else [],
+        skip_reasons=list(skips.reasons) if skips is not None else [],
     )
 
 
