@@ -40,11 +40,15 @@ def _run_row(record: RunRecord, source: str, matrix_json: str | None) -> tuple[o
     """The ``runs`` columns of a record, in ``_RUN_COLUMN_NAMES`` order."""
     failure = record.infra_error
     # A run skipped on a host that is not its matrix's failed nothing: no signature.
-    signature = (
-        infra.classify(kind=failure.kind, message=failure.message)
-        if failure and record.status != "skipped"
-        else None
-    )
+    signature = None
+    if failure and record.status != "skipped":
+        # A run's infrastructure failure always has a name: its kind where its cause
+        # (a pytest error, a failed write) names none.
+        signature = (
+            (infra.signature_of(failure.cause) or failure.kind)
+            if failure.cause
+            else infra.classify(kind=failure.kind, message=failure.message)
+        )
     fingerprint = record.device_fingerprint
     return (
         record.run_id, record.matrix.name, record.lane, record.matrix.name,
@@ -110,7 +114,11 @@ class Writer:
         else:
             status, code = outcome.status.value, outcome.exit_code
             duration, reason = outcome.duration_s, outcome.reason
-        signature = infra.classify(status=status, exit_code=code, message=reason)
+        signature = (
+            infra.signature_of(outcome.cause)
+            if outcome is not None and outcome.cause
+            else infra.classify(status=status, exit_code=code, message=reason)
+        )
         cursor = self.db.execute(
             "INSERT INTO suites (run, name, status, exit_code, duration, reason,"
             " infra_signature) VALUES (?,?,?,?,?,?,?)",

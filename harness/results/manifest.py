@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from harness.errors import ConfigError
 from harness.results import layout
+from harness.results.cause import Cause, CauseRecord
 from harness.results.outcome import Counts, SkipReason, Status, SuiteOutcome
 
 SCHEMA = 2
@@ -53,6 +54,7 @@ class InfraFailure:
     kind: str
     suite: str = ""
     message: str = ""
+    cause: CauseRecord | None = None  # absent in manifests written before causes
 
 
 @dataclass(kw_only=True)
@@ -197,7 +199,8 @@ class _Reader:
             exit_code=g(data, "exit_code", int, None),
             infra_error=None if infra is None else InfraFailure(
                 kind=str(infra.get("kind") or "infra"), suite=str(infra.get("suite") or ""),
-                message=str(infra.get("message") or "")),
+                message=str(infra.get("message") or ""),
+                cause=self.cause(infra, "infra_error.")),
             suites=[self.suite(s, f"suites[{i}].") for i, s in enumerate(suites)],
             new_files=self.strings(g(data, "new_files", list, []), "new_files")
             if data.get("new_files") is not None
@@ -249,6 +252,19 @@ class _Reader:
                 raise self.fail(f"{key}.{name}", "str", value)
         return {str(k): str(v) for k, v in values.items()}
 
+    def cause(self, data: Mapping[str, Any], path: str) -> CauseRecord | None:
+        raw = self.get(data, "cause", dict, None, path)
+        if raw is None:  # a suite that ended as pytest does, or an older manifest
+            return None
+        where = f"{path}cause."
+        value = self.get(raw, "cause", str, "", where)
+        try:
+            cause = Cause(value)
+        except ValueError:
+            raise self.fail(f"{where}cause", "a cause", value) from None
+        return CauseRecord(cause=cause, signal=self.get(raw, "signal", str, None, where),
+                           exit_code=self.get(raw, "exit_code", int, None, where))
+
     def status(self, data: Mapping[str, Any], path: str) -> Status:
         value = self.get(data, "status", str, "error", path)
         try:
@@ -283,6 +299,7 @@ class _Reader:
             skip_reasons=self.skip_reasons(
                 g(data, "skip_reasons", list, [], path), f"{path}skip_reasons"
             ),
+            cause=self.cause(data, path),
         )
 
 

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
+from harness.results.cause import CauseRecord
+
 STATUSES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 
 
@@ -83,6 +85,7 @@ class SuiteOutcome:
     skip_ratio: float | None = None
     mostly_skipped: bool = False
     skip_reasons: list[SkipReason] = field(default_factory=list)  # most common first
+    cause: CauseRecord | None = None  # why it ended abnormally, beside the prose reason
 
 
 def failing(counts: Counts | Mapping[str, int]) -> bool:

@@ -9,6 +9,7 @@ from pathlib import Path
 from harness.errors import InfraError, Interrupted, TestProcessCrashed, TestsFailed
 from harness.process import cancel
 from harness.results import layout
+from harness.results.cause import Cause, CauseRecord
 from harness.results.junit_read import suite_properties
 from harness.results.manifest import InfraFailure
 from harness.results.merge import merge_junit
@@ -83,6 +84,18 @@ def crashed_itself(outcome: SuiteOutcome) -> bool:
     return -code in _SELF_INFLICTED or code - 128 in _SELF_INFLICTED
 
 
+def _infra_failure(write_error: str, first: SuiteOutcome | None) -> InfraFailure | None:
+    """The run's infrastructure failure in the manifest: a write the harness could not
+    make, else the first suite that failed for one (or crashed)."""
+    if write_error:
+        return InfraFailure(kind=Status.WRITE_FAILED.value, message=write_error,
+                            cause=CauseRecord(cause=Cause.WRITE_FAILED))
+    if first is None:
+        return None
+    return InfraFailure(kind=first.status.value, suite=first.suite, message=first.reason,
+                        cause=first.cause)
+
+
 def finish(ctx: RunContext) -> int:
     """Exit code: 3 on infrastructure trouble (retried by CI); else 4 if a test process
     crashed (a finding, never retried); else 1 if a test failed or a suite ran no test
@@ -97,12 +110,7 @@ def finish(ctx: RunContext) -> int:
     stopped = cancel.received() is not None or any(
         o.status is Status.INTERRUPTED for o in ctx.outcomes
     )
-    infra_error = None
-    if ctx.write_error:
-        infra_error = InfraFailure(kind=Status.WRITE_FAILED.value, message=ctx.write_error)
-    elif infra or crashes:
-        first = (infra or crashes)[0]
-        infra_error = InfraFailure(kind=first.status.value, suite=first.suite, message=first.reason)
+    infra_error = _infra_failure(ctx.write_error, next(iter(infra or crashes), None))
     if stopped:
         code = cancel.exit_code() or 130
         status = "cancelled" if cancel.is_ci_cancel() else "interrupted"

@@ -28,6 +28,7 @@ from harness.platform import images, probe
 from harness.process.run import TAIL_LINES, LineSink, ProcResult
 from harness.process.secret_names import masked
 from harness.results import layout
+from harness.results.cause import Cause, CauseRecord
 from harness.results.outcome import Status, SuiteOutcome
 from harness.results.writefail import QuietClose
 from harness.runners.container import Container, reap_orphans
@@ -201,6 +202,7 @@ def run_one(box: Container, inv: Invocation, base_env: Mapping[str, str], user: 
                           stop_requested=lambda: bool(sink.error))
         code = result.exit_code
         notes = []
+        seen: CauseRecord | None = None  # what the container saw that the exit code hides
         if result.timed_out:
             notes.append(f"harness: killed after {inv.timeout_s:g} s (step timeout)")
         if result.container_died and not (result.timed_out or result.interrupted):
@@ -208,17 +210,20 @@ def run_one(box: Container, inv: Invocation, base_env: Mapping[str, str], user: 
             code = code if code is not None else int(state.get("ExitCode") or 137)
             notes.append(f"harness: the container was killed from outside "
                          f"(container exit {state.get('ExitCode', '?')})")
+            seen = CauseRecord(cause=Cause.CONTAINER_GONE, exit_code=code)
         elif code == 137 and ooms_before is not None:
             after = _oom_kills(box)
             if after is not None and after > ooms_before:
                 notes.append("harness: killed by the out-of-memory killer "
                              f"(mem_limit {box.options.get('mem_limit', 'none')})")
+                seen = CauseRecord(cause=Cause.OOM, signal="SIGKILL", exit_code=code)
         for note in notes:
             sink.line(note)
     proc = ProcResult(exit_code=code, duration_s=result.duration_s,
                       timed_out=result.timed_out, interrupted=result.interrupted,
                       write_error=sink.error, tail=list(sink.tail))
     outcome = classify(inv, proc)
+    outcome.cause = seen or outcome.cause
     extra = [n.removeprefix("harness: ") for n in notes if "step timeout" not in n]
     if extra:
         outcome.reason = "; ".join([outcome.reason, *extra]) if outcome.reason else "; ".join(extra)

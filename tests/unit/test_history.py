@@ -21,6 +21,7 @@ from harness.history import SCHEMA_VERSION, connect, ingest_paths, parse_pool
 from harness.history import ingest as ingest_mod
 from harness.history import schema as schema_mod
 from harness.history.infra import classify
+from harness.results.cause import Cause, CauseRecord
 from harness.results.manifest import RunRecord
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "junit"
@@ -127,7 +128,16 @@ def test_real_run_folders(real_runs: Runs, tmp_path: Path) -> None:
             "SELECT status, infra_signature FROM runs WHERE run_key = ?",
             (real_runs.crashed.name,),
         ).fetchone()
-        assert crashed == ("crashed", "crashed")  # exit 4: a finding; its signature kept
+        # exit 4: a finding; its signature kept, the one its suite's recorded cause names
+        # (os.abort(): SIGABRT), as the suite row says
+        assert crashed == ("crashed", "gpu-hang")
+        suite = conn.execute(
+            "SELECT s.status, s.infra_signature FROM suites s JOIN runs r ON r.id = s.run"
+            " WHERE r.run_key = ?", (real_runs.crashed.name,),
+        ).fetchone()
+        assert suite == ("crashed", "gpu-hang")
+        assert RunRecord.read(real_runs.crashed).suites[0].cause == CauseRecord(
+            cause=Cause.SIGNAL, signal="SIGABRT", exit_code=-6)
         ids = {row[0] for row in conn.execute("SELECT nodeid FROM tests")}
     # pytest's own ids, also for decorated tests and test classes: never rebuilt.
     assert f"{SUITE}::test_decorated[float32]" in ids
