@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.ci.pipeline import CiTarget
+from harness.results.layout import Lane
 from harness.select.rules import Selection
 from harness.shard.durations import durations_for
 
@@ -74,6 +75,6 @@ def pr_targets(targets: Sequence[CiTarget], selection: Selection,
 
 def history_durations(db: Path) -> Durations:
     def lookup(lane: str) -> Any:
-        return durations_for(lane, db) if db.is_file() else None
+        return durations_for(Lane.parse(lane), db) if db.is_file() else None
 
     return lookup

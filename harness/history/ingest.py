@@ -24,6 +24,7 @@ from harness.history.rows import Batch
 from harness.history.schema import connect
 from harness.history.writer import Writer
 from harness.results import layout
+from harness.results.layout import Lane
 from harness.results.manifest import MatrixRef, RunRecord
 from harness.results.outcome import Status, SuiteOutcome
 
@@ -47,7 +48,7 @@ class _Run:
     source: Path
     junit: list[Path]
     record: RunRecord | None = None  # None: a loose JUnit file
-    lane: str | None = None  # --lane for loose files
+    lane: Lane | None = None  # --lane for loose files
     matrix_json: str | None = None
 
 
@@ -68,7 +69,7 @@ def _sha256(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def _discover(paths: Sequence[Path], warn: Warn, lane: str | None) -> Iterator[_Run]:
+def _discover(paths: Sequence[Path], warn: Warn, lane: Lane | None) -> Iterator[_Run]:
     for path in paths:
         if path.is_file():
             yield _Run(key=f"file:{_sha256(path)}", source=path, junit=[path], lane=lane)
@@ -105,12 +106,11 @@ def _run_record(run: _Run, suite_props: dict[str, str], started: str | None) -> 
     when = fallback.strftime("%Y-%m-%dT%H:%M:%SZ")
     rec = run.record
     if rec is None:
-        if run.lane:
-            matrix, emulate = layout.lane_matrix(run.lane)
-        else:
-            matrix = suite_props.get("matrix") or suite_props.get("platform") or "unknown"
-            emulate = suite_props.get("emulate", "").lower() == "true"
-        return RunRecord(run_id=run.key, matrix=MatrixRef(name=matrix), emulate=emulate,
+        lane = run.lane or Lane(
+            matrix=suite_props.get("matrix") or suite_props.get("platform") or "unknown",
+            emulated=suite_props.get("emulate", "").lower() == "true",
+        )
+        return RunRecord(run_id=run.key, matrix=MatrixRef(name=lane.matrix), emulate=lane.emulated,
                          status="", torch=suite_props.get("torch_version"),
                          started=started or when)
     return replace(
@@ -228,7 +228,7 @@ def ingest_paths(
     warn: Warn,
     *,
     workers: int | None = None,
-    lane: str | None = None,
+    lane: Lane | None = None,
 ) -> IngestResult:
     """Add the runs under ``paths`` not yet in the database.
 

@@ -51,7 +51,7 @@ def _run_row(record: RunRecord, source: str, matrix_json: str | None) -> tuple[o
         )
     fingerprint = record.device_fingerprint
     return (
-        record.run_id, record.matrix.name, record.lane, record.matrix.name,
+        record.run_id, record.matrix.name, str(record.lane), record.matrix.name,
         record.family or None, int(record.emulate),
         json.dumps(fingerprint, sort_keys=True) if fingerprint else None,
         record.image, record.git.sha, record.torch, record.started, record.ended,

@@ -91,8 +91,8 @@ class RunRecord:
     unmatched_known_failures: list[UnmatchedKnownFailure] = field(default_factory=list)
 
     @property
-    def lane(self) -> str:
-        return layout.lane_name(self.matrix.name, self.emulate)
+    def lane(self) -> layout.Lane:
+        return layout.Lane(matrix=self.matrix.name, emulated=self.emulate)
 
     def counts(self) -> Counts:
         total = Counts()
@@ -103,7 +103,7 @@ class RunRecord:
 
     def to_json(self) -> str:
         data = asdict(self)
-        data["lane"] = self.lane  # for a reader without this class
+        data["lane"] = str(self.lane)  # for a reader without this class
         return json.dumps(data, indent=2, default=str) + "\n"
 
     @classmethod

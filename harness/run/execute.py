@@ -123,8 +123,8 @@ def execute(ctx: RunContext) -> None:
 
 def make_progress(ctx: RunContext) -> Progress:
     """Suite i of N with an estimate from the history (or the last run folder)."""
-    lane = layout.lane_name(ctx.matrix.name, ctx.request.emulate)
-    estimates = history_estimates(default_db_path(ctx.root), lane) or folder_estimates(
+    lane = layout.Lane(matrix=ctx.matrix.name, emulated=ctx.request.emulate)
+    estimates = history_estimates(default_db_path(ctx.root), str(lane)) or folder_estimates(
         ctx.run_dir.parent, ctx.request.emulate
     )
     return Progress([inv.suite for inv in ctx.invocations], estimates)

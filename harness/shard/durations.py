@@ -28,6 +28,7 @@ from typing import Any
 
 from harness.errors import ConfigError
 from harness.results.jsonfile import read_json
+from harness.results.layout import Lane
 
 SCHEMA = 1
 
@@ -144,16 +145,14 @@ WHERE recent.age <= ? AND cases.duration IS NOT NULL AND cases.infra_signature I
 """
 
 
-def durations_for(matrix: str, db: Path, *, last_runs: int = 10) -> DurationSet:
-    """Median durations from the history database over each lane's last runs.
-
-    ``matrix`` is a history lane: the matrix name, or ``"<name> (emulated)"`` for runs
-    under ``--emulate``. Every other lane becomes a sibling.
-    """
+def durations_for(lane: Lane, db: Path, *, last_runs: int = 10) -> DurationSet:
+    """Median durations from the history database over the last runs of ``lane`` (its
+    emulated runs are a lane apart); every other lane becomes a sibling."""
     import sqlite3
 
     from harness.history import connect
 
+    matrix = str(lane)  # as the history stores it
     conn = connect(db, create=False)
     try:
         rows = conn.execute(_HISTORY_QUERY, (last_runs,)).fetchall()
@@ -162,13 +161,13 @@ def durations_for(matrix: str, db: Path, *, last_runs: int = 10) -> DurationSet:
     finally:
         conn.close()
     per_lane: dict[str, dict[str, list[float]]] = {}
-    for lane, nodeid, key, status, seconds in rows:
-        if lane != matrix and status == "skipped":
+    for name, nodeid, key, status, seconds in rows:
+        if name != matrix and status == "skipped":
             continue
-        test = nodeid if lane == matrix else key
-        per_lane.setdefault(lane, {}).setdefault(test, []).append(float(seconds))
-    medians = {lane: {t: statistics.median(v) for t, v in tests.items()}
-               for lane, tests in per_lane.items()}
+        test = nodeid if name == matrix else key
+        per_lane.setdefault(name, {}).setdefault(test, []).append(float(seconds))
+    medians = {name: {t: statistics.median(v) for t, v in tests.items()}
+               for name, tests in per_lane.items()}
     return DurationSet(matrix=matrix, durations=medians.pop(matrix, {}), siblings=medians)
 
 
@@ -181,7 +180,7 @@ def junit_files(reports: Path) -> dict[str, list[Path]]:
     found: dict[str, list[Path]] = {}
     for folder in layout.run_folders(reports):
         try:
-            lane = RunRecord.read(folder).lane
+            lane = str(RunRecord.read(folder).lane)
         except HarnessError:
             lane = folder.parent.name
         found.setdefault(lane, []).extend(layout.junit_files(folder))

@@ -11,6 +11,7 @@ from runs import SUITE, Runs
 
 from harness.errors import ConfigError
 from harness.results.junit_read import read_junit
+from harness.results.layout import Lane
 from harness.shard.durations import (
     DurationSet,
     align,
@@ -109,17 +110,27 @@ def test_durations_for_reads_the_history(real_runs: Runs, tmp_path: Path) -> Non
 
     db = tmp_path / "history.sqlite"
     ingest_paths(db, [real_runs.reports], pytest.fail)
-    found = durations_for(LANE, db)
+    found = durations_for(Lane(matrix=LANE), db)
     files = junit_files(real_runs.reports)
     # The crashed run's cases after the crash are not there; its error case is no test.
     timed = _medians([p for p in files[LANE] if real_runs.crashed not in p.parents], 0)
     assert set(timed) <= set(found.durations)
     assert set(found.siblings) == {EMULATED}
+    # the emulated runs are a lane of their own, named as the history shows it
+    emulated = durations_for(Lane.parse(EMULATED), db)
+    assert emulated.matrix == EMULATED and set(emulated.siblings) == {LANE}
+    assert emulated.durations
+
+
+def test_a_lane_reads_back_from_its_text() -> None:
+    lane = Lane(matrix="rocm", emulated=True)
+    assert str(lane) == "rocm (emulated)" and Lane.parse(str(lane)) == lane
+    assert Lane.parse("cpu") == Lane(matrix="cpu") and str(Lane(matrix="cpu")) == "cpu"
 
 
 def test_durations_for_without_a_database_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"history\.sqlite: no history database"):
-        durations_for("cpu", tmp_path / "history.sqlite")
+        durations_for(Lane(matrix="cpu"), tmp_path / "history.sqlite")
 
 
 def test_ci_durations_command_writes_the_file_shards_read(
