@@ -25,7 +25,7 @@ SuiteOf = Callable[[str], tuple[int, "str | None"]]
 
 
 _RUN_COLUMN_NAMES = (
-    "run_key", "matrix", "lane", "platform", "family", "emulate", "fingerprint", "image",
+    "run_key", "matrix", "lane", "family", "emulate", "fingerprint", "image",
     "git_sha", "torch", "started", "ended", "status", "exit_code", "infra_kind",
     "infra_message", "infra_signature", "source", "matrix_json", "shard", "build",
 )  # fmt: skip
@@ -51,8 +51,8 @@ def _run_row(record: RunRecord, source: str, matrix_json: str | None) -> tuple[o
         )
     fingerprint = record.device_fingerprint
     return (
-        record.run_id, record.matrix.name, str(record.lane), record.matrix.name,
-        record.family or None, int(record.emulate),
+        record.run_id, record.matrix.name, str(record.lane), record.family or None,
+        int(record.emulate),
         json.dumps(fingerprint, sort_keys=True) if fingerprint else None,
         record.image, record.git.sha, record.torch, record.started, record.ended,
         record.status or None, record.exit_code, failure.kind if failure else None,
