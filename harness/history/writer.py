@@ -53,7 +53,7 @@ def _run_row(record: RunRecord, source: str, matrix_json: str | None) -> tuple[o
     return (
         record.run_id, record.matrix.name, str(record.lane), record.family or None,
         int(record.emulate),
-        json.dumps(fingerprint, sort_keys=True) if fingerprint else None,
+        json.dumps(fingerprint.to_json(), sort_keys=True) if fingerprint else None,
         record.image, record.git.sha, record.torch, record.started, record.ended,
         record.status or None, record.exit_code, failure.kind if failure else None,
         failure.message if failure else None, signature, source, matrix_json,

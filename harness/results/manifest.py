@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from harness.errors import ConfigError
 from harness.results import layout
 from harness.results.cause import Cause, CauseRecord
+from harness.results.facts import DeviceFingerprint, HostRecord, ThreadsRecord
 from harness.results.outcome import Counts, SkipReason, Status, SuiteOutcome
 
 SCHEMA = 2
@@ -70,9 +71,9 @@ class RunRecord:
     git: GitRef = field(default_factory=GitRef)
     python: str = ""
     torch: str | None = None
-    host: dict[str, Any] = field(default_factory=dict)
-    device_fingerprint: dict[str, Any] | None = None
-    threads: dict[str, Any] = field(default_factory=dict)
+    host: HostRecord | None = None  # {} in the JSON when not recorded
+    device_fingerprint: DeviceFingerprint | None = None
+    threads: ThreadsRecord | None = None  # {} in the JSON when not recorded
     seed: int = 0
     shard: str | None = None
     suites_planned: list[str] = field(default_factory=list)
@@ -103,6 +104,10 @@ class RunRecord:
 
     def to_json(self) -> str:
         data = asdict(self)
+        data["host"] = self.host.to_json() if self.host else {}
+        data["threads"] = self.threads.to_json() if self.threads else {}
+        fingerprint = self.device_fingerprint
+        data["device_fingerprint"] = fingerprint.to_json() if fingerprint else None
         data["lane"] = str(self.lane)  # for a reader without this class
         return json.dumps(data, indent=2, default=str) + "\n"
 
@@ -181,9 +186,11 @@ class _Reader:
                                                                      "git.")),
             python=g(data, "python", str, ""),
             torch=g(data, "torch", str, None),
-            host=g(data, "host", dict, {}),
+            host=HostRecord.from_json(host) if (host := g(data, "host", dict, {})) else None,
             device_fingerprint=self.fingerprint(data),
-            threads=g(data, "threads", dict, {}),
+            threads=ThreadsRecord.from_json(threads)
+            if (threads := g(data, "threads", dict, {}))
+            else None,
             seed=g(data, "seed", int, 0),
             shard=g(data, "shard", str, None),
             suites_planned=self.strings(g(data, "suites_planned", list, []), "suites_planned"),
@@ -232,13 +239,12 @@ class _Reader:
             )
         return out
 
-    def fingerprint(self, data: Mapping[str, Any]) -> dict[str, Any] | None:
+    def fingerprint(self, data: Mapping[str, object]) -> DeviceFingerprint | None:
         value = data.get("device_fingerprint")
-        if value is None or isinstance(value, dict):
-            return value
-        if isinstance(value, str):  # schema 1 from a loose JUnit property
-            return {"text": value}
-        raise self.fail("device_fingerprint", "an object", value)
+        try:
+            return DeviceFingerprint.from_json(value)
+        except TypeError:
+            raise self.fail("device_fingerprint", "an object", value) from None
 
     def strings(self, values: list[Any], key: str) -> list[str]:
         for index, value in enumerate(values):
@@ -252,7 +258,7 @@ class _Reader:
                 raise self.fail(f"{key}.{name}", "str", value)
         return {str(k): str(v) for k, v in values.items()}
 
-    def cause(self, data: Mapping[str, Any], path: str) -> CauseRecord | None:
+    def cause(self, data: Mapping[str, object], path: str) -> CauseRecord | None:
         raw = self.get(data, "cause", dict, None, path)
         if raw is None:  # a suite that ended as pytest does, or an older manifest
             return None
@@ -265,7 +271,7 @@ class _Reader:
         return CauseRecord(cause=cause, signal=self.get(raw, "signal", str, None, where),
                            exit_code=self.get(raw, "exit_code", int, None, where))
 
-    def status(self, data: Mapping[str, Any], path: str) -> Status:
+    def status(self, data: Mapping[str, object], path: str) -> Status:
         value = self.get(data, "status", str, "error", path)
         try:
             return Status(value)

@@ -13,6 +13,7 @@ from harness.platform.probe_local import probe_and_check
 from harness.process.secret_names import masked as mask_env
 from harness.process.secret_names import register_secrets, scrub
 from harness.results import layout
+from harness.results.facts import DeviceFingerprint, ThreadsRecord
 from harness.results.manifest import GitRef, MatrixRef, RunRecord
 from harness.results.manifest_write import ManifestWriter, build_id, now
 from harness.results.outcome import Status, SuiteOutcome
@@ -44,7 +45,7 @@ def start_manifest(ctx: RunContext) -> None:
         git=GitRef(sha=git.sha, dirty=git.dirty),
         python=ctx.python,
         host=host_fingerprint(),
-        threads=threads,
+        threads=ThreadsRecord.from_json(threads),
         seed=ctx.request.seed,
         shard=ctx.request.shard,
         suites_planned=[inv.suite for inv in ctx.invocations],
@@ -75,7 +76,7 @@ def probe_step(ctx: RunContext) -> None:
         return
     assert ctx.manifest is not None
     fingerprint = ctx.fingerprint or probe_and_check(ctx.matrix)  # once per run
-    ctx.manifest.update(device_fingerprint=fingerprint)
+    ctx.manifest.update(device_fingerprint=DeviceFingerprint(fingerprint))
 
 
 def record_not_applicable(ctx: RunContext) -> None:

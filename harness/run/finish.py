@@ -10,6 +10,7 @@ from harness.errors import InfraError, Interrupted, TestProcessCrashed, TestsFai
 from harness.process import cancel
 from harness.results import layout
 from harness.results.cause import Cause, CauseRecord
+from harness.results.facts import DeviceFingerprint
 from harness.results.junit_read import suite_properties
 from harness.results.manifest import InfraFailure
 from harness.results.merge import merge_junit
@@ -38,9 +39,9 @@ def collect_suite_facts(ctx: RunContext) -> None:
     if version:
         ctx.manifest.update(torch=version)
     if libraries:
-        fingerprint = dict(ctx.manifest.record.device_fingerprint or {})
-        fingerprint["kernel_library"] = "; ".join(libraries)
-        ctx.manifest.update(device_fingerprint=fingerprint)
+        fingerprint = ctx.manifest.record.device_fingerprint or DeviceFingerprint({})
+        ctx.manifest.update(device_fingerprint=fingerprint.with_kernel_library(
+            "; ".join(libraries)))
 
 
 def merge_step(ctx: RunContext) -> None:

@@ -29,6 +29,7 @@ from harness.process.run import TAIL_LINES, LineSink, ProcResult
 from harness.process.secret_names import masked
 from harness.results import layout
 from harness.results.cause import Cause, CauseRecord
+from harness.results.facts import DeviceFingerprint
 from harness.results.outcome import Status, SuiteOutcome
 from harness.results.writefail import QuietClose
 from harness.runners.container import Container, reap_orphans
@@ -134,7 +135,7 @@ def run_invocations(run: DockerRun, invocations: Sequence[Invocation]) -> list[S
         if fingerprint is not None:
             (run_dir / layout.FINGERPRINT).write_text(json.dumps(fingerprint, indent=2))
             if run.manifest is not None:
-                run.manifest.update(device_fingerprint=fingerprint)
+                run.manifest.update(device_fingerprint=DeviceFingerprint(fingerprint))
         for inv in invocations:
             if not box.alive():  # killed from outside, or by a timeout: a fresh one
                 boxes.close()

@@ -532,3 +532,16 @@ def test_a_rolled_back_run_s_tests_are_written_again_by_the_next_run(
         query = "SELECT nodeid, key, params FROM tests ORDER BY nodeid"
         assert one.execute(query).fetchall() == two.execute(query).fetchall()
     assert _contents(db)["dangling"] == []
+
+
+def test_a_manifest_reads_back_to_the_same_json(real_runs: Runs) -> None:
+    """The typed record (suites, causes, host, threads, fingerprint) writes back the
+    object it read: the manifest's format is the record's."""
+    for run in real_runs.all:
+        text = (run / "manifest.json").read_text()
+        assert json.loads(RunRecord.read(run).to_json()) == json.loads(text), run
+    record = RunRecord.read(real_runs.passing)
+    assert record.host is not None and record.host.cpu_count
+    assert record.threads is not None and record.threads.workers
+    assert record.device_fingerprint is not None
+    assert record.device_fingerprint.kind == "lscpu"
