@@ -16,7 +16,7 @@ import contextlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -43,8 +43,45 @@ def _split(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
-def _matrix_kernels(matrix: Any) -> Mapping[str, Sequence[str]]:
-    kernels = getattr(matrix, "kernels", matrix)
+class CapabilitiesLike(Protocol):
+    """What the registry asks of a platform's capabilities (harness ``Capabilities``)."""
+
+    def known(self, name: str) -> bool: ...
+
+    def why_missing(self, name: str, emulate: bool = False) -> str | None: ...
+
+
+class MatrixLike(Protocol):
+    """What the registry reads of a harness ``Matrix`` (refengine does not import the
+    harness): its kernel priorities, its device and its capabilities."""
+
+    @property
+    def kernels(self) -> Mapping[str, Sequence[str]]: ...
+
+    @property
+    def device(self) -> str: ...
+
+    @property
+    def capabilities(self) -> CapabilitiesLike: ...
+
+
+class PlatformLike(Protocol):
+    """A harness platform profile: its matrix, torch device and emulation."""
+
+    @property
+    def matrix(self) -> MatrixLike: ...
+
+    @property
+    def device(self) -> str: ...
+
+    @property
+    def emulate(self) -> bool: ...
+
+
+def _matrix_kernels(
+    matrix: MatrixLike | Mapping[str, Sequence[str]],
+) -> Mapping[str, Sequence[str]]:
+    kernels = matrix if isinstance(matrix, Mapping) else getattr(matrix, "kernels", None)
     if not isinstance(kernels, Mapping):
         raise TypeError(f"expected a Matrix or a kernels mapping, got {type(matrix).__name__}")
     return kernels
@@ -69,7 +106,8 @@ class Registry:
         self._chosen: dict[tuple[Any, ...], Provider] = {}
 
     @classmethod
-    def from_matrix(cls, matrix: Any, device: str | None = None, emulate: bool = False,
+    def from_matrix(cls, matrix: MatrixLike | Mapping[str, Sequence[str]],
+                    device: str | None = None, emulate: bool = False,
                     **kwargs: Any) -> Registry:
         """From a harness Matrix (its ``kernels``, ``device``, capabilities) or a mapping.
 
@@ -79,10 +117,11 @@ class Registry:
         where the platform lacks that capability (``emulate``: as emulated on the CPU).
         """
         kernels = {op: names for op, names in _matrix_kernels(matrix).items() if op in OPS}
+        full = None if isinstance(matrix, Mapping) else matrix
         if device is None:
-            device = "cpu" if emulate else str(getattr(matrix, "device", "cpu") or "cpu")
+            device = "cpu" if emulate or full is None else (full.device or "cpu")
         unavailable: dict[str, str] = {}
-        caps = getattr(matrix, "capabilities", None)
+        caps = None if full is None else full.capabilities
         if caps is not None:
             for name in {n for names in kernels.values() for n in names}:
                 if caps.known(name):
@@ -92,7 +131,7 @@ class Registry:
         return cls(kernels, device=device, unavailable=unavailable, **kwargs)
 
     @classmethod
-    def for_platform(cls, platform: Any, **kwargs: Any) -> Registry:
+    def for_platform(cls, platform: PlatformLike, **kwargs: Any) -> Registry:
         """The registry of a harness platform profile: what the parity suite's selection
         test, ``harness kernels``, the fusion suite and the e2e "platform" set all use."""
         return cls.from_matrix(platform.matrix, device=platform.device,

@@ -16,6 +16,7 @@ from typing import Any
 from harness.ci.pipeline import CiTarget
 from harness.ci.pull_request import history_durations, pr_targets
 from harness.ci.targets import targets_from_matrices
+from harness.results.layout import Lane
 from harness.shard.durations import DurationSet, dump, durations_for
 
 
@@ -45,7 +46,7 @@ def write_durations(lanes: Sequence[str], db: Path, out_dir: Path,
     the shards still plan alike, every test counting the same). One line per file."""
     lines = []
     for lane in lanes:
-        found = (durations_for(lane, db, last_runs=last_runs) if db.is_file()
+        found = (durations_for(Lane.parse(lane), db, last_runs=last_runs) if db.is_file()
                  else DurationSet(matrix=lane))
         path = out_dir / f"{lane}.json"
         dump(found, path)

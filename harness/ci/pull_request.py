@@ -14,22 +14,23 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from harness.ci.pipeline import CiTarget
-from harness.select.rules import Selection
-from harness.shard.durations import durations_for
+from harness.results.layout import Lane
+from harness.select.rules import LaneSelection, Selection
+from harness.shard.durations import DurationSet, durations_for
 
 # lane -> the durations file of that lane, or None where there is no history
-Durations = Callable[[str], Any]
+Durations = Callable[[str], DurationSet | None]
 
 
-def selected_share(lane: Any, durations: Any) -> tuple[float, str] | None:
+def selected_share(lane: LaneSelection,
+                   durations: DurationSet | None) -> tuple[float, str] | None:
     """The selected tests' part of the lane's time and whose history said so (the lane's,
     else the sibling lane with the most timed tests); None without any history."""
     if durations is None:
         return None
-    source, timed = "its", dict(durations.durations)
+    source, timed = "its", durations.durations
     if not timed and durations.siblings:
         # a sibling's ids are device-free keys; the kernel and module tokens are all there
         name, timed = max(durations.siblings.items(), key=lambda kv: (len(kv[1]), kv[0]))
@@ -73,7 +74,7 @@ def pr_targets(targets: Sequence[CiTarget], selection: Selection,
 
 
 def history_durations(db: Path) -> Durations:
-    def lookup(lane: str) -> Any:
-        return durations_for(lane, db) if db.is_file() else None
+    def lookup(lane: str) -> DurationSet | None:
+        return durations_for(Lane.parse(lane), db) if db.is_file() else None
 
     return lookup

@@ -45,7 +45,7 @@ def read_plans(paths: Iterable[Path]) -> tuple[list[ShardPlan], list[str]]:
             except HarnessError as error:
                 problems.append(str(error))
                 continue
-            lane = layout.lane_name(record.matrix.name, record.emulate)
+            lane = str(record.lane)
             for file in sorted((run / PLANS_DIR).glob("*.json")):
                 try:
                     data = json.loads(file.read_text(encoding="utf-8"))

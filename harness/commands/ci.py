@@ -192,6 +192,7 @@ def cmd_check_shards(args: argparse.Namespace) -> int:
 def cmd_durations(args: argparse.Namespace) -> int:
     from harness.ci.lanes import write_durations
     from harness.history import default_db_path
+    from harness.results.layout import Lane
     from harness.shard.durations import dump, durations_for
 
     lanes = _names(args.matrix)
@@ -203,7 +204,7 @@ def cmd_durations(args: argparse.Namespace) -> int:
     if len(lanes) != 1:
         raise UsageError(f"--matrix {args.matrix}: --out writes one lane's file; "
                          "use --out-dir for several")
-    found = durations_for(lanes[0], db, last_runs=args.last_runs)
+    found = durations_for(Lane.parse(lanes[0]), db, last_runs=args.last_runs)
     dump(found, args.out)
     print(f"wrote {args.out}: {len(found.durations)} tests timed on {lanes[0]}, "
           f"{len(found.siblings)} sibling lanes")

@@ -15,9 +15,11 @@ def _warn(line: str) -> None:
 def _ingest(args: argparse.Namespace) -> int:
     from harness.history.ingest import ingest_paths
     from harness.history.schema import default_db_path
+    from harness.results.layout import Lane
 
     db = Path(args.db) if args.db else default_db_path()
-    result = ingest_paths(db, [Path(p) for p in args.paths], _warn, lane=args.lane)
+    lane = Lane.parse(args.lane) if args.lane else None
+    result = ingest_paths(db, [Path(p) for p in args.paths], _warn, lane=lane)
     print(
         f"ingested {len(result.added)} run(s), {result.cases} test case(s) into {db}"
         + (f"; {len(result.skipped)} already there" if result.skipped else "")

@@ -1,36 +1,34 @@
 """Name the infrastructure failure behind a run, a suite or an error case.
 
 A GPU hang, an OOM kill or a missing JUnit file says nothing about the code under
-test, so the report keeps them apart from flaky tests. The signature comes from, in
-order: the manifest's ``infra_error.kind``, the suite outcome's status and exit code,
-then the text of the message.
+test, so the report keeps them apart from flaky tests. A run folder's suites and runs
+record their cause as data (``results/cause.py``): :func:`signature_of` names it. The
+regexes below are for what carries no cause: loose JUnit from other producers, error
+case messages, and run folders written before causes were recorded, where the
+signature comes from, in order, the manifest's ``infra_error.kind``, the suite's status
+and exit code, then the text of the message.
 """
 
 from __future__ import annotations
 
 import re
 
+from harness.results.cause import Cause, CauseRecord
+
 SIGNATURES = ("gpu-hang", "oom-kill", "timeout", "missing-junit", "image", "docker", "crashed")
 
-_KIND_ALIASES = {
-    "gpu_hang": "gpu-hang",
-    "hang": "gpu-hang",
-    "oom": "oom-kill",
-    "oom_kill": "oom-kill",
-    "timeout": "timeout",
-    "no-junit": "missing-junit",
-    "missing_junit": "missing-junit",
-    "missing-junit": "missing-junit",
-    "image": "image",
-    "image_build": "image",
-    "build": "image",
-    "pull": "image",
-    "docker": "docker",
-    "container": "docker",
-    "crashed": "crashed",
-    "crash": "crashed",
-    "probe": "docker",
+_BY_CAUSE = {
+    Cause.TIMEOUT: "timeout",
+    Cause.OOM: "oom-kill",
+    Cause.CONTAINER_GONE: "docker",
+    Cause.NO_JUNIT: "missing-junit",
 }
+# On ROCm an abort is typically a GPU hang; an unexplained SIGKILL the OOM killer.
+_BY_SIGNAL = {"SIGABRT": "gpu-hang", "SIGKILL": "oom-kill"}
+# The infra_error kinds the harness writes (run/finish.py: the first infrastructure
+# suite's status; ingest: no-junit) that name a signature on their own; the others
+# ("crashed", "error", "write-failed", "infra") are named by their message first.
+_KIND_ALIASES = {"timeout": "timeout", "no-junit": "missing-junit"}
 _STATUS = {"timeout": "timeout", "no-junit": "missing-junit", "crashed": "crashed"}
 _EXIT_CODES = {134: "gpu-hang", -6: "gpu-hang", 137: "oom-kill", -9: "oom-kill"}
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -80,6 +78,14 @@ def from_message(message: str | None) -> str | None:
     return None
 
 
+def signature_of(cause: CauseRecord) -> str | None:
+    """The signature of a recorded cause; None for one that is no infrastructure
+    failure of its own (cancelled, a pytest error, a failed write)."""
+    if cause.cause is Cause.SIGNAL:
+        return _BY_SIGNAL.get(cause.signal or "", "crashed")
+    return _BY_CAUSE.get(cause.cause)
+
+
 def classify(
     *,
     kind: str | None = None,
@@ -87,9 +93,10 @@ def classify(
     exit_code: int | None = None,
     message: str | None = None,
 ) -> str | None:
-    """The infrastructure signature, or None when this looks like a real test result."""
+    """The infrastructure signature of what records no cause, or None when this looks
+    like a real test result."""
     if kind:
-        return _KIND_ALIASES.get(kind.lower(), from_message(message) or kind.lower())
+        return _KIND_ALIASES.get(kind.lower()) or from_message(message) or kind.lower()
     if exit_code in _EXIT_CODES and status not in (None, "passed", "failed"):
         return _EXIT_CODES[exit_code]
     if status in _STATUS:

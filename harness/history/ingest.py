@@ -12,12 +12,10 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import itertools
-import json
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from harness.errors import HarnessError, InfraError, UsageError
 from harness.history import infra
@@ -26,7 +24,9 @@ from harness.history.rows import Batch
 from harness.history.schema import connect
 from harness.history.writer import Writer
 from harness.results import layout
-from harness.results.manifest import RunRecord, SuiteRecord
+from harness.results.layout import Lane
+from harness.results.manifest import MatrixRef, RunRecord
+from harness.results.outcome import Status, SuiteOutcome
 
 Warn = Callable[[str], None]
 _BULK_MIN_RUNS = 8
@@ -48,7 +48,7 @@ class _Run:
     source: Path
     junit: list[Path]
     record: RunRecord | None = None  # None: a loose JUnit file
-    lane: str | None = None  # --lane for loose files
+    lane: Lane | None = None  # --lane for loose files
     matrix_json: str | None = None
 
 
@@ -69,7 +69,7 @@ def _sha256(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def _discover(paths: Sequence[Path], warn: Warn, lane: str | None) -> Iterator[_Run]:
+def _discover(paths: Sequence[Path], warn: Warn, lane: Lane | None) -> Iterator[_Run]:
     for path in paths:
         if path.is_file():
             yield _Run(key=f"file:{_sha256(path)}", source=path, junit=[path], lane=lane)
@@ -99,48 +99,26 @@ def _run_folder(folder: Path, warn: Warn) -> _Run | None:
                 record=record, matrix_json=matrix_json)
 
 
-def _run_values(run: _Run, suite_props: dict[str, str], started: str | None) -> tuple[Any, ...]:
-    """The ``runs`` row of one run (all but ``ingested``): a run folder's from its
-    manifest; a loose file's from ``--lane`` or the suite properties the plugin wrote."""
+def _run_record(run: _Run, suite_props: dict[str, str], started: str | None) -> RunRecord:
+    """The record of one run's ``runs`` row: a run folder's manifest, its times in UTC;
+    a loose file's from ``--lane`` or the suite properties the plugin wrote."""
     fallback = dt.datetime.fromtimestamp(run.source.stat().st_mtime, dt.UTC)
     when = fallback.strftime("%Y-%m-%dT%H:%M:%SZ")
     rec = run.record
     if rec is None:
-        if run.lane:
-            matrix, emulate = layout.lane_matrix(run.lane)
-        else:
-            matrix = suite_props.get("matrix") or suite_props.get("platform") or "unknown"
-            emulate = suite_props.get("emulate", "").lower() == "true"
-        return (
-            run.key, matrix, layout.lane_name(matrix, emulate), matrix, None, int(emulate),
-            None, None, None, suite_props.get("torch_version"), started or when, None, None,
-            None, None, None, None, str(run.source), None, None, None,
-        )  # fmt: skip
-    infra_error = rec.infra_error
-    # A run skipped on a host that is not its matrix's failed nothing: no signature.
-    signature = (
-        infra.classify(kind=infra_error.kind, message=infra_error.message)
-        if infra_error and rec.status != "skipped"
-        else None
+        lane = run.lane or Lane(
+            matrix=suite_props.get("matrix") or suite_props.get("platform") or "unknown",
+            emulated=suite_props.get("emulate", "").lower() == "true",
+        )
+        return RunRecord(run_id=run.key, matrix=MatrixRef(name=lane.matrix), emulate=lane.emulated,
+                         status="", torch=suite_props.get("torch_version"),
+                         started=started or when)
+    return replace(
+        rec,
+        torch=rec.torch or suite_props.get("torch_version"),
+        started=_utc(rec.started) or started or when,
+        ended=_utc(rec.ended),
     )
-    fingerprint = (
-        json.dumps(rec.device_fingerprint, sort_keys=True) if rec.device_fingerprint else None
-    )
-    return (
-        run.key, rec.matrix.name, rec.lane, rec.matrix.name, rec.family or None,
-        int(rec.emulate), fingerprint, rec.image, rec.git.sha,
-        rec.torch or suite_props.get("torch_version"), _utc(rec.started) or started or when,
-        _utc(rec.ended), rec.status, rec.exit_code, infra_error.kind if infra_error else None,
-        infra_error.message if infra_error else None, signature, str(run.source),
-        run.matrix_json, rec.shard, rec.build,
-    )  # fmt: skip
-
-
-def _outcome(suite: SuiteRecord | None) -> dict[str, Any]:
-    if suite is None:
-        return {}
-    return {"status": suite.status, "exit_code": suite.exit_code,
-            "duration_s": suite.duration_s, "reason": suite.reason}
 
 
 def _not_junit(writer: Writer, run_id: int, file: Parsed, warn: Warn) -> None:
@@ -153,6 +131,14 @@ def _not_junit(writer: Writer, run_id: int, file: Parsed, warn: Warn) -> None:
         " infra_signature = ? WHERE id = ?",
         (message, infra.classify(kind="no-junit", message=message), run_id),
     )
+
+
+def _not_junit_outcome(name: str, known: SuiteOutcome | None) -> SuiteOutcome:
+    """A suite whose file is not JUnit: what the manifest knew, its status no-junit."""
+    if known is None:
+        return SuiteOutcome(suite=name, status=Status.NO_JUNIT, exit_code=None, duration_s=0.0,
+                            reason="not JUnit")
+    return replace(known, status=Status.NO_JUNIT, reason="not JUnit")
 
 
 def _first_file_facts(files: list[Parsed]) -> tuple[dict[str, str], str | None]:
@@ -173,24 +159,25 @@ def _ingest_run(writer: Writer, run: _Run, files: list[Parsed], warn: Warn) -> i
     # folder's torch version and start); they are complete once that file is read, so
     # the run row is written now (the cases need its id) and corrected then: no file
     # is ever held whole.
-    values = _run_values(run, *_first_file_facts(files))
-    run_id = writer.insert_run(values)
+    source = str(run.source)
+    values = _run_record(run, *_first_file_facts(files))
+    run_id = writer.insert_run(values, source=source, matrix_json=run.matrix_json)
     suites: dict[str, tuple[int, str | None]] = {}  # name -> (id, infra signature)
     total = 0
 
-    def suite(name: str, status: str | None = None) -> tuple[int, str | None]:
+    def suite(name: str, not_junit: bool = False) -> tuple[int, str | None]:
         found = suites.get(name)
         if found is None:
-            outcome = _outcome(outcomes.get(name))
-            if status:
-                outcome |= {"status": status, "reason": "not JUnit"}
+            outcome = outcomes.get(name)
+            if not_junit:
+                outcome = _not_junit_outcome(name, outcome)
             found = suites[name] = writer.insert_suite(run_id, name, outcome)
         return found
 
     for index, file in enumerate(files):
         total += _ingest_file(writer, run, run_id, file, suite, warn)
-        if index == 0 and (final := _run_values(run, *_first_file_facts(files))) != values:
-            writer.update_run(run_id, final)
+        if index == 0 and (final := _run_record(run, *_first_file_facts(files))) != values:
+            writer.update_run(run_id, final, source=source, matrix_json=run.matrix_json)
     for name in outcomes:  # suites that ran but left no JUnit still count
         suite(name)
     return total
@@ -208,7 +195,7 @@ def _ingest_file(
     head = next(stream, None)  # an empty stream is exhausted: file.suites is final
     if head is None and not file.suites:
         _not_junit(writer, run_id, file, warn)
-        suite(layout.suite_of(file.path)[0] if run.record else file.path.stem, "no-junit")
+        suite(layout.suite_of(file.path)[0] if run.record else file.path.stem, True)
         return 0
     batches: Iterable[Batch] = () if head is None else itertools.chain([head], stream)
     if run.record is None:
@@ -241,7 +228,7 @@ def ingest_paths(
     warn: Warn,
     *,
     workers: int | None = None,
-    lane: str | None = None,
+    lane: Lane | None = None,
 ) -> IngestResult:
     """Add the runs under ``paths`` not yet in the database.
 

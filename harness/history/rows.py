@@ -122,7 +122,8 @@ class RowMaker:
     ) -> Iterator[Batch]:
         """The cases of one file, ``BATCH`` at a time. ``suites`` (the file's, filled in
         as it is read) names each testsuite's matrix: a case's ``platform`` property
-        that says the same is not stored again (the plugin records both)."""
+        that says the same is not stored again (older plugins, and the fusion suite's
+        numerics properties, record both)."""
         cases = itertools.chain.from_iterable(blocks)
         while chunk := list(itertools.islice(cases, BATCH)):
             yield self.batch(chunk, suites)

@@ -86,10 +86,18 @@ def _v3_shards(db: sqlite3.Connection) -> None:
     )
 
 
+def _v4_no_platform(db: sqlite3.Connection) -> None:
+    # runs.platform always equalled runs.matrix, and nothing read it. An SQLite without
+    # DROP COLUMN (before 3.35) keeps it, NULL from now on: nothing reads it there either.
+    if sqlite3.sqlite_version_info >= (3, 35):
+        db.execute("ALTER TABLE runs DROP COLUMN platform")
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _v1_tables,
     _v2_indexes,
     _v3_shards,
+    _v4_no_platform,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -16,14 +16,49 @@ from typing import Any, cast
 
 from harness.history import infra
 from harness.history.rows import Batch, Columns, key_and_params
+from harness.results.manifest import RunRecord
+from harness.results.outcome import SuiteOutcome
 
 _SIGNED: Columns = ("infra_signature",)
 # A suite's (id, infrastructure signature) by its <testsuite> name.
 SuiteOf = Callable[[str], tuple[int, "str | None"]]
 
 
+_RUN_COLUMN_NAMES = (
+    "run_key", "matrix", "lane", "family", "emulate", "fingerprint", "image",
+    "git_sha", "torch", "started", "ended", "status", "exit_code", "infra_kind",
+    "infra_message", "infra_signature", "source", "matrix_json", "shard", "build",
+)  # fmt: skip
+_RUN_COLUMNS = ", ".join(_RUN_COLUMN_NAMES)
+
+
 def _now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _run_row(record: RunRecord, source: str, matrix_json: str | None) -> tuple[object, ...]:
+    """The ``runs`` columns of a record, in ``_RUN_COLUMN_NAMES`` order."""
+    failure = record.infra_error
+    # A run skipped on a host that is not its matrix's failed nothing: no signature.
+    signature = None
+    if failure and record.status != "skipped":
+        # A run's infrastructure failure always has a name: its kind where its cause
+        # (a pytest error, a failed write) names none.
+        signature = (
+            (infra.signature_of(failure.cause) or failure.kind)
+            if failure.cause
+            else infra.classify(kind=failure.kind, message=failure.message)
+        )
+    fingerprint = record.device_fingerprint
+    return (
+        record.run_id, record.matrix.name, str(record.lane), record.family or None,
+        int(record.emulate),
+        json.dumps(fingerprint.to_json(), sort_keys=True) if fingerprint else None,
+        record.image, record.git.sha, record.torch, record.started, record.ended,
+        record.status or None, record.exit_code, failure.kind if failure else None,
+        failure.message if failure else None, signature, source, matrix_json,
+        record.shard, record.build,
+    )  # fmt: skip
 
 
 class Writer:
@@ -49,38 +84,45 @@ class Writer:
         del self._added[mark:]
         self.next_test = max(self.test_ids.values(), default=0)
 
-    def insert_run(self, values: tuple[Any, ...]) -> int:
+    def insert_run(self, record: RunRecord, *, source: str, matrix_json: str | None) -> int:
+        """Insert a run's row: a run folder's manifest record, or the record ingest
+        makes for a loose JUnit file (its ``run_id`` the file's key, no status)."""
         cursor = self.db.execute(
-            "INSERT INTO runs (run_key, matrix, lane, platform, family, emulate, fingerprint,"
-            " image, git_sha, torch, started, ended, status, exit_code, infra_kind,"
-            " infra_message, infra_signature, source, matrix_json, shard, build, ingested)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (*values, _now()),
+            f"INSERT INTO runs ({_RUN_COLUMNS}, ingested)"
+            f" VALUES ({', '.join('?' * (len(_RUN_COLUMN_NAMES) + 1))})",
+            (*_run_row(record, source, matrix_json), _now()),
         )
         return int(cursor.lastrowid or 0)
 
-    def update_run(self, run_id: int, values: tuple[Any, ...]) -> None:
+    def update_run(
+        self, run_id: int, record: RunRecord, *, source: str, matrix_json: str | None
+    ) -> None:
         """Rewrite a run's row (all but ``ingested``) once its first file is read."""
         self.db.execute(
-            "UPDATE runs SET (run_key, matrix, lane, platform, family, emulate, fingerprint,"
-            " image, git_sha, torch, started, ended, status, exit_code, infra_kind,"
-            " infra_message, infra_signature, source, matrix_json, shard, build)"
-            " = (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) WHERE id = ?",
-            (*values, run_id),
+            f"UPDATE runs SET ({_RUN_COLUMNS}) = ({', '.join('?' * len(_RUN_COLUMN_NAMES))})"
+            " WHERE id = ?",
+            (*_run_row(record, source, matrix_json), run_id),
         )
 
     def insert_suite(
-        self, run_id: int, name: str, outcome: dict[str, Any]
+        self, run_id: int, name: str, outcome: SuiteOutcome | None
     ) -> tuple[int, str | None]:
-        """Insert one suite row; return its id and its infrastructure signature."""
-        status = outcome.get("status")
-        code = outcome.get("exit_code")
-        reason = outcome.get("reason")
-        signature = infra.classify(status=status, exit_code=code, message=reason)
+        """Insert one suite row (``outcome`` None: a suite the manifest does not name);
+        return its id and its infrastructure signature."""
+        if outcome is None:
+            status, code, duration, reason = None, None, None, None
+        else:
+            status, code = outcome.status.value, outcome.exit_code
+            duration, reason = outcome.duration_s, outcome.reason
+        signature = (
+            infra.signature_of(outcome.cause)
+            if outcome is not None and outcome.cause
+            else infra.classify(status=status, exit_code=code, message=reason)
+        )
         cursor = self.db.execute(
             "INSERT INTO suites (run, name, status, exit_code, duration, reason,"
             " infra_signature) VALUES (?,?,?,?,?,?,?)",
-            (run_id, name, status, code, outcome.get("duration_s"), reason, signature),
+            (run_id, name, status, code, duration, reason, signature),
         )
         return int(cursor.lastrowid or 0), signature
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from harness.matrix.schema import CPU_FLAGS
+from harness.results.facts import HostRecord
 
 
 def cpu_model_and_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, list[str], str]:
@@ -63,17 +64,17 @@ def kernel_cpu_flags(flags: frozenset[str], env: Mapping[str, str]) -> frozenset
                      if f not in FLAG_ISA or ONEDNN_ISA.index(FLAG_ISA[f]) <= level)
 
 
-def host_fingerprint() -> dict[str, object]:
+def host_fingerprint() -> HostRecord:
     model, flags, vendor = cpu_model_and_flags()
-    return {
-        "machine": platform.machine(),
-        "system": platform.system(),
-        "kernel": platform.release(),
-        "hostname": platform.node(),
-        "cpu": model,
-        "cpu_vendor": vendor,
-        "cpu_flags": [f for f in CPU_FLAGS if f in flags],
-        "cpu_count": os.cpu_count(),
-        "byteorder": sys.byteorder,
-        "python": platform.python_version(),
-    }
+    return HostRecord(
+        machine=platform.machine(),
+        system=platform.system(),
+        kernel=platform.release(),
+        hostname=platform.node(),
+        cpu=model,
+        cpu_vendor=vendor,
+        cpu_flags=[f for f in CPU_FLAGS if f in flags],
+        cpu_count=os.cpu_count(),
+        byteorder=sys.byteorder,
+        python=platform.python_version(),
+    )

@@ -10,16 +10,23 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:  # torch and the session load only when a fixture runs
+    import torch
+
+    from harness.plugin.numerics import Comparison
+    from harness.plugin.profile import Profile
+    from harness.plugin.session import HarnessSession, Tolerance
 
 # Change-based selection, shard selection and the same_process marker come with the
 # plugin in every run.
 pytest_plugins = ("harness.plugin.select", "harness.plugin.shard")
 
 _SESSION_KEY = "harness_session"
-_SESSION_STASH = pytest.StashKey[Any]()
+_SESSION_STASH = pytest.StashKey["HarnessSession"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -89,11 +96,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(session, _SESSION_KEY)
 
 
-def _stash_key() -> pytest.StashKey[Any]:
+def _stash_key() -> pytest.StashKey[HarnessSession]:
     return _SESSION_STASH
 
 
-def _session(request: pytest.FixtureRequest) -> Any:
+def _session(request: pytest.FixtureRequest) -> HarnessSession:
     session = request.config.stash.get(_stash_key(), None)
     if session is None:
         pytest.skip("no platform given: run with --platform NAME (or through `harness run`)")
@@ -101,40 +108,40 @@ def _session(request: pytest.FixtureRequest) -> Any:
 
 
 @pytest.fixture(scope="session")
-def platform(request: pytest.FixtureRequest) -> Any:
-    """The resolved platform profile (harness.plugin.profile.Profile)."""
+def platform(request: pytest.FixtureRequest) -> Profile:
+    """The resolved platform profile."""
     return _session(request).profile
 
 
 @pytest.fixture(scope="session")
-def device(platform: Any) -> Any:
+def device(platform: Profile) -> torch.device:
     import torch
 
     return torch.device(platform.device)
 
 
 @pytest.fixture(scope="session")
-def fp8_dtype(platform: Any) -> Any:
+def fp8_dtype(platform: Profile) -> torch.dtype:
     import torch
 
     name = platform.matrix.fp8.e4m3
     if not name:
         pytest.skip(f"{platform.name} has no fp8 format")
     dtype = getattr(torch, name, None)
-    if dtype is None:
+    if not isinstance(dtype, torch.dtype):
         pytest.skip(f"{platform.name}: torch {torch.__version__} has no {name}")
     return dtype
 
 
 @pytest.fixture(scope="session")
-def tolerance(platform: Any) -> Callable[..., Any]:
+def tolerance(platform: Profile) -> Callable[..., Tolerance]:
     from harness.plugin.session import make_tolerance_lookup
 
     return make_tolerance_lookup(platform)
 
 
 @pytest.fixture(scope="session")
-def kernel_priority(platform: Any) -> Callable[[str], tuple[str, ...]]:
+def kernel_priority(platform: Profile) -> Callable[[str], tuple[str, ...]]:
     def lookup(op: str) -> tuple[str, ...]:
         kernels = platform.matrix.kernels
         if op not in kernels:
@@ -150,13 +157,13 @@ def seed(request: pytest.FixtureRequest) -> int:
 
 
 @pytest.fixture
-def record_numerics(record_property: Callable[[str, object], None]) -> Callable[..., Any]:
+def record_numerics(record_property: Callable[[str, object], None]) -> Callable[..., Comparison]:
     """``record_numerics(actual, expected, tol, op=..., provider=..., dtype=...)``
     (``nonfinite_ok=True`` where the op's contract allows NaN and Inf)."""
     from harness.plugin.numerics import record_numerics as _record
 
-    def check(actual: Any, expected: Any, tol: Any, *, nonfinite_ok: bool = False,
-              **props: object) -> Any:
+    def check(actual: torch.Tensor, expected: torch.Tensor, tol: Any, *,
+              nonfinite_ok: bool = False, **props: object) -> Comparison:
         return _record(actual, expected, tol, record_property, nonfinite_ok=nonfinite_ok,
                        **props)
 

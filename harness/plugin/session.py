@@ -170,7 +170,6 @@ class HarnessSession:
                     self.profile.has(cap)
                 except UsageError as error:
                     raise pytest.UsageError(f"{item.nodeid}: requires: {error}") from None
-        item.user_properties.append(("platform", self.profile.name))
         if needed:
             item.user_properties.append(("requires", ",".join(needed)))
         for cap in needed:

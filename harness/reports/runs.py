@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from harness.reports.matrices import MatrixFacts, facts_from_json, facts_from_matrix
-from harness.results import layout
+from harness.results.layout import Lane
 
 
 def iso(when: dt.datetime) -> str:
@@ -77,7 +77,7 @@ def lane_facts(
     facts: dict[str, MatrixFacts] = {}
     for lane, lane_runs in runs.by_lane.items():
         key, _, matrix, _, _, mjson = runs.rows[lane_runs[-1][0]]
-        emulate = layout.lane_matrix(lane)[1]
+        emulate = Lane.parse(lane).emulated
         shown = f"matrix.json of run {key}"
         found = facts_from_json(mjson, shown, warn, emulate=emulate) if mjson else None
         if found is not None:

@@ -76,7 +76,7 @@ def read_recorded(target: Path) -> Recorded:
     record = RunRecord.read(run_dir)
     in_junit = target.is_file() and target.parent.name == layout.JUNIT_DIR
     junit = (target,) if in_junit else tuple(sorted((run_dir / layout.JUNIT_DIR).glob("*.xml")))
-    workers = record.threads.get("workers")
+    workers = record.threads.workers if record.threads else None
     return Recorded(
         run_id=record.run_id,
         run_dir=run_dir,

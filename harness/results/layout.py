@@ -19,6 +19,7 @@ both call these functions, so a name changes in one place.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 MANIFEST = "manifest.json"
@@ -37,16 +38,24 @@ PROGRESS_SUFFIX = ".progress.jsonl"
 _SHARD_STEM = re.compile(r"^(?P<suite>.+)-shard-(?P<index>\d+)-of-(?P<total>\d+)$")
 
 
-def lane_name(matrix: str, emulate: bool) -> str:
-    """Runs compared with each other: a matrix, and apart from it its emulated runs."""
-    return matrix + (EMULATED if emulate else "")
+@dataclass(frozen=True, kw_only=True)
+class Lane:
+    """Runs compared with each other: a matrix, and apart from it its emulated runs.
 
+    Shown (and stored in the history) as the matrix name, plus ``" (emulated)"``."""
 
-def lane_matrix(lane: str) -> tuple[str, bool]:
-    """``"rocm (emulated)"`` -> ("rocm", True)."""
-    if lane.endswith(EMULATED):
-        return lane.removesuffix(EMULATED), True
-    return lane, False
+    matrix: str
+    emulated: bool = False
+
+    def __str__(self) -> str:
+        return self.matrix + (EMULATED if self.emulated else "")
+
+    @classmethod
+    def parse(cls, text: str) -> Lane:
+        """``"rocm (emulated)"`` -> Lane(matrix="rocm", emulated=True)."""
+        if text.endswith(EMULATED):
+            return cls(matrix=text.removesuffix(EMULATED), emulated=True)
+        return cls(matrix=text)
 
 
 def run_dir(reports: Path, matrix: str, run_id: str) -> Path:

@@ -19,42 +19,12 @@ from typing import Any, TypeVar
 
 from harness.errors import ConfigError
 from harness.results import layout
+from harness.results.cause import Cause, CauseRecord
+from harness.results.facts import DeviceFingerprint, HostRecord, ThreadsRecord
+from harness.results.outcome import Counts, SkipReason, Status, SuiteOutcome
 
 SCHEMA = 2
-STATUSES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 T = TypeVar("T")
-
-
-@dataclass(kw_only=True)
-class Counts:
-    """Test cases by outcome; xfailed and xpassed are kept apart from skipped."""
-
-    passed: int = 0
-    failed: int = 0
-    error: int = 0
-    skipped: int = 0
-    xfailed: int = 0
-    xpassed: int = 0
-
-    @property
-    def total(self) -> int:
-        return sum(self.as_dict().values())
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
-
-    @classmethod
-    def of(cls, raw: Mapping[str, int]) -> Counts:
-        # Older manifests (schema 1) spelt them xfail / xpass.
-        alias = {"xfail": "xfailed", "xpass": "xpassed"}
-        values = {alias.get(k, k): int(v) for k, v in raw.items()}
-        return cls(**{k: values.get(k, 0) for k in STATUSES})
-
-
-@dataclass(kw_only=True)
-class SkipReason:
-    reason: str
-    count: int
 
 
 @dataclass(kw_only=True)
@@ -65,25 +35,6 @@ class UnmatchedKnownFailure:
     rootdir: str
     id: str
     where: str = ""
-
-
-@dataclass(kw_only=True)
-class SuiteRecord:
-    suite: str
-    status: str
-    exit_code: int | None = None
-    duration_s: float = 0.0
-    reason: str = ""
-    junit: str = ""  # relative to the run folder
-    log: str = ""
-    shard: str | None = None
-    counts: Counts = field(default_factory=Counts)
-    log_tail: list[str] = field(default_factory=list)
-    # Skips (not xfails) over all cases; mostly_skipped above the suite's max_skip_ratio,
-    # whatever the status (status is "mostly-skipped" only where nothing failed).
-    skip_ratio: float | None = None
-    mostly_skipped: bool = False
-    skip_reasons: list[SkipReason] = field(default_factory=list)  # most common first
 
 
 @dataclass(kw_only=True)
@@ -104,6 +55,7 @@ class InfraFailure:
     kind: str
     suite: str = ""
     message: str = ""
+    cause: CauseRecord | None = None  # absent in manifests written before causes
 
 
 @dataclass(kw_only=True)
@@ -119,9 +71,9 @@ class RunRecord:
     git: GitRef = field(default_factory=GitRef)
     python: str = ""
     torch: str | None = None
-    host: dict[str, Any] = field(default_factory=dict)
-    device_fingerprint: dict[str, Any] | None = None
-    threads: dict[str, Any] = field(default_factory=dict)
+    host: HostRecord | None = None  # {} in the JSON when not recorded
+    device_fingerprint: DeviceFingerprint | None = None
+    threads: ThreadsRecord | None = None  # {} in the JSON when not recorded
     seed: int = 0
     shard: str | None = None
     suites_planned: list[str] = field(default_factory=list)
@@ -135,13 +87,13 @@ class RunRecord:
     ended: str | None = None
     exit_code: int | None = None
     infra_error: InfraFailure | None = None
-    suites: list[SuiteRecord] = field(default_factory=list)
+    suites: list[SuiteOutcome] = field(default_factory=list)
     new_files: list[str] | None = None  # left in the checkout by the run; None: no git
     unmatched_known_failures: list[UnmatchedKnownFailure] = field(default_factory=list)
 
     @property
-    def lane(self) -> str:
-        return layout.lane_name(self.matrix.name, self.emulate)
+    def lane(self) -> layout.Lane:
+        return layout.Lane(matrix=self.matrix.name, emulated=self.emulate)
 
     def counts(self) -> Counts:
         total = Counts()
@@ -152,7 +104,11 @@ class RunRecord:
 
     def to_json(self) -> str:
         data = asdict(self)
-        data["lane"] = self.lane  # for a reader without this class
+        data["host"] = self.host.to_json() if self.host else {}
+        data["threads"] = self.threads.to_json() if self.threads else {}
+        fingerprint = self.device_fingerprint
+        data["device_fingerprint"] = fingerprint.to_json() if fingerprint else None
+        data["lane"] = str(self.lane)  # for a reader without this class
         return json.dumps(data, indent=2, default=str) + "\n"
 
     @classmethod
@@ -230,9 +186,11 @@ class _Reader:
                                                                      "git.")),
             python=g(data, "python", str, ""),
             torch=g(data, "torch", str, None),
-            host=g(data, "host", dict, {}),
+            host=HostRecord.from_json(host) if (host := g(data, "host", dict, {})) else None,
             device_fingerprint=self.fingerprint(data),
-            threads=g(data, "threads", dict, {}),
+            threads=ThreadsRecord.from_json(threads)
+            if (threads := g(data, "threads", dict, {}))
+            else None,
             seed=g(data, "seed", int, 0),
             shard=g(data, "shard", str, None),
             suites_planned=self.strings(g(data, "suites_planned", list, []), "suites_planned"),
@@ -248,7 +206,8 @@ class _Reader:
             exit_code=g(data, "exit_code", int, None),
             infra_error=None if infra is None else InfraFailure(
                 kind=str(infra.get("kind") or "infra"), suite=str(infra.get("suite") or ""),
-                message=str(infra.get("message") or "")),
+                message=str(infra.get("message") or ""),
+                cause=self.cause(infra, "infra_error.")),
             suites=[self.suite(s, f"suites[{i}].") for i, s in enumerate(suites)],
             new_files=self.strings(g(data, "new_files", list, []), "new_files")
             if data.get("new_files") is not None
@@ -280,13 +239,12 @@ class _Reader:
             )
         return out
 
-    def fingerprint(self, data: Mapping[str, Any]) -> dict[str, Any] | None:
+    def fingerprint(self, data: Mapping[str, object]) -> DeviceFingerprint | None:
         value = data.get("device_fingerprint")
-        if value is None or isinstance(value, dict):
-            return value
-        if isinstance(value, str):  # schema 1 from a loose JUnit property
-            return {"text": value}
-        raise self.fail("device_fingerprint", "an object", value)
+        try:
+            return DeviceFingerprint.from_json(value)
+        except TypeError:
+            raise self.fail("device_fingerprint", "an object", value) from None
 
     def strings(self, values: list[Any], key: str) -> list[str]:
         for index, value in enumerate(values):
@@ -300,7 +258,27 @@ class _Reader:
                 raise self.fail(f"{key}.{name}", "str", value)
         return {str(k): str(v) for k, v in values.items()}
 
-    def suite(self, raw: Any, path: str) -> SuiteRecord:
+    def cause(self, data: Mapping[str, object], path: str) -> CauseRecord | None:
+        raw = self.get(data, "cause", dict, None, path)
+        if raw is None:  # a suite that ended as pytest does, or an older manifest
+            return None
+        where = f"{path}cause."
+        value = self.get(raw, "cause", str, "", where)
+        try:
+            cause = Cause(value)
+        except ValueError:
+            raise self.fail(f"{where}cause", "a cause", value) from None
+        return CauseRecord(cause=cause, signal=self.get(raw, "signal", str, None, where),
+                           exit_code=self.get(raw, "exit_code", int, None, where))
+
+    def status(self, data: Mapping[str, object], path: str) -> Status:
+        value = self.get(data, "status", str, "error", path)
+        try:
+            return Status(value)
+        except ValueError:
+            raise self.fail(f"{path}status", "a suite status", value) from None
+
+    def suite(self, raw: Any, path: str) -> SuiteOutcome:
         data = self.obj(raw, path)
         g = self.get
         counts = self.obj(g(data, "counts", dict, {}, path), f"{path}counts.")
@@ -311,9 +289,9 @@ class _Reader:
         if not name:
             raise self.fail(f"{path}suite", "a suite name", data.get("suite"))
         shard = g(data, "shard", str, None, path)
-        return SuiteRecord(
+        return SuiteOutcome(
             suite=name,
-            status=g(data, "status", str, "error", path),
+            status=self.status(data, path),
             exit_code=g(data, "exit_code", int, None, path),
             duration_s=float(g(data, "duration_s", (int, float), 0.0, path)),
             reason=g(data, "reason", str, "", path),
@@ -327,6 +305,7 @@ class _Reader:
             skip_reasons=self.skip_reasons(
                 g(data, "skip_reasons", list, [], path), f"{path}skip_reasons"
             ),
+            cause=self.cause(data, path),
         )
 
 

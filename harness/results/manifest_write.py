@@ -7,18 +7,12 @@ from __future__ import annotations
 import datetime as _dt
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from harness.results import layout
-from harness.results.manifest import (
-    Counts,
-    InfraFailure,
-    RunRecord,
-    SkipReason,
-    SuiteRecord,
-    inside_run,
-)
+from harness.results.manifest import InfraFailure, RunRecord, inside_run
 from harness.results.outcome import SuiteOutcome
 
 
@@ -75,7 +69,9 @@ class ManifestWriter:
         self.update(status=status, exit_code=exit_code, infra_error=infra_error, ended=now())
 
 
-def suite_record(outcome: SuiteOutcome, run_dir: Path) -> SuiteRecord:
+def suite_record(outcome: SuiteOutcome, run_dir: Path) -> SuiteOutcome:
+    """The outcome as the manifest records it: paths relative to the run folder."""
+
     def rel(path: str | Path) -> str:
         if not path:
             return ""
@@ -84,21 +80,12 @@ def suite_record(outcome: SuiteOutcome, run_dir: Path) -> SuiteRecord:
         except ValueError:
             return inside_run(str(path))
 
-    return SuiteRecord(
-        suite=outcome.suite,
-        status=str(outcome.status.value),
-        exit_code=outcome.exit_code,
+    return replace(
+        outcome,
         duration_s=round(float(outcome.duration_s), 3),
-        reason=outcome.reason,
         junit=rel(outcome.junit),
         log=layout.log_rel(outcome.suite, outcome.shard),
-        shard=outcome.shard,
-        counts=Counts.of(outcome.counts),
+        counts=replace(outcome.counts),
         log_tail=list(outcome.log_tail),
-        skip_ratio=getattr(outcome, "skip_ratio", None),
-        mostly_skipped=bool(getattr(outcome, "mostly_skipped", False)),
-        skip_reasons=[
-            SkipReason(reason=str(r["reason"]), count=int(r["count"]))
-            for r in getattr(outcome, "skip_reasons", [])
-        ],
+        skip_reasons=list(outcome.skip_reasons),
     )

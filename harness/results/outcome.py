@@ -1,10 +1,19 @@
-"""What running one invocation came to: data, serialisable into the manifest."""
+"""What running one invocation came to: data, recorded as it is in the manifest.
+
+One shape from the runner to the history: a runner returns a :class:`SuiteOutcome`, the
+manifest writer records it (its paths made relative to the run folder), the manifest
+reader gives it back, and the history writer stores it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any
+
+from harness.results.cause import CauseRecord
+
+STATUSES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 
 
 class Status(StrEnum):
@@ -27,29 +36,61 @@ class Status(StrEnum):
 
 
 @dataclass(kw_only=True)
+class Counts:
+    """Test cases by outcome; xfailed and xpassed are kept apart from skipped."""
+
+    passed: int = 0
+    failed: int = 0
+    error: int = 0
+    skipped: int = 0
+    xfailed: int = 0
+    xpassed: int = 0
+
+    @property
+    def total(self) -> int:
+        return sum(self.as_dict().values())
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    @classmethod
+    def of(cls, raw: Mapping[str, int]) -> Counts:
+        # Older manifests (schema 1) spelt them xfail / xpass.
+        alias = {"xfail": "xfailed", "xpass": "xpassed"}
+        values = {alias.get(k, k): int(v) for k, v in raw.items()}
+        return cls(**{k: values.get(k, 0) for k in STATUSES})
+
+
+@dataclass(frozen=True, kw_only=True)
+class SkipReason:
+    reason: str
+    count: int
+
+
+@dataclass(kw_only=True)
 class SuiteOutcome:
     suite: str
     status: Status
     exit_code: int | None
     duration_s: float
     reason: str = ""
+    # The runner's path; relative to the run folder once recorded in the manifest.
     junit: str = ""
+    log: str = ""  # relative to the run folder, set when recorded
     shard: str | None = None
-    counts: dict[str, int] = field(default_factory=dict)
+    counts: Counts = field(default_factory=Counts)
     log_tail: list[str] = field(default_factory=list)
-    # Skips (not xfails) over all test cases; mostly_skipped above the suite's limit,
-    # also when the status is failed. skip_reasons: [{"reason": str, "count": int}].
+    # Skips (not xfails) over all test cases; mostly_skipped above the suite's
+    # max_skip_ratio, whatever the status ("mostly-skipped" only where nothing failed).
     skip_ratio: float | None = None
     mostly_skipped: bool = False
-    skip_reasons: list[dict[str, Any]] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["status"] = self.status.value
-        return data
+    skip_reasons: list[SkipReason] = field(default_factory=list)  # most common first
+    cause: CauseRecord | None = None  # why it ended abnormally, beside the prose reason
 
 
-def failing(counts: dict[str, int]) -> bool:
+def failing(counts: Counts | Mapping[str, int]) -> bool:
     """Failed or strict-xpassed cases (a strict xpass fails the run). Error cases are
     not here: the harness adds one for a crash, which is an infrastructure failure."""
+    if isinstance(counts, Counts):
+        return bool(counts.failed or counts.xpassed)
     return bool(counts.get("failed") or counts.get("xpassed"))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.results.junit_write import NOT_RUN_TYPE
+from harness.results.outcome import SkipReason
 
 TOP_REASONS = 5
 
@@ -22,7 +23,7 @@ TOP_REASONS = 5
 class SkipSummary:
     total: int
     skipped: int
-    reasons: tuple[tuple[str, int], ...]  # the most common first, at most TOP_REASONS
+    reasons: tuple[SkipReason, ...]  # the most common first, at most TOP_REASONS
 
     @property
     def ratio(self) -> float:
@@ -30,9 +31,6 @@ class SkipSummary:
 
     def mostly_skipped(self, limit: float) -> bool:
         return self.total > 0 and self.ratio > limit
-
-    def reasons_as_data(self) -> list[dict[str, object]]:
-        return [{"reason": reason, "count": count} for reason, count in self.reasons]
 
 
 def summarise_skips(junit: Path, suite: str) -> SkipSummary:
@@ -51,7 +49,8 @@ def summarise_skips(junit: Path, suite: str) -> SkipSummary:
     return SkipSummary(
         total=total,
         skipped=sum(reasons.values()),
-        reasons=tuple(reasons.most_common(TOP_REASONS)),
+        reasons=tuple(SkipReason(reason=reason, count=count)
+                      for reason, count in reasons.most_common(TOP_REASONS)),
     )
 
 

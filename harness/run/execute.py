@@ -12,6 +12,7 @@ from harness.platform.host import host_fingerprint
 from harness.process.secret_names import masked as mask_env
 from harness.process.secret_names import register_secrets, scrub
 from harness.results import layout
+from harness.results.facts import ThreadsRecord
 from harness.results.manifest import GitRef, MatrixRef, RunRecord
 from harness.results.manifest_write import ManifestWriter, build_id, now
 from harness.results.outcome import Status, SuiteOutcome
@@ -40,7 +41,7 @@ def start_manifest(ctx: RunContext) -> None:
         git=GitRef(sha=git.sha, dirty=git.dirty),
         python=ctx.python,
         host=host_fingerprint(),
-        threads=threads,
+        threads=ThreadsRecord.from_json(threads),
         seed=ctx.request.seed,
         shard=ctx.request.shard,
         suites_planned=[inv.suite for inv in ctx.invocations],
@@ -96,15 +97,16 @@ def execute(ctx: RunContext) -> None:
         # Kept first: a manifest that cannot be written (a full disk) loses no outcome.
         ctx.outcomes.append(outcome)
         manifest.add_outcome(outcome)
-        progress.end(next(count), outcome.suite, outcome.status.value, outcome.counts)
+        progress.end(next(count), outcome.suite, outcome.status.value,
+                     outcome.counts.as_dict())
 
     ctx.runner.run(on_start=lambda i, inv: progress.start(i, inv.suite), on_outcome=record)
 
 
 def make_progress(ctx: RunContext) -> Progress:
     """Suite i of N with an estimate from the history (or the last run folder)."""
-    lane = layout.lane_name(ctx.matrix.name, ctx.request.emulate)
-    estimates = history_estimates(default_db_path(ctx.root), lane) or folder_estimates(
+    lane = layout.Lane(matrix=ctx.matrix.name, emulated=ctx.request.emulate)
+    estimates = history_estimates(default_db_path(ctx.root), str(lane)) or folder_estimates(
         ctx.run_dir.parent, ctx.request.emulate
     )
     return Progress([inv.suite for inv in ctx.invocations], estimates)

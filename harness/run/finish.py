@@ -9,6 +9,8 @@ from pathlib import Path
 from harness.errors import InfraError, Interrupted, TestProcessCrashed, TestsFailed
 from harness.process import cancel
 from harness.results import layout
+from harness.results.cause import Cause, CauseRecord
+from harness.results.facts import DeviceFingerprint
 from harness.results.junit_read import suite_properties
 from harness.results.manifest import InfraFailure
 from harness.results.merge import merge_junit
@@ -37,9 +39,9 @@ def collect_suite_facts(ctx: RunContext) -> None:
     if version:
         ctx.manifest.update(torch=version)
     if libraries:
-        fingerprint = dict(ctx.manifest.record.device_fingerprint or {})
-        fingerprint["kernel_library"] = "; ".join(libraries)
-        ctx.manifest.update(device_fingerprint=fingerprint)
+        fingerprint = ctx.manifest.record.device_fingerprint or DeviceFingerprint({})
+        ctx.manifest.update(device_fingerprint=fingerprint.with_kernel_library(
+            "; ".join(libraries)))
 
 
 def merge_step(ctx: RunContext) -> None:
@@ -57,14 +59,14 @@ def print_table(ctx: RunContext) -> None:
     for o in ctx.outcomes:
         c = o.counts
         print(
-            f"{o.suite:<16} {o.status.value:<12} {c.get('passed', 0):>7} "
-            f"{c.get('failed', 0) + c.get('xpassed', 0):>7} {c.get('error', 0):>6} "
-            f"{c.get('skipped', 0):>8} {c.get('xfailed', 0):>8} "
+            f"{o.suite:<16} {o.status.value:<12} {c.passed:>7} "
+            f"{c.failed + c.xpassed:>7} {c.error:>6} "
+            f"{c.skipped:>8} {c.xfailed:>8} "
             f"{o.duration_s:>7.1f}s  {o.reason}"
         )
     for o in ctx.outcomes:
         if o.mostly_skipped:
-            reasons = "; ".join(f"{r['count']}x {r['reason']}" for r in o.skip_reasons)
+            reasons = "; ".join(f"{r.count}x {r.reason}" for r in o.skip_reasons)
             print(f"{o.suite}: mostly skipped; top skip reasons: {reasons}")
     print(f"run folder: {ctx.run_dir}")
 
@@ -83,6 +85,18 @@ def crashed_itself(outcome: SuiteOutcome) -> bool:
     return -code in _SELF_INFLICTED or code - 128 in _SELF_INFLICTED
 
 
+def _infra_failure(write_error: str, first: SuiteOutcome | None) -> InfraFailure | None:
+    """The run's infrastructure failure in the manifest: a write the harness could not
+    make, else the first suite that failed for one (or crashed)."""
+    if write_error:
+        return InfraFailure(kind=Status.WRITE_FAILED.value, message=write_error,
+                            cause=CauseRecord(cause=Cause.WRITE_FAILED))
+    if first is None:
+        return None
+    return InfraFailure(kind=first.status.value, suite=first.suite, message=first.reason,
+                        cause=first.cause)
+
+
 def finish(ctx: RunContext) -> int:
     """Exit code: 3 on infrastructure trouble (retried by CI); else 4 if a test process
     crashed (a finding, never retried); else 1 if a test failed or a suite ran no test
@@ -97,12 +111,7 @@ def finish(ctx: RunContext) -> int:
     stopped = cancel.received() is not None or any(
         o.status is Status.INTERRUPTED for o in ctx.outcomes
     )
-    infra_error = None
-    if ctx.write_error:
-        infra_error = InfraFailure(kind=Status.WRITE_FAILED.value, message=ctx.write_error)
-    elif infra or crashes:
-        first = (infra or crashes)[0]
-        infra_error = InfraFailure(kind=first.status.value, suite=first.suite, message=first.reason)
+    infra_error = _infra_failure(ctx.write_error, next(iter(infra or crashes), None))
     if stopped:
         code = cancel.exit_code() or 130
         status = "cancelled" if cancel.is_ci_cancel() else "interrupted"

@@ -165,8 +165,8 @@ def write_durations(ctx: RunContext) -> Path | None:
               f"tests from {given}")
         return path
     db = default_db_path()
-    lane = layout.lane_name(ctx.matrix.name, ctx.request.emulate)
-    durations = durations_for(lane, db) if db.is_file() else DurationSet(matrix=lane)
+    lane = layout.Lane(matrix=ctx.matrix.name, emulated=ctx.request.emulate)
+    durations = durations_for(lane, db) if db.is_file() else DurationSet(matrix=str(lane))
     path = ctx.run_dir / layout.DURATIONS
     dump(durations, path)
     print(

@@ -25,7 +25,7 @@ from harness.matrix.model import Matrix
 from harness.platform.cache import cache_root
 from harness.process import cancel
 from harness.process.run import run_captured, run_streaming
-from harness.results.layout import lane_name
+from harness.results.layout import Lane
 
 # What the plugin and the suites' runner need besides the matrix's own pins; pinned to
 # the versions the harness runs with, so the venv runs the same pytest.
@@ -87,8 +87,8 @@ def matrix_python(matrix: Matrix, *, emulate: bool, build: bool = True) -> Path:
     remove = removals_for(matrix, emulate=emulate)
     if not build:
         return venv_python(venv_dir(cache_root(matrix), pins, remove))
-    return ensure_venv(pins, cache_root(matrix), label=lane_name(matrix.name, emulate),
-                       remove=remove)
+    lane = Lane(matrix=matrix.name, emulated=emulate)
+    return ensure_venv(pins, cache_root(matrix), label=str(lane), remove=remove)
 
 
 def interpreter(choice: str, matrix: Matrix, *, emulate: bool, build: bool = True) -> str:

@@ -27,6 +27,7 @@ from harness.platform import images, probe
 from harness.process.run import TAIL_LINES, LineSink, ProcResult
 from harness.process.secret_names import masked
 from harness.results import layout
+from harness.results.cause import Cause, CauseRecord
 from harness.results.outcome import SuiteOutcome
 from harness.results.writefail import QuietClose
 from harness.roots import project_root
@@ -230,11 +231,12 @@ def run_one(box: Container, inv: Invocation, base_env: Mapping[str, str], user: 
         result = box.exec(argv, env=env, workdir=workdir,
                           user=user, on_line=sink.line, timeout_s=inv.timeout_s,
                           stop_requested=lambda: bool(sink.error))
-        code, notes = container_notes(box, inv, result, ooms_before)
+        code, notes, seen = container_notes(box, inv, result, ooms_before)
         for note in notes:
             sink.line(note)
     outcome = classify(inv, dataclasses.replace(result, exit_code=code, write_error=sink.error,
                                                 tail=list(sink.tail)))
+    outcome.cause = seen or outcome.cause
     extra = [n.removeprefix("harness: ") for n in notes if "step timeout" not in n]
     if extra:
         outcome.reason = "; ".join([outcome.reason, *extra]) if outcome.reason else "; ".join(extra)
@@ -242,12 +244,15 @@ def run_one(box: Container, inv: Invocation, base_env: Mapping[str, str], user: 
 
 
 def container_notes(box: Container, inv: Invocation, result: ProcResult,
-                    ooms_before: int | None) -> tuple[int | None, list[str]]:
+                    ooms_before: int | None
+                    ) -> tuple[int | None, list[str], CauseRecord | None]:
     """What the container tells beyond the exec's exit code: the code to classify (a
-    container killed from outside leaves none) and the lines that say why it ended (the
-    log's, and but for the timeout's the outcome's reason too)."""
+    container killed from outside leaves none), the lines that say why it ended (the
+    log's, and but for the timeout's the outcome's reason too) and the cause the exit code
+    hides (a container gone, the out-of-memory killer)."""
     code = result.exit_code
     notes = []
+    seen: CauseRecord | None = None
     died = box.died(code)
     if result.timed_out:
         notes.append(f"harness: killed after {inv.timeout_s:g} s (step timeout)")
@@ -256,9 +261,11 @@ def container_notes(box: Container, inv: Invocation, result: ProcResult,
         code = code if code is not None else int(state.get("ExitCode") or 137)
         notes.append(f"harness: the container was killed from outside "
                      f"(container exit {state.get('ExitCode', '?')})")
+        seen = CauseRecord(cause=Cause.CONTAINER_GONE, exit_code=code)
     elif code == 137 and ooms_before is not None:
         after = _oom_kills(box)
         if after is not None and after > ooms_before:
             notes.append("harness: killed by the out-of-memory killer "
                          f"(mem_limit {box.options.get('mem_limit', 'none')})")
-    return code, notes
+            seen = CauseRecord(cause=Cause.OOM, signal="SIGKILL", exit_code=code)
+    return code, notes, seen

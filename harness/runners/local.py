@@ -17,6 +17,7 @@ from harness.platform.probe_local import probe_and_check
 from harness.process import cancel
 from harness.process.run import ProcResult, run_streaming
 from harness.process.secret_names import masked, scrub_file
+from harness.results.cause import Cause, CauseRecord, cause_of_exit
 from harness.results.junit_write import (
     append_error_case,
     count_junit,
@@ -24,7 +25,7 @@ from harness.results.junit_write import (
 )
 from harness.results.layout import progress_for_partial
 from harness.results.manifest_write import ManifestWriter
-from harness.results.outcome import Status, SuiteOutcome, failing
+from harness.results.outcome import Counts, Status, SuiteOutcome, failing
 from harness.results.skips import summarise_skips
 from harness.results.writefail import describe as describe_write_failure
 from harness.results.writefail import is_write_failure
@@ -73,6 +74,7 @@ def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
                 raise
     code = result.exit_code
     status, cause = _how_it_ended(inv, result)
+    ended = _cause(inv, result)
     try:
         if cause:
             stopped = _STOPPED.get(status, "stopped")
@@ -87,7 +89,7 @@ def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
     except OSError as error:  # what pytest wrote stays as it was
         if not is_write_failure(error):
             raise
-        status = Status.WRITE_FAILED
+        status, ended = Status.WRITE_FAILED, CauseRecord(cause=Cause.WRITE_FAILED, exit_code=code)
         cause = "; ".join(filter(None, [cause, describe_write_failure(error, str(inv.junit))]))
     counts = count_junit(inv.junit) if inv.junit.is_file() else {}
     if status is Status.PASSED and (failing(counts) or counts.get("error") or code == 1):
@@ -100,10 +102,8 @@ def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
     skips = summarise_skips(inv.junit, inv.suite) if inv.junit.is_file() else None
     mostly = skips is not None and skips.mostly_skipped(inv.max_skip_ratio)
     if mostly and skips is not None:
-        note = (
-            f"mostly skipped: {skips.skipped} of {skips.total} "
-            f"({skips.ratio:.0%} > max_skip_ratio {inv.max_skip_ratio:g})"
-        )
+        note = (f"mostly skipped: {skips.skipped} of {skips.total} "
+                f"({skips.ratio:.0%} > max_skip_ratio {inv.max_skip_ratio:g})")
         reason = f"{reason}; {note}" if reason else note
         if status is Status.PASSED:
             status = Status.MOSTLY_SKIPPED
@@ -115,12 +115,20 @@ def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
         reason=reason,
         junit=str(inv.junit),
         shard=inv.shard,
-        counts=counts,
+        counts=Counts.of(counts),
         log_tail=result.tail[-10:] if cause else [],
         skip_ratio=round(skips.ratio, 4) if skips is not None else None,
         mostly_skipped=mostly,
-        skip_reasons=skips.reasons_as_data() if skips is not None else [],
+        skip_reasons=list(skips.reasons) if skips is not None else [],
+        cause=ended,
     )
+
+
+def _cause(inv: Invocation, result: ProcResult) -> CauseRecord | None:
+    """Why the process ended as it did, as data (beside ``_how_it_ended``'s prose)."""
+    return cause_of_exit(result.exit_code, timed_out=result.timed_out,
+                         cancelled=result.interrupted, write_failed=bool(result.write_error),
+                         junit_written=inv.junit.is_file())
 
 
 def _how_it_ended(inv: Invocation, result: ProcResult) -> tuple[Status, str]:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self, TextIO
 
+from harness.results.facts import DeviceFingerprint
 from harness.results.manifest_write import ManifestWriter
 from harness.results.outcome import Status, SuiteOutcome
 from harness.runners.invocation import Invocation
@@ -58,7 +59,7 @@ class Runner(ABC):
         self._started = True
         self._start(run_dir, dict(env) if env is not None else None, manifest)
         if manifest is not None and self.fingerprint is not None:
-            manifest.update(device_fingerprint=self.fingerprint)
+            manifest.update(device_fingerprint=DeviceFingerprint(self.fingerprint))
 
     @abstractmethod
     def stop(self) -> None:

@@ -28,6 +28,7 @@ from typing import Any
 
 from harness.errors import ConfigError
 from harness.results.jsonfile import read_json
+from harness.results.layout import Lane
 
 SCHEMA = 1
 
@@ -109,13 +110,12 @@ def _first(candidates: Iterable[str], mapping: Mapping[str, float]) -> list[str]
     return []
 
 
-def durations_for(matrix: str, db: Path, *, last_runs: int = 10) -> DurationSet:
-    """Median durations from the history database over each lane's last runs.
-
-    ``matrix`` is a history lane: the matrix name, or ``"<name> (emulated)"`` for runs
-    under ``--emulate``. Every other lane becomes a sibling.
-    """
+def durations_for(lane: Lane, db: Path, *, last_runs: int = 10) -> DurationSet:
+    """Median durations from the history database over the last runs of ``lane`` (its
+    emulated runs are a lane apart); every other lane becomes a sibling."""
     from harness.history.read import recent_case_times
+
+    matrix = str(lane)  # as the history stores it
 
     per_lane: dict[str, dict[str, list[float]]] = {}
     for case in recent_case_times(db, last_runs=last_runs):

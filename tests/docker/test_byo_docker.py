@@ -11,7 +11,7 @@ from docker_helpers import ROOT, leftovers, tiny_matrix
 
 from harness.matrix.model import Suite
 from harness.results.junit_write import read_partial
-from harness.results.outcome import Status
+from harness.results.outcome import Counts, Status
 from harness.run.plan import PlanOptions, plan_run
 from harness.runners.docker import DockerRunner
 
@@ -47,7 +47,7 @@ def test_a_foreign_tree_runs_in_docker_from_its_own_folder(
         (outcome,) = runner.run()
     assert leftovers(f"org.harness.run={run_dir.name}") == ""
     assert outcome.status is Status.FAILED and outcome.exit_code == 1, out.getvalue()[-3000:]
-    assert outcome.counts == {"passed": 1, "error": 1}
+    assert outcome.counts == Counts(passed=1, error=1)
     outcomes = {str(r["nodeid"]): r["outcome"] for r in read_partial(inv.partial)}
     assert outcomes == {
         "enginetests/test_ok.py::test_writes_beside_itself": "passed",

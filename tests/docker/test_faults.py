@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from docker_helpers import leftovers, tiny_matrix
 
-from harness.results.outcome import Status
+from harness.results.outcome import Counts, Status
 from harness.runners.docker import DockerRunner
 from harness.runners.invocation import Invocation
 
@@ -92,7 +92,7 @@ def test_plain_failure_is_failed_with_streamed_prefixed_log(tiny_image: str,
     with runner.started(run_dir, [inv]):
         [outcome] = runner.run()
     assert outcome.status is Status.FAILED
-    assert outcome.counts == {"passed": 3, "failed": 1}
+    assert outcome.counts == Counts(passed=3, failed=1)
     assert "[faulty] " in out.getvalue() and "1 failed, 3 passed" in out.getvalue()
     assert "1 failed, 3 passed" in inv.log.read_text()
     assert leftovers(f"org.harness.run={run_dir.name}") == ""

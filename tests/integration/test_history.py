@@ -21,6 +21,7 @@ from harness.history import SCHEMA_VERSION, connect, ingest_paths, parse_pool
 from harness.history import ingest as ingest_mod
 from harness.history import schema as schema_mod
 from harness.history.infra import classify
+from harness.results.cause import Cause, CauseRecord
 from harness.results.manifest import RunRecord
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "junit"
@@ -44,6 +45,27 @@ def test_old_database_is_migrated_in_order(tmp_path: Path) -> None:
     db = connect(path)
     assert schema_mod.current_version(db) == SCHEMA_VERSION
     assert db.execute("SELECT count(*) FROM schema_version").fetchone()[0] == 1
+
+
+def test_a_version_3_database_loses_runs_platform_and_still_ingests(
+    real_runs: Runs, tmp_path: Path
+) -> None:
+    path = tmp_path / "v3.sqlite"
+    raw = sqlite3.connect(path)
+    schema_mod.current_version(raw)
+    for migration in schema_mod.MIGRATIONS[:3]:
+        migration(raw)
+    raw.execute("INSERT INTO schema_version VALUES (3)")
+    raw.execute("INSERT INTO runs (run_key, matrix, lane, platform, started, source, ingested)"
+                " VALUES ('old', 'cpu', 'cpu', 'cpu', '2026-01-01T00:00:00Z', 'x', 'now')")
+    raw.commit()
+    raw.close()
+    ingest_paths(path, [real_runs.passing], pytest.fail)
+    db = connect(path)
+    columns = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+    assert "platform" not in columns and {"matrix", "lane", "shard", "build"} <= columns
+    keys = [row[0] for row in db.execute("SELECT run_key FROM runs ORDER BY id")]
+    assert keys == ["old", real_runs.passing.name]
 
 
 def test_newer_database_is_refused(tmp_path: Path) -> None:
@@ -127,7 +149,16 @@ def test_real_run_folders(real_runs: Runs, tmp_path: Path) -> None:
             "SELECT status, infra_signature FROM runs WHERE run_key = ?",
             (real_runs.crashed.name,),
         ).fetchone()
-        assert crashed == ("crashed", "crashed")  # exit 4: a finding; its signature kept
+        # exit 4: a finding; its signature kept, the one its suite's recorded cause names
+        # (os.abort(): SIGABRT), as the suite row says
+        assert crashed == ("crashed", "gpu-hang")
+        suite = conn.execute(
+            "SELECT s.status, s.infra_signature FROM suites s JOIN runs r ON r.id = s.run"
+            " WHERE r.run_key = ?", (real_runs.crashed.name,),
+        ).fetchone()
+        assert suite == ("crashed", "gpu-hang")
+        assert RunRecord.read(real_runs.crashed).suites[0].cause == CauseRecord(
+            cause=Cause.SIGNAL, signal="SIGABRT", exit_code=-6)
         ids = {row[0] for row in conn.execute("SELECT nodeid FROM tests")}
     # pytest's own ids, also for decorated tests and test classes: never rebuilt.
     assert f"{SUITE}::test_decorated[float32]" in ids
@@ -141,14 +172,14 @@ def test_real_run_folders(real_runs: Runs, tmp_path: Path) -> None:
 def test_a_case_s_node_id_and_platform_are_not_stored_again(
     real_runs: Runs, tmp_path: Path
 ) -> None:
-    """The plugin writes the node id and the platform of every case in the JUnit file's
-    sidecar (xunit2 has no per-case properties) and the matrix on its testsuite: ingest
-    keeps the node id as the case's test and the suite's matrix, and a case's platform
-    only where it says something else."""
+    """The plugin writes the node id of every case in the JUnit file's sidecar (xunit2 has
+    no per-case properties) and the matrix on its testsuite, no platform per case: ingest
+    keeps the node id as the case's test and the suite's matrix, and the case's platform
+    an older plugin or another producer wrote only where it says something else."""
     junit = (real_runs.passing / "junit" / "record.xml").read_text()
     sidecar = (real_runs.passing / "junit" / "record.partial.jsonl").read_text()
     assert 'name="platform"' not in junit and "nodeid" not in junit
-    assert sidecar.count('"platform": "record"') > 3 and sidecar.count('"nodeid"') > 3
+    assert '"platform"' not in sidecar and sidecar.count('"nodeid"') > 3
     db = tmp_path / "h.sqlite"
     ingest_paths(db, [real_runs.passing], pytest.fail)
     with sqlite3.connect(db) as conn:
@@ -160,15 +191,17 @@ def test_a_case_s_node_id_and_platform_are_not_stored_again(
     other.write_text(
         '<testsuite name="s"><properties><property name="matrix" value="cpu"/></properties>'
         '<testcase classname="m" name="t"><properties>'
-        '<property name="platform" value="rocm"/></properties></testcase></testsuite>'
+        '<property name="platform" value="rocm"/></properties></testcase>'
+        '<testcase classname="m" name="u"><properties>'
+        '<property name="platform" value="cpu"/></properties></testcase></testsuite>'
     )
     ingest_paths(db, [other], pytest.fail)
     with sqlite3.connect(db) as conn:
-        (extra,) = conn.execute(
-            "SELECT c.extra FROM cases c JOIN runs r ON r.id = c.run WHERE r.source = ?",
-            (str(other),),
-        ).fetchone()
-    assert json.loads(extra) == {"platform": "rocm"}
+        extras = conn.execute(
+            "SELECT c.extra FROM cases c JOIN runs r ON r.id = c.run WHERE r.source = ?"
+            " ORDER BY c.rowid", (str(other),),
+        ).fetchall()
+    assert [json.loads(e) if e else None for (e,) in extras] == [{"platform": "rocm"}, None]
 
 
 def test_a_corrupted_run_is_one_line_and_the_others_land(real_runs: Runs, tmp_path: Path) -> None:
@@ -499,3 +532,16 @@ def test_a_rolled_back_run_s_tests_are_written_again_by_the_next_run(
         query = "SELECT nodeid, key, params FROM tests ORDER BY nodeid"
         assert one.execute(query).fetchall() == two.execute(query).fetchall()
     assert _contents(db)["dangling"] == []
+
+
+def test_a_manifest_reads_back_to_the_same_json(real_runs: Runs) -> None:
+    """The typed record (suites, causes, host, threads, fingerprint) writes back the
+    object it read: the manifest's format is the record's."""
+    for run in real_runs.all:
+        text = (run / "manifest.json").read_text()
+        assert json.loads(RunRecord.read(run).to_json()) == json.loads(text), run
+    record = RunRecord.read(real_runs.passing)
+    assert record.host is not None and record.host.cpu_count
+    assert record.threads is not None and record.threads.workers
+    assert record.device_fingerprint is not None
+    assert record.device_fingerprint.kind == "lscpu"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.results.outcome import Status
+from harness.results.outcome import Counts, SkipReason, Status
 from harness.runners.invocation import Invocation
 from harness.runners.local import LocalRunner
 
@@ -130,7 +130,7 @@ def test_plain_failure_is_failed_not_infra(tmp_path: Path) -> None:
     outcome = run_one(inv)
     assert outcome.status is Status.FAILED and not outcome.status.is_infra
     assert cases(inv.junit)["test_fault"] == "failure"
-    assert outcome.counts == {"passed": 2, "failed": 2}
+    assert outcome.counts == Counts(passed=2, failed=2)
 
 
 def test_exit_zero_without_junit_is_infra(tmp_path: Path) -> None:
@@ -168,8 +168,8 @@ def test_a_suite_that_mostly_skips_is_not_green(tmp_path: Path) -> None:
     assert outcome.status is Status.MOSTLY_SKIPPED and outcome.mostly_skipped
     assert outcome.skip_ratio == pytest.approx(9 / 11, abs=1e-4)
     assert outcome.skip_reasons == [
-        {"reason": "engine wheel lacks fused_op", "count": 8},
-        {"reason": "old api gone", "count": 1},
+        SkipReason(reason="engine wheel lacks fused_op", count=8),
+        SkipReason(reason="old api gone", count=1),
     ]
     assert outcome.reason == "mostly skipped: 9 of 11 (82% > max_skip_ratio 0.5)"
     lenient = Invocation(**{**inv.__dict__, "max_skip_ratio": 0.9})

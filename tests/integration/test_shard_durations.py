@@ -12,6 +12,7 @@ from runs import SUITE, Runs
 from harness.errors import ConfigError
 from harness.results import layout
 from harness.results.junit_read import read_junit
+from harness.results.layout import Lane
 from harness.results.manifest import RunRecord
 from harness.shard.durations import DurationSet, align, dump, durations_for, load, lookup_keys
 
@@ -87,7 +88,7 @@ def _medians(files: list[Path], key: int) -> dict[str, float]:
 def _junit_by_lane(reports: Path) -> dict[str, list[Path]]:
     found: dict[str, list[Path]] = {}
     for folder in layout.run_folders(reports):
-        found.setdefault(RunRecord.read(folder).lane, []).extend(layout.junit_files(folder))
+        found.setdefault(str(RunRecord.read(folder).lane), []).extend(layout.junit_files(folder))
     return found
 
 
@@ -98,7 +99,7 @@ def test_durations_for_takes_medians_per_lane(real_runs: Runs, tmp_path: Path) -
     ingest_paths(db, [real_runs.reports], pytest.fail)
     files = _junit_by_lane(real_runs.reports)
     assert sorted(files) == [LANE, EMULATED] and len(files[LANE]) == 5
-    found = durations_for(LANE, db)
+    found = durations_for(Lane(matrix=LANE), db)
     assert found.matrix == LANE
     # This lane by pytest's node ids (as the plugin recorded them), skips included; the
     # crashed run's cases after the crash are not there, its error case is no test.
@@ -108,11 +109,21 @@ def test_durations_for_takes_medians_per_lane(real_runs: Runs, tmp_path: Path) -
     # Siblings by device-free keys, and a skip there says nothing of the cost.
     assert found.siblings == {EMULATED: _medians(files[EMULATED], 1)}
     assert f"{SUITE}::test_skipped_for_a_reason" not in found.siblings[EMULATED]
+    # the emulated runs are a lane of their own, named as the history shows it
+    emulated = durations_for(Lane.parse(EMULATED), db)
+    assert emulated.matrix == EMULATED and set(emulated.siblings) == {LANE}
+    assert emulated.durations
+
+
+def test_a_lane_reads_back_from_its_text() -> None:
+    lane = Lane(matrix="rocm", emulated=True)
+    assert str(lane) == "rocm (emulated)" and Lane.parse(str(lane)) == lane
+    assert Lane.parse("cpu") == Lane(matrix="cpu") and str(Lane(matrix="cpu")) == "cpu"
 
 
 def test_durations_for_without_a_database_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"history\.sqlite: no history database"):
-        durations_for("cpu", tmp_path / "history.sqlite")
+        durations_for(Lane(matrix="cpu"), tmp_path / "history.sqlite")
 
 
 def test_ci_durations_command_writes_the_file_shards_read(

@@ -16,7 +16,7 @@ from harness.matrix import load_matrix
 from harness.results import layout
 from harness.results.manifest import MatrixRef, RunRecord
 from harness.results.manifest_write import ManifestWriter
-from harness.results.outcome import Status, SuiteOutcome
+from harness.results.outcome import Counts, Status, SuiteOutcome
 from harness.roots import project_root
 from harness.run import workflow
 from harness.run.finish import finish
@@ -72,7 +72,7 @@ def _finished(tmp_path: Path, outcomes: list[SuiteOutcome], **request: object) -
 def _outcome(status: Status, **counts: int) -> SuiteOutcome:
     return SuiteOutcome(suite="platform", status=status, exit_code=0, duration_s=1.0,
                         reason="step ran past 5 s" if status is Status.TIMEOUT else "",
-                        counts=counts)
+                        counts=Counts.of(counts))
 
 
 def _recorded(ctx: RunContext) -> tuple[str, int | None]:
@@ -117,7 +117,7 @@ def test_finish_names_the_suite_of_an_infrastructure_failure(tmp_path: Path) -> 
 
 def _crash(code: int, suite: str = "e2e") -> SuiteOutcome:
     return SuiteOutcome(suite=suite, status=Status.CRASHED, exit_code=code, duration_s=1.0,
-                        reason=f"crashed: exit {code}", counts={"passed": 1})
+                        reason=f"crashed: exit {code}", counts=Counts(passed=1))
 
 
 @pytest.mark.parametrize("code", [134, 139, -6, -11, 135, -4])

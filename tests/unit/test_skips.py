@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.results.outcome import SkipReason
 from harness.results.skips import TOP_REASONS, SkipSummary, summarise_skips
 
 
@@ -33,10 +34,9 @@ def test_skips_counted_with_reasons_xfails_and_the_runner_s_case_left_out(
     ])
     summary = summarise_skips(junit, "s")
     assert (summary.total, summary.skipped) == (8, 5)
-    assert summary.reasons == (("needs fp8", 2), ("needs a GPU", 1), ("(no reason given)", 1),
-                               ("not the runner", 1))
+    assert [(r.reason, r.count) for r in summary.reasons] == [
+        ("needs fp8", 2), ("needs a GPU", 1), ("(no reason given)", 1), ("not the runner", 1)]
     assert summary.ratio == pytest.approx(5 / 8)
-    assert summary.reasons_as_data()[0] == {"reason": "needs fp8", "count": 2}
 
 
 def test_reasons_are_the_top_few_cut_to_one_line(tmp_path: Path) -> None:
@@ -44,7 +44,7 @@ def test_reasons_are_the_top_few_cut_to_one_line(tmp_path: Path) -> None:
     cases += [_case("<skipped message='" + "y" * 300 + "'/>")] * 2
     summary = summarise_skips(_junit(tmp_path, cases), "s")
     assert len(summary.reasons) == TOP_REASONS
-    assert summary.reasons[0] == ("y" * 200, 2)
+    assert summary.reasons[0] == SkipReason(reason="y" * 200, count=2)
     assert summary.skipped == TOP_REASONS + 4  # every skip counted, not only the top
 
 
