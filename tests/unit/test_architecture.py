@@ -38,7 +38,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "process": frozenset({"results"}),
     # results.testids: known failures name tests as the run folder does
     "matrix": frozenset({"results", "roots"}),
-    "platform": frozenset({"digest", "matrix", "process", "roots"}),
+    # results: the host fingerprint is the run record's typed HostRecord (results/facts.py)
+    "platform": frozenset({"digest", "matrix", "process", "results", "roots"}),
     "runners": frozenset({"matrix", "platform", "process", "results", "roots"}),
     "history": frozenset({"filelock", "results", "roots"}),
     # durations from the history's read API (history/read.py: typed rows, no SQL here)
