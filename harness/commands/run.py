@@ -157,13 +157,10 @@ def run(args: argparse.Namespace) -> int:
         if narrowed is None:
             return 0
         request = replace(narrowed, command_line=request.command_line)
-    ctx = RunContext(request=request, root=root, matrix=matrix)
-    try:
-        return run_workflow(ctx)
-    finally:
-        # Also after failed tests or an infrastructure error: that run is the one to read.
-        if args.report and not args.dry_run and ctx.run_dir != Path():
-            _report(ctx.run_dir)
+    # The report also after failed tests or an infrastructure error: that run is the one
+    # to read.
+    return run_workflow(RunContext(request=request, root=root, matrix=matrix),
+                        report=_report if args.report else None)
 
 
 def _report(run_dir: Path) -> None:

@@ -11,22 +11,22 @@ from harness.run.plan import select_suites
 from harness.run.unmatched import unmatched_known_failures
 
 if TYPE_CHECKING:
-    from harness.run.request import RunContext
+    from harness.run.request import RunContext, Started
 
 
-def snapshot_checkout(ctx: RunContext) -> None:
-    ctx.untracked_before = untracked_files(ctx.root)
+def snapshot_checkout(ctx: RunContext) -> frozenset[str] | None:
+    """The checkout's untracked files before any suite runs (None: not a git checkout)."""
+    return untracked_files(ctx.root)
 
 
-def record_new_files(ctx: RunContext) -> None:
+def record_new_files(run: Started) -> None:
     """Files the suites left in the checkout (untracked, not ignored): one line and the
     manifest's ``new_files``, since the manifest's ``git.dirty`` was taken before the run."""
-    assert ctx.manifest is not None
-    after = untracked_files(ctx.root)
-    if ctx.untracked_before is None or after is None:
+    after = untracked_files(run.ctx.root)
+    if run.untracked_before is None or after is None:
         return
-    new = sorted(after - ctx.untracked_before)
-    ctx.manifest.update(new_files=new)
+    new = sorted(after - run.untracked_before)
+    run.manifest.update(new_files=new)
     if new:
         shown = ", ".join(new[:5]) + (f" and {len(new) - 5} more" if len(new) > 5 else "")
         print(f"harness: the run left {len(new)} new file(s) in the checkout: {shown}")
@@ -40,11 +40,12 @@ def _selects(args: tuple[str, ...]) -> bool:
     return any(a == flag or a.startswith(flag + "=") for a in args for flag in _SELECTING)
 
 
-def fully_collected(ctx: RunContext) -> set[str]:
+def fully_collected(run: Started) -> set[str]:
     """Suites whose every test was selected: no -k, -m, shard, smoke tier or node ids."""
+    ctx = run.ctx
     if ctx.request.keyword or ctx.request.shard or _selects(ctx.request.pytest_args):
         return set()
-    done = {o.suite for o in ctx.outcomes if not o.status.is_infra}
+    done = {o.suite for o in run.outcomes if not o.status.is_infra}
     return {
         s.name
         for s in select_suites(ctx.matrix, ctx.request.suites)
@@ -54,12 +55,12 @@ def fully_collected(ctx: RunContext) -> set[str]:
     }
 
 
-def report_unmatched(ctx: RunContext) -> None:
-    assert ctx.manifest is not None
+def report_unmatched(run: Started) -> None:
     found = unmatched_known_failures(
-        ctx.matrix, ctx.invocations, emulate=ctx.request.emulate, full=fully_collected(ctx)
+        run.ctx.matrix, run.plan.invocations, emulate=run.ctx.request.emulate,
+        full=fully_collected(run)
     )
-    ctx.manifest.update(
+    run.manifest.update(
         unmatched_known_failures=[
             UnmatchedKnownFailure(suite=u.suite, rootdir=u.rootdir, id=u.id, where=u.where)
             for u in found

@@ -18,95 +18,94 @@ from harness.results.manifest_write import ManifestWriter, build_id, now
 from harness.results.outcome import Status, SuiteOutcome
 from harness.run.plan import select_suites
 from harness.run.progress import Progress, folder_estimates, history_estimates
-from harness.run.request import RunContext
+from harness.run.request import Prepared, RunContext, Started
 
 # Suites that read the persistent tokenizer caches (and must find them warm).
 CACHE_SUITES = frozenset({"e2e"})
 
 
-def start_manifest(ctx: RunContext) -> None:
+def start_manifest(ctx: RunContext, plan: Prepared) -> ManifestWriter:
+    """The run's manifest, written as the run starts: what was asked and planned, where."""
     git = git_info(ctx.root)
-    assert ctx.threads is not None
-    threads = ctx.threads.as_dict() | {
+    threads = plan.threads.as_dict() | {
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS")
-        if ctx.threads.user_set
-        else ctx.threads.threads_per_worker
+        if plan.threads.user_set
+        else plan.threads.threads_per_worker
     }
     record = RunRecord(
-        run_id=ctx.run_id,
+        run_id=plan.run_id,
         matrix=MatrixRef(name=ctx.matrix.name, hash=ctx.matrix.hash, file=ctx.matrix.file),
         family=ctx.matrix.family,
         emulate=ctx.request.emulate,
         runner=ctx.runner.kind,
         git=GitRef(sha=git.sha, dirty=git.dirty),
-        python=ctx.python,
+        python=plan.python,
         host=host_fingerprint(),
         threads=ThreadsRecord.from_json(threads),
         seed=ctx.request.seed,
         shard=ctx.request.shard,
-        suites_planned=[inv.suite for inv in ctx.invocations],
-        env=mask_env(dict(ctx.env)),
+        suites_planned=[inv.suite for inv in plan.invocations],
+        env=mask_env(dict(plan.env)),
         command=list(ctx.request.command_line),
         repro_of=ctx.request.repro_of,
         build=build_id(os.environ),
         changed_since=ctx.request.changed_since,
         started=now(),
     )
-    register_secrets(os.environ | ctx.env)
-    ctx.manifest = ManifestWriter(ctx.run_dir, record, mask=scrub)
+    register_secrets(os.environ | dict(plan.env))
+    return ManifestWriter(plan.run_dir, record, mask=scrub)
 
 
-def check_caches(ctx: RunContext) -> None:
+def check_caches(run: Started) -> None:
     """A cold or corrupt tokenizer cache is an infrastructure error before any suite runs."""
-    if not ctx.matrix.caches.tiktoken or not any(i.suite in CACHE_SUITES for i in ctx.invocations):
+    matrix = run.ctx.matrix
+    if not matrix.caches.tiktoken or not any(i.suite in CACHE_SUITES
+                                             for i in run.plan.invocations):
         return
-    verify(ctx.matrix)
+    verify(matrix)
 
 
-def start_runner(ctx: RunContext) -> None:
+def start_runner(run: Started) -> None:
     """Ready the runner before any suite: the container started (its image built or reused)
     for a docker run; the device probed, here or in the container (a contradiction is exit
     3; an emulated run has no device to probe). The workflow stops it."""
-    assert ctx.manifest is not None
-    ctx.runner.start(ctx.run_dir, ctx.invocations, env=ctx.env, manifest=ctx.manifest)
+    run.ctx.runner.start(run.plan.run_dir, run.plan.invocations, env=run.plan.env,
+                         manifest=run.manifest)
 
 
-def record_not_applicable(ctx: RunContext) -> None:
+def record_not_applicable(run: Started) -> None:
     """The selected suites the matrix declares not applicable: an outcome with the reason
     (never a silent absence, never a suite of 0 tests)."""
-    assert ctx.manifest is not None
-    for suite in select_suites(ctx.matrix, ctx.request.suites):
+    for suite in select_suites(run.ctx.matrix, run.ctx.request.suites):
         if not suite.not_applicable:
             continue
         print(f"harness: suite {suite.name}: not applicable: {suite.not_applicable}")
         outcome = SuiteOutcome(suite=suite.name, status=Status.NOT_APPLICABLE, exit_code=None,
                                duration_s=0.0, reason=suite.not_applicable)
-        ctx.outcomes.append(outcome)
-        ctx.manifest.add_outcome(outcome)
+        run.outcomes.append(outcome)
+        run.manifest.add_outcome(outcome)
 
 
-def execute(ctx: RunContext) -> None:
+def execute(run: Started) -> None:
     """Every suite through the run's runner: a progress line as each starts and ends, its
     outcome in the manifest as soon as it has one."""
-    assert ctx.manifest is not None
-    manifest = ctx.manifest
-    progress = make_progress(ctx)
-    count = iter(range(len(ctx.invocations)))
+    progress = make_progress(run.ctx, run.plan)
+    count = iter(range(len(run.plan.invocations)))
 
     def record(outcome: SuiteOutcome) -> None:
         # Kept first: a manifest that cannot be written (a full disk) loses no outcome.
-        ctx.outcomes.append(outcome)
-        manifest.add_outcome(outcome)
+        run.outcomes.append(outcome)
+        run.manifest.add_outcome(outcome)
         progress.end(next(count), outcome.suite, outcome.status.value,
                      outcome.counts.as_dict())
 
-    ctx.runner.run(on_start=lambda i, inv: progress.start(i, inv.suite), on_outcome=record)
+    run.ctx.runner.run(on_start=lambda i, inv: progress.start(i, inv.suite), on_outcome=record)
 
 
-def make_progress(ctx: RunContext) -> Progress:
+def make_progress(ctx: RunContext, plan: Prepared) -> Progress:
     """Suite i of N with an estimate from the history (or the last run folder)."""
     lane = layout.Lane(matrix=ctx.matrix.name, emulated=ctx.request.emulate)
     estimates = history_estimates(default_db_path(ctx.root), str(lane)) or folder_estimates(
-        ctx.run_dir.parent, ctx.request.emulate
+        plan.run_dir.parent, ctx.request.emulate
     )
-    return Progress([inv.suite for inv in ctx.invocations], estimates)
+    return Progress([inv.suite for inv in plan.invocations], estimates)

@@ -17,18 +17,17 @@ from harness.results.merge import merge_junit
 from harness.results.outcome import Status, SuiteOutcome, failing
 from harness.results.writefail import describe as describe_write_failure
 from harness.results.writefail import is_write_failure
-from harness.run.request import RunContext
+from harness.run.request import Started
 
 
-def collect_suite_facts(ctx: RunContext) -> None:
+def collect_suite_facts(run: Started) -> None:
     """What the suites recorded as suite properties, lifted into the manifest: torch's
     version (the plugin's), and the kernel library an engine loaded (``kernel_library``,
     e.g. "vllm _C_AVX2") into the device fingerprint beside the CPU flags that chose it.
     (The fingerprint itself is already there: the probe step or the docker runner put it.)
     """
-    assert ctx.manifest is not None
     version, libraries = None, []
-    for outcome in ctx.outcomes:
+    for outcome in run.outcomes:
         path = Path(outcome.junit) if outcome.junit else None
         if path is None or not path.is_file():
             continue
@@ -37,26 +36,26 @@ def collect_suite_facts(ctx: RunContext) -> None:
         if props.get("kernel_library") and props["kernel_library"] not in libraries:
             libraries.append(props["kernel_library"])
     if version:
-        ctx.manifest.update(torch=version)
+        run.manifest.update(torch=version)
     if libraries:
-        fingerprint = ctx.manifest.record.device_fingerprint or DeviceFingerprint({})
-        ctx.manifest.update(device_fingerprint=fingerprint.with_kernel_library(
+        fingerprint = run.manifest.record.device_fingerprint or DeviceFingerprint({})
+        run.manifest.update(device_fingerprint=fingerprint.with_kernel_library(
             "; ".join(libraries)))
 
 
-def merge_step(ctx: RunContext) -> None:
-    files = [Path(o.junit) for o in ctx.outcomes if Path(o.junit).is_file()]
+def merge_step(run: Started) -> None:
+    files = [Path(o.junit) for o in run.outcomes if Path(o.junit).is_file()]
     if files:
-        merge_junit(files, ctx.run_dir / layout.MERGED)
+        merge_junit(files, run.plan.run_dir / layout.MERGED)
 
 
-def print_table(ctx: RunContext) -> None:
+def print_table(run: Started) -> None:
     print()
     print(
         f"{'suite':<16} {'status':<12} {'passed':>7} {'failed':>7} {'error':>6} "
         f"{'skipped':>8} {'xfailed':>8} {'time':>8}  note"
     )
-    for o in ctx.outcomes:
+    for o in run.outcomes:
         c = o.counts
         print(
             f"{o.suite:<16} {o.status.value:<12} {c.passed:>7} "
@@ -64,11 +63,11 @@ def print_table(ctx: RunContext) -> None:
             f"{c.skipped:>8} {c.xfailed:>8} "
             f"{o.duration_s:>7.1f}s  {o.reason}"
         )
-    for o in ctx.outcomes:
+    for o in run.outcomes:
         if o.mostly_skipped:
             reasons = "; ".join(f"{r.count}x {r.reason}" for r in o.skip_reasons)
             print(f"{o.suite}: mostly skipped; top skip reasons: {reasons}")
-    print(f"run folder: {ctx.run_dir}")
+    print(f"run folder: {run.plan.run_dir}")
 
 
 # A test process that raised one of these itself (os.abort(), a segfaulting kernel, an
@@ -97,25 +96,26 @@ def _infra_failure(write_error: str, first: SuiteOutcome | None) -> InfraFailure
                         cause=first.cause)
 
 
-def finish(ctx: RunContext) -> int:
-    """Exit code: 3 on infrastructure trouble (retried by CI); else 4 if a test process
-    crashed (a finding, never retried); else 1 if a test failed or a suite ran no test
-    (unless ``allow_empty``); 130 if interrupted, 143 / 129 if cancelled by SIGTERM /
-    SIGHUP (the run folder is finished either way)."""
-    assert ctx.manifest is not None
-    tests_failed = any(o.status is Status.FAILED or failing(o.counts) for o in ctx.outcomes)
-    empty = [o.suite for o in ctx.outcomes if o.status is Status.NO_TESTS]
-    failed = tests_failed or bool(empty and not ctx.request.allow_empty)
-    crashes = [o for o in ctx.outcomes if crashed_itself(o)]
-    infra = [o for o in ctx.outcomes if o.status.is_infra and o not in crashes]
+def finish(run: Started, write_error: str = "") -> int:
+    """Exit code: 3 on infrastructure trouble (retried by CI; ``write_error``: a write of
+    the run folder that failed for good); else 4 if a test process crashed (a finding,
+    never retried); else 1 if a test failed or a suite ran no test (unless
+    ``allow_empty``); 130 if interrupted, 143 / 129 if cancelled by SIGTERM / SIGHUP (the
+    run folder is finished either way)."""
+    outcomes, run_dir = run.outcomes, run.plan.run_dir
+    tests_failed = any(o.status is Status.FAILED or failing(o.counts) for o in outcomes)
+    empty = [o.suite for o in outcomes if o.status is Status.NO_TESTS]
+    failed = tests_failed or bool(empty and not run.ctx.request.allow_empty)
+    crashes = [o for o in outcomes if crashed_itself(o)]
+    infra = [o for o in outcomes if o.status.is_infra and o not in crashes]
     stopped = cancel.received() is not None or any(
-        o.status is Status.INTERRUPTED for o in ctx.outcomes
+        o.status is Status.INTERRUPTED for o in outcomes
     )
-    infra_error = _infra_failure(ctx.write_error, next(iter(infra or crashes), None))
+    infra_error = _infra_failure(write_error, next(iter(infra or crashes), None))
     if stopped:
         code = cancel.exit_code() or 130
         status = "cancelled" if cancel.is_ci_cancel() else "interrupted"
-    elif ctx.write_error or infra:
+    elif write_error or infra:
         # The results are incomplete for a reason outside the tests: CI retries exit 3, so
         # it wins over a test failure in the same run (which the retry meets again).
         code, status = 3, "error"
@@ -126,29 +126,29 @@ def finish(ctx: RunContext) -> int:
     else:
         code, status = 0, "passed"
     try:
-        ctx.manifest.finish(status=status, exit_code=code, infra_error=infra_error)
+        run.manifest.finish(status=status, exit_code=code, infra_error=infra_error)
     except OSError as error:
         if not is_write_failure(error):
             raise
         infra_error = infra_error or InfraFailure(kind=Status.WRITE_FAILED.value,
                                                   message=describe_write_failure(
-                                                      error, str(ctx.manifest.path)))
+                                                      error, str(run.manifest.path)))
         code = code if stopped else 3
     if stopped:
-        raise Interrupted(f"{cancel.describe()}; results so far are in {ctx.run_dir}",
+        raise Interrupted(f"{cancel.describe()}; results so far are in {run_dir}",
                           exit_code=code)
     if code == 3:
         assert infra_error is not None
         where = f"{infra_error.suite}: " if infra_error.suite else ""
-        raise InfraError(f"{where}{infra_error.message} (run folder {ctx.run_dir})")
+        raise InfraError(f"{where}{infra_error.message} (run folder {run_dir})")
     if code == 4:
         first = crashes[0]
         raise TestProcessCrashed(f"{first.suite}: {first.reason}: a finding, not an "
-                                 f"infrastructure failure (run folder {ctx.run_dir})")
+                                 f"infrastructure failure (run folder {run_dir})")
     if failed and not tests_failed:
         raise TestsFailed(
-            f"no test ran in {', '.join(empty)} (--allow-empty to accept); see {ctx.run_dir}"
+            f"no test ran in {', '.join(empty)} (--allow-empty to accept); see {run_dir}"
         )
     if failed:
-        raise TestsFailed(f"tests failed; see {ctx.run_dir}")
+        raise TestsFailed(f"tests failed; see {run_dir}")
     return code

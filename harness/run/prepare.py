@@ -1,5 +1,6 @@
 """The steps before any suite runs: show the resolved config, check the host, choose the
-threads, the run folder, the interpreter and the environment, and plan the invocations."""
+threads, the run folder, the interpreter and the environment, and plan the invocations.
+Each returns what it chose; run/workflow.py ``prepare`` gathers them into a ``Prepared``."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ from harness.results import layout
 from harness.results.writefail import make_reserve
 from harness.roots import import_path
 from harness.run.plan import PlanOptions, override_notes, plan_run, select_suites
-from harness.run.request import RunContext
-from harness.run.threads import cpu_budget, plan_threads
+from harness.run.request import Prepared, RunContext
+from harness.run.threads import ThreadPlan, cpu_budget, plan_threads
 from harness.run.venvs import check_sources, interpreter
+from harness.runners.invocation import Invocation
 from harness.runners.suite_env import suite_env
 from harness.select import dump_lane
 from harness.shard.durations import DurationSet, dump, durations_for
@@ -78,36 +80,36 @@ def preflight_step(ctx: RunContext) -> None:
         check_sources(ctx.matrix, emulate=ctx.request.emulate)
 
 
-def plan_threads_step(ctx: RunContext) -> None:
-    ctx.threads = plan_threads(ctx.request.workers, cpu_budget())
+def plan_threads_step(ctx: RunContext) -> ThreadPlan:
+    return plan_threads(ctx.request.workers, cpu_budget())
 
 
-def prepare_run_dir(ctx: RunContext) -> None:
+def prepare_run_dir(ctx: RunContext) -> tuple[str, Path]:
+    """The run's id and its folder, made with ``matrix.json`` in it (a dry run: named only)."""
     reports = ctx.request.reports or ctx.root / "reports"
-    ctx.run_id = new_run_id()
-    ctx.run_dir = layout.run_dir(reports, ctx.matrix.name, ctx.run_id).resolve()
+    run_id = new_run_id()
+    run_dir = layout.run_dir(reports, ctx.matrix.name, run_id).resolve()
     if ctx.request.dry_run:
-        return
+        return run_id, run_dir
     for sub in (layout.JUNIT_DIR, layout.LOGS_DIR):
-        (ctx.run_dir / sub).mkdir(parents=True, exist_ok=True)
-    (ctx.run_dir / layout.MATRIX).write_text(
+        (run_dir / sub).mkdir(parents=True, exist_ok=True)
+    (run_dir / layout.MATRIX).write_text(
         json.dumps(ctx.matrix.resolved, indent=2, sort_keys=True, default=str) + "\n"
     )
-    make_reserve(ctx.run_dir)  # room to finish the run folder if the disk fills
+    make_reserve(run_dir)  # room to finish the run folder if the disk fills
+    return run_id, run_dir
 
 
-def choose_python(ctx: RunContext) -> None:
+def choose_python(ctx: RunContext) -> str:
     if ctx.runner.python is not None:  # the interpreter the runner brings: the image's
-        ctx.python = ctx.runner.python
-        return
+        return ctx.runner.python
     # Under --emulate: the emulation's environment (a CPU torch), not the device's.
-    ctx.python = interpreter(ctx.request.python, ctx.matrix, emulate=ctx.request.emulate,
-                             build=not ctx.request.dry_run)
+    return interpreter(ctx.request.python, ctx.matrix, emulate=ctx.request.emulate,
+                       build=not ctx.request.dry_run)
 
 
-def build_env(ctx: RunContext) -> None:
-    assert ctx.threads is not None
-    defaults = ctx.threads.env()
+def build_env(ctx: RunContext, threads: ThreadPlan) -> dict[str, str]:
+    defaults = threads.env()
     if "TORCH_LOGS" not in os.environ:
         # torch's own logging at ERROR unless asked for (TORCH_LOGS=+dynamo etc. in the
         # shell): a failing compile otherwise buries the result in thousands of lines.
@@ -119,39 +121,39 @@ def build_env(ctx: RunContext) -> None:
         defaults["COLUMNS"] = str(max(40, width - 3 - max(map(len, names))))
     # The suites import harness and refengine from this checkout (or, installed, from a
     # folder holding just those two), in any interpreter.
-    ctx.env = suite_env(ctx.matrix, ctx.root, import_root=import_path(cache_root(ctx.matrix)),
-                        inherited_pythonpath=os.environ.get("PYTHONPATH"),
-                        emulate=ctx.request.emulate, defaults=defaults,
-                        overrides=ctx.request.env)
+    return suite_env(ctx.matrix, ctx.root, import_root=import_path(cache_root(ctx.matrix)),
+                     inherited_pythonpath=os.environ.get("PYTHONPATH"),
+                     emulate=ctx.request.emulate, defaults=defaults,
+                     overrides=ctx.request.env)
 
 
-def plan_step(ctx: RunContext) -> None:
-    assert ctx.threads is not None
+def plan_step(ctx: RunContext, *, threads: ThreadPlan, run_dir: Path,
+              python: str) -> tuple[Invocation, ...]:
     # The suites load exactly the resolved matrix this run recorded (repro relies on it).
     dry_spec = str(ctx.request.platform_file or ctx.matrix.file)
-    spec = dry_spec if ctx.request.dry_run else str(ctx.run_dir / layout.MATRIX)
+    spec = dry_spec if ctx.request.dry_run else str(run_dir / layout.MATRIX)
     options = PlanOptions(
-        python=ctx.python,
+        python=python,
         platform_spec=spec,
         emulate=ctx.request.emulate,
         suites=ctx.request.suites,
         keyword=ctx.request.keyword,
-        workers=ctx.threads.workers,
+        workers=threads.workers,
         workers_asked=ctx.request.workers,
         seed=ctx.request.seed,
         shard=ctx.request.shard,
-        durations=write_durations(ctx),
-        plan_dir=ctx.run_dir / PLANS_DIR if ctx.request.shard else None,
+        durations=write_durations(ctx, run_dir),
+        plan_dir=run_dir / PLANS_DIR if ctx.request.shard else None,
         update_expectations=ctx.request.update_expectations,
         tests=ctx.request.tests,
-        extra_pytest_args=(*ctx.request.pytest_args, *write_selection(ctx)),
+        extra_pytest_args=(*ctx.request.pytest_args, *write_selection(ctx, run_dir)),
     )
     for note in override_notes(ctx.matrix, options):
         print(f"harness: {note}")
-    ctx.invocations = plan_run(ctx.matrix, ctx.run_dir, ctx.root, options)
+    return tuple(plan_run(ctx.matrix, run_dir, ctx.root, options))
 
 
-def write_durations(ctx: RunContext) -> Path | None:
+def write_durations(ctx: RunContext, run_dir: Path) -> Path | None:
     """For a shard: this matrix's durations from the history, to balance the shards."""
     if not ctx.request.shard or ctx.request.dry_run:
         return None
@@ -160,14 +162,14 @@ def write_durations(ctx: RunContext) -> Path | None:
         # the shards plan alike only from the same numbers.
         given = ctx.request.durations_file
         found = load_durations(given)  # a bad file: one line naming it, before any suite
-        path = Path(shutil.copy(given, ctx.run_dir / layout.DURATIONS))
+        path = Path(shutil.copy(given, run_dir / layout.DURATIONS))
         print(f"harness: shard {ctx.request.shard} balanced by {len(found.durations)} timed "
               f"tests from {given}")
         return path
     db = default_db_path()
     lane = layout.Lane(matrix=ctx.matrix.name, emulated=ctx.request.emulate)
     durations = durations_for(lane, db) if db.is_file() else DurationSet(matrix=str(lane))
-    path = ctx.run_dir / layout.DURATIONS
+    path = run_dir / layout.DURATIONS
     dump(durations, path)
     print(
         f"harness: shard {ctx.request.shard} balanced by {len(durations.durations)} timed "
@@ -176,17 +178,17 @@ def write_durations(ctx: RunContext) -> Path | None:
     return path
 
 
-def write_selection(ctx: RunContext) -> tuple[str, ...]:
+def write_selection(ctx: RunContext, run_dir: Path) -> tuple[str, ...]:
     """For --changed-since: this lane's selection as a file every pytest process reads."""
     if ctx.request.selection is None:
         return ()
-    path = ctx.run_dir / layout.SELECTION
+    path = run_dir / layout.SELECTION
     if not ctx.request.dry_run:
         dump_lane(ctx.request.selection, path)
     return (f"--harness-select={path}",)
 
 
-def print_plan(ctx: RunContext) -> None:
+def print_plan(ctx: RunContext, plan: Prepared) -> None:
     """The commands a developer can paste: ``docker run`` lines for a docker run."""
-    for inv in ctx.invocations:
-        print(f"[{inv.suite}] {ctx.runner.command_line(inv, ctx.run_dir, ctx.env)}")
+    for inv in plan.invocations:
+        print(f"[{inv.suite}] {ctx.runner.command_line(inv, plan.run_dir, plan.env)}")

@@ -1,5 +1,6 @@
-"""What ``harness run`` was asked (RunRequest) and what its steps have decided so far
-(RunContext): the data every step reads and writes."""
+"""What ``harness run`` was asked (RunRequest, RunContext) and what its phases made: the
+plan before any suite starts (Prepared), then the run under way (Started). Each phase's
+record is whole when made, so the steps after it read no field that is still to be filled."""
 
 from __future__ import annotations
 
@@ -54,23 +55,41 @@ class RunRequest:
 
 @dataclass(kw_only=True)
 class RunContext:
+    """What the run was asked, where, for which matrix, and the one runner for it."""
+
     request: RunRequest
     root: Path
     matrix: Matrix
-    run_id: str = ""
-    run_dir: Path = Path()
-    threads: ThreadPlan | None = None
-    python: str = ""
-    env: dict[str, str] = field(default_factory=dict)
-    invocations: list[Invocation] = field(default_factory=list)
-    manifest: ManifestWriter | None = None
-    outcomes: list[SuiteOutcome] = field(default_factory=list)
-    untracked_before: frozenset[str] | None = None
-    write_error: str = ""  # a write that failed for good (full disk, read-only)
     runner: Runner = field(init=False)  # picked once, from the request and the matrix
 
     def __post_init__(self) -> None:
         self.runner = pick_runner(self.request, self.matrix)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prepared:
+    """What the steps before any suite made (run/workflow.py ``prepare``): the threads, the
+    run folder, the interpreter, the suites' environment and the invocations."""
+
+    threads: ThreadPlan
+    run_id: str
+    run_dir: Path
+    python: str
+    env: Mapping[str, str]
+    invocations: tuple[Invocation, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Started:
+    """A run under way (run/workflow.py ``start``): its context and plan, the manifest it
+    writes, the checkout's untracked files before it (None: not a git checkout), and the
+    suites' outcomes as they come."""
+
+    ctx: RunContext
+    plan: Prepared
+    manifest: ManifestWriter
+    untracked_before: frozenset[str] | None
+    outcomes: list[SuiteOutcome] = field(default_factory=list)
 
 
 def pick_runner(request: RunRequest, matrix: Matrix) -> Runner:

@@ -9,21 +9,24 @@ failure and never as a silent gap.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from harness.results.manifest import InfraFailure
 from harness.run.execute import start_manifest
-from harness.run.prepare import plan_threads_step, prepare_run_dir
-from harness.run.request import RunContext
+from harness.run.request import Prepared, RunContext
+from harness.run.threads import ThreadPlan
 
 SKIPPED_KIND = "unavailable"  # manifest infra_error.kind of a skipped run
 
 
-def record_skipped(ctx: RunContext, why: str) -> int:
-    plan_threads_step(ctx)
-    prepare_run_dir(ctx)
-    start_manifest(ctx)
-    assert ctx.manifest is not None
-    ctx.manifest.finish(status="skipped", exit_code=0,
-                        infra_error=InfraFailure(kind=SKIPPED_KIND, message=why))
+def record_skipped(ctx: RunContext, why: str, *, threads: ThreadPlan, run_id: str,
+                   run_dir: Path) -> int:
+    # The host refused the run before an interpreter was chosen or a suite planned.
+    nothing = Prepared(threads=threads, run_id=run_id, run_dir=run_dir, python="", env={},
+                       invocations=())
+    manifest = start_manifest(ctx, nothing)
+    manifest.finish(status="skipped", exit_code=0,
+                    infra_error=InfraFailure(kind=SKIPPED_KIND, message=why))
     print(f"harness: skipped (--skip-unavailable): {why}")
-    print(f"run folder: {ctx.run_dir}")
+    print(f"run folder: {run_dir}")
     return 0

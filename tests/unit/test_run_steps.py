@@ -1,12 +1,14 @@
 """The steps of ``harness run``, in-process, with their exact output and exit codes.
 
 The end-to-end path (real suites, real run folders) is tests/integration/test_cli_run.py;
-here each step is called on its own over a RunContext.
+here each step is called on its own over what the steps before it made (a RunContext, a
+Prepared plan, a Started run).
 """
 
 from __future__ import annotations
 
 import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,8 +22,8 @@ from harness.results.outcome import Counts, Status, SuiteOutcome
 from harness.roots import project_root
 from harness.run import workflow
 from harness.run.finish import finish
-from harness.run.prepare import print_config
-from harness.run.request import RunContext, RunRequest
+from harness.run.prepare import plan_threads_step, prepare_run_dir, print_config, print_plan
+from harness.run.request import Prepared, RunContext, RunRequest, Started
 
 
 def context(tmp_path: Path, **request: object) -> RunContext:
@@ -44,29 +46,46 @@ def test_print_config_says_what_will_run(tmp_path: Path,
     ]
 
 
-def test_a_dry_run_runs_the_prepare_steps_and_prints_the_plan(
+def test_a_dry_run_runs_the_steps_before_any_suite_and_prints_the_plan(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ctx = context(tmp_path, dry_run=True)
     assert workflow.run_workflow(ctx) == 0
     lines = capsys.readouterr().out.splitlines()
-    (inv,) = ctx.invocations
-    assert lines[-1].startswith("[platform] ") and lines[-1].endswith(shlex.join(inv.argv))
-    assert ctx.env["PYTHONDONTWRITEBYTECODE"] == "1" and ctx.threads is not None
+    assert lines[-1].startswith("[platform] ") and "-m pytest" in lines[-1]
     assert not tmp_path.joinpath("cpu").exists()  # a dry run writes nothing
 
 
-def _finished(tmp_path: Path, outcomes: list[SuiteOutcome], **request: object) -> RunContext:
+def test_prepare_returns_the_plan_that_a_dry_run_prints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ctx = context(tmp_path, dry_run=True)
+    run_id, run_dir = prepare_run_dir(ctx)
+    plan = workflow.prepare(ctx, threads=plan_threads_step(ctx), run_id=run_id,
+                            run_dir=run_dir)
+    (inv,) = plan.invocations
+    assert inv.junit == run_dir / layout.JUNIT_DIR / "platform.xml"
+    assert plan.env["PYTHONDONTWRITEBYTECODE"] == "1" and plan.python == sys.executable
+    print_plan(ctx, plan)
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("[platform] ") and line.endswith(shlex.join(inv.argv))
+    assert not run_dir.exists()
+
+
+def _finished(tmp_path: Path, outcomes: list[SuiteOutcome], **request: object) -> Started:
     ctx = context(tmp_path, **request)
-    ctx.run_dir = tmp_path / "run"
-    ctx.run_dir.mkdir(parents=True)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(parents=True)
+    plan = Prepared(threads=plan_threads_step(ctx), run_id="r", run_dir=run_dir,
+                    python=sys.executable, env={}, invocations=())
     record = RunRecord(run_id="r", matrix=MatrixRef(name="cpu", hash="h", file="f"),
                        family="cpu", emulate=False, runner="local")
-    ctx.manifest = ManifestWriter(ctx.run_dir, record)
+    run = Started(ctx=ctx, plan=plan, manifest=ManifestWriter(run_dir, record),
+                  untracked_before=None)
     for outcome in outcomes:
-        ctx.outcomes.append(outcome)
-        ctx.manifest.add_outcome(outcome)
-    return ctx
+        run.outcomes.append(outcome)
+        run.manifest.add_outcome(outcome)
+    return run
 
 
 def _outcome(status: Status, **counts: int) -> SuiteOutcome:
@@ -75,44 +94,44 @@ def _outcome(status: Status, **counts: int) -> SuiteOutcome:
                         counts=Counts.of(counts))
 
 
-def _recorded(ctx: RunContext) -> tuple[str, int | None]:
-    record = RunRecord.read(ctx.run_dir)
+def _recorded(run: Started) -> tuple[str, int | None]:
+    record = RunRecord.read(run.plan.run_dir)
     return record.status, record.exit_code
 
 
 def test_finish_passes_a_passing_run(tmp_path: Path) -> None:
-    ctx = _finished(tmp_path, [_outcome(Status.PASSED, passed=3)])
-    assert finish(ctx) == 0
-    assert _recorded(ctx) == ("passed", 0)
+    run = _finished(tmp_path, [_outcome(Status.PASSED, passed=3)])
+    assert finish(run) == 0
+    assert _recorded(run) == ("passed", 0)
 
 
 def test_finish_fails_on_a_failed_test_with_one_line(tmp_path: Path) -> None:
-    ctx = _finished(tmp_path, [_outcome(Status.FAILED, passed=2, failed=1)])
+    run = _finished(tmp_path, [_outcome(Status.FAILED, passed=2, failed=1)])
     with pytest.raises(TestsFailed) as raised:
-        finish(ctx)
-    assert str(raised.value) == f"tests failed; see {ctx.run_dir}"
-    assert _recorded(ctx) == ("failed", 1)
+        finish(run)
+    assert str(raised.value) == f"tests failed; see {run.plan.run_dir}"
+    assert _recorded(run) == ("failed", 1)
 
 
 def test_finish_fails_a_suite_that_ran_nothing_unless_allowed(tmp_path: Path) -> None:
-    ctx = _finished(tmp_path, [_outcome(Status.NO_TESTS)])
+    run = _finished(tmp_path, [_outcome(Status.NO_TESTS)])
     with pytest.raises(TestsFailed) as raised:
-        finish(ctx)
+        finish(run)
     assert str(raised.value) == (
-        f"no test ran in platform (--allow-empty to accept); see {ctx.run_dir}"
+        f"no test ran in platform (--allow-empty to accept); see {run.plan.run_dir}"
     )
-    assert _recorded(ctx) == ("no-tests", 1)
+    assert _recorded(run) == ("no-tests", 1)
     allowed = _finished(tmp_path / "allowed", [_outcome(Status.NO_TESTS)], allow_empty=True)
     assert finish(allowed) == 0
 
 
 def test_finish_names_the_suite_of_an_infrastructure_failure(tmp_path: Path) -> None:
-    ctx = _finished(tmp_path, [_outcome(Status.TIMEOUT, passed=1)])
+    run = _finished(tmp_path, [_outcome(Status.TIMEOUT, passed=1)])
     with pytest.raises(InfraError) as raised:
-        finish(ctx)
-    assert str(raised.value) == f"platform: step ran past 5 s (run folder {ctx.run_dir})"
-    assert _recorded(ctx) == ("error", 3)
-    assert (ctx.run_dir / layout.MANIFEST).is_file()
+        finish(run)
+    assert str(raised.value) == f"platform: step ran past 5 s (run folder {run.plan.run_dir})"
+    assert _recorded(run) == ("error", 3)
+    assert (run.plan.run_dir / layout.MANIFEST).is_file()
 
 
 def _crash(code: int, suite: str = "e2e") -> SuiteOutcome:
@@ -124,39 +143,35 @@ def _crash(code: int, suite: str = "e2e") -> SuiteOutcome:
 def test_a_test_process_that_crashed_itself_is_exit_4_not_infra(tmp_path: Path,
                                                                code: int) -> None:
     # os.abort(), a segfaulting kernel: a finding; retrying it (exit 3) would repeat it.
-    ctx = _finished(tmp_path, [_outcome(Status.FAILED, passed=1, failed=1), _crash(code)])
+    run = _finished(tmp_path, [_outcome(Status.FAILED, passed=1, failed=1), _crash(code)])
     with pytest.raises(TestProcessCrashed) as raised:
-        finish(ctx)
+        finish(run)
     assert raised.value.exit_code == 4
     assert str(raised.value).startswith(f"e2e: crashed: exit {code}: a finding")
-    assert _recorded(ctx) == ("crashed", 4)
+    assert _recorded(run) == ("crashed", 4)
 
 
 @pytest.mark.parametrize("code", [137, -9])
 def test_a_process_killed_from_outside_is_infrastructure(tmp_path: Path, code: int) -> None:
     # SIGKILL: the out-of-memory killer or the agent, not the code under test
-    ctx = _finished(tmp_path, [_crash(code)])
+    run = _finished(tmp_path, [_crash(code)])
     with pytest.raises(InfraError):
-        finish(ctx)
-    assert _recorded(ctx) == ("error", 3)
+        finish(run)
+    assert _recorded(run) == ("error", 3)
 
 
 def test_infrastructure_wins_over_a_failure_and_a_crash(tmp_path: Path) -> None:
     # CI retries exit 3 only: an infra fault beside a failed test must still be retried.
-    ctx = _finished(tmp_path, [_outcome(Status.FAILED, passed=1, failed=1), _crash(139),
+    run = _finished(tmp_path, [_outcome(Status.FAILED, passed=1, failed=1), _crash(139),
                                _outcome(Status.TIMEOUT, passed=1)])
     with pytest.raises(InfraError):
-        finish(ctx)
-    assert _recorded(ctx) == ("error", 3)
+        finish(run)
+    assert _recorded(run) == ("error", 3)
 
 
-def test_the_pipeline_is_the_declared_lists_in_order() -> None:
-    names = [[s.__name__ for s in steps] for steps in
-             (workflow.PREPARE, workflow.START, workflow.RUN, workflow.FINISH)]
+def test_the_run_and_finish_steps_are_the_declared_lists_in_order() -> None:
+    names = [[s.__name__ for s in steps] for steps in (workflow.RUN, workflow.FINISH)]
     assert names == [
-        ["print_config", "preflight_step", "plan_threads_step", "prepare_run_dir",
-         "choose_python", "build_env", "plan_step"],
-        ["start_manifest", "snapshot_checkout"],
         ["check_caches", "start_runner", "record_not_applicable", "execute"],
         ["collect_suite_facts", "merge_step", "record_new_files", "print_table",
          "report_unmatched"],

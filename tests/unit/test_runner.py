@@ -17,7 +17,8 @@ from harness.results.manifest_write import ManifestWriter
 from harness.results.outcome import Status
 from harness.roots import project_root
 from harness.run.execute import execute
-from harness.run.request import RunContext, RunRequest
+from harness.run.request import Prepared, RunContext, RunRequest, Started
+from harness.run.threads import cpu_budget, plan_threads
 from harness.runners.invocation import Invocation
 from harness.runners.local import LocalRunner
 
@@ -42,19 +43,22 @@ def test_execute_prints_progress_and_records_each_outcome_as_it_comes(
 ) -> None:
     request = RunRequest(matrix="cpu", docker=False, python="current", reports=tmp_path)
     ctx = RunContext(request=request, root=project_root(), matrix=load_matrix("cpu"))
-    ctx.run_dir = tmp_path / "cpu" / "run"
-    ctx.run_dir.mkdir(parents=True)
+    ctx.runner = LocalRunner(echo=None)  # no device to probe
+    run_dir = tmp_path / "cpu" / "run"
+    run_dir.mkdir(parents=True)
+    shown = SHOW_MANIFEST.format(manifest=str(run_dir / layout.MANIFEST))
+    plan = Prepared(threads=plan_threads(1, cpu_budget()), run_id="run", run_dir=run_dir,
+                    python=sys.executable, env={},
+                    invocations=(invocation(run_dir, "first"),
+                                 invocation(run_dir, "second", shown)))
     record = RunRecord(run_id="run", matrix=MatrixRef(name="cpu", hash="h", file="f"),
                        family="cpu", emulate=False, runner="local")
-    ctx.manifest = ManifestWriter(ctx.run_dir, record)
-    shown = SHOW_MANIFEST.format(manifest=str(ctx.run_dir / layout.MANIFEST))
-    ctx.invocations = [invocation(ctx.run_dir, "first"),
-                       invocation(ctx.run_dir, "second", shown)]
-    ctx.runner = LocalRunner(echo=None)  # no device to probe
-    with ctx.runner.started(ctx.run_dir, ctx.invocations, env=ctx.env, manifest=ctx.manifest):
-        execute(ctx)
-    assert [o.status for o in ctx.outcomes] == [Status.PASSED, Status.PASSED]
-    assert "recorded: ['first']" in ctx.invocations[1].log.read_text()
+    run = Started(ctx=ctx, plan=plan, manifest=ManifestWriter(run_dir, record),
+                  untracked_before=None)
+    with ctx.runner.started(run_dir, plan.invocations, env=plan.env, manifest=run.manifest):
+        execute(run)
+    assert [o.status for o in run.outcomes] == [Status.PASSED, Status.PASSED]
+    assert "recorded: ['first']" in plan.invocations[1].log.read_text()
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(";")[0] for line in lines if not line.startswith("harness:   ")] == [
         "harness: suite 1 of 2: first",
@@ -63,7 +67,7 @@ def test_execute_prints_progress_and_records_each_outcome_as_it_comes(
         "harness: suite 2 of 2 second: passed",
     ]
     assert "so far 2 passed, 0 failed, 0 skipped" in "\n".join(lines)
-    assert [s.suite for s in RunRecord.read(ctx.run_dir).suites] == ["first", "second"]
+    assert [s.suite for s in RunRecord.read(run_dir).suites] == ["first", "second"]
 
 
 def test_a_runner_runs_only_once_started() -> None:
