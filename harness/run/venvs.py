@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.errors import InfraError
+from harness.errors import InfraError, UsageError
 from harness.filelock import file_lock
 from harness.matrix.model import Matrix
 from harness.platform.cache import cache_root
@@ -99,6 +99,10 @@ def interpreter(choice: str, matrix: Matrix, *, emulate: bool, build: bool = Tru
         return sys.executable
     if choice == "matrix":
         return str(matrix_python(matrix, emulate=emulate, build=build))
+    found = shutil.which(choice)  # a path, or a name on PATH (python3.12)
+    if found is None:
+        raise UsageError(f"--python {choice}: no such interpreter (a path to an executable, "
+                         "a name on PATH, 'matrix' or 'current')")
     return choice
 
 

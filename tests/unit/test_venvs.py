@@ -6,11 +6,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from harness.errors import UsageError
 from harness.matrix import load_matrix
 from harness.run.venvs import (
     MARKER,
     USED,
     in_use,
+    interpreter,
     prune,
     removals_for,
     requirements_for,
@@ -92,3 +96,14 @@ def test_removals_are_part_of_the_key(tmp_path: Path) -> None:
     assert with_removals != venv_dir(tmp_path, pins)
     # in use is the folder the run builds (pins and removals), so prune keeps it
     assert with_removals.resolve() in in_use([vllm], tmp_path)
+
+
+def test_a_python_that_is_not_there_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    cpu = load_matrix("cpu")
+    assert interpreter(sys.executable, cpu, emulate=False) == sys.executable
+    assert interpreter("current", cpu, emulate=False) == sys.executable
+    with pytest.raises(UsageError, match=r"--python .*missing/python: no such interpreter"):
+        interpreter(str(tmp_path / "missing" / "python"), cpu, emulate=False)
+    (tmp_path / "python").write_text("")  # there, but not executable
+    with pytest.raises(UsageError, match="no such interpreter"):
+        interpreter(str(tmp_path / "python"), cpu, emulate=False)
