@@ -21,14 +21,17 @@ _START_TAG = re.compile(rb"<[^\s/>]+(?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"]*\"|'[^']*')
 
 
 @dataclass
-class Counts:
+class JUnitTotals:
+    """The counts a <testsuite> element carries (tests, failures, errors, skipped, time),
+    as JUnit readers sum them; not the outcome counts of results/outcome.py."""
+
     tests: int = 0
     failures: int = 0
     errors: int = 0
     skipped: int = 0
     time: float = 0.0
 
-    def add(self, other: Counts) -> None:
+    def add(self, other: JUnitTotals) -> None:
         self.tests += other.tests
         self.failures += other.failures
         self.errors += other.errors
@@ -40,9 +43,9 @@ class _Counter:
     def __init__(self, parser: expat.XMLParserType) -> None:
         self.parser = parser
         self.depth = 0
-        self.open: list[tuple[int, dict[str, str], Counts]] = []  # suites open now
-        self.closed: list[tuple[int, dict[str, str], Counts]] = []
-        self.top = Counts()  # the suites outside any other suite, summed
+        self.open: list[tuple[int, dict[str, str], JUnitTotals]] = []  # suites open now
+        self.closed: list[tuple[int, dict[str, str], JUnitTotals]] = []
+        self.top = JUnitTotals()  # the suites outside any other suite, summed
         self.case_depth = -1  # depth of the open <testcase>, -1 outside one
         self.result: str | None = None
         parser.StartElementHandler = self.start
@@ -51,7 +54,7 @@ class _Counter:
     def start(self, name: str, attrs: dict[str, str]) -> None:
         self.depth += 1
         if name == "testsuite":
-            self.open.append((self.parser.CurrentByteIndex, attrs, Counts()))
+            self.open.append((self.parser.CurrentByteIndex, attrs, JUnitTotals()))
         elif name == "testcase" and self.case_depth < 0:
             self.case_depth, self.result = self.depth, None
         elif self.depth == self.case_depth + 1 and name in _RESULTS and self.result is None:
@@ -82,7 +85,7 @@ def _seconds(text: str | None) -> float:
     return value if value >= 0 else 0.0
 
 
-def _tag(attrs: dict[str, str], counts: Counts) -> bytes:
+def _tag(attrs: dict[str, str], counts: JUnitTotals) -> bytes:
     values = dict(attrs)
     values.setdefault("name", "")
     values.update(tests=str(counts.tests), failures=str(counts.failures),
@@ -91,7 +94,7 @@ def _tag(attrs: dict[str, str], counts: Counts) -> bytes:
     return f"<testsuite {text}>".encode()
 
 
-def recount(data: bytes) -> tuple[bytes, Counts]:
+def recount(data: bytes) -> tuple[bytes, JUnitTotals]:
     """``data`` (well-formed UTF-8 JUnit) with each suite's counts made true, and the
     totals of its outermost suites. Raises ``expat.ExpatError`` on malformed XML."""
     parser = expat.ParserCreate("UTF-8")

@@ -15,7 +15,7 @@ from pathlib import Path
 from xml.parsers import expat
 
 from harness.errors import InfraError
-from harness.results.junit_counts import Counts, recount
+from harness.results.junit_counts import JUnitTotals, recount
 from harness.results.junit_write import count_junit
 from harness.results.xml_clean import XmlCleaner
 
@@ -34,7 +34,7 @@ def _suites_of(text: str) -> str:
 
 
 def merge_junit(files: list[Path], out: Path) -> None:
-    totals = Counts()
+    totals = JUnitTotals()
     parts: list[str] = []
     for path in sorted(files):
         problems: list[str] = []
@@ -48,7 +48,7 @@ def merge_junit(files: list[Path], out: Path) -> None:
         try:
             data, found = recount(data)
         except expat.ExpatError:  # truncated: the reader kept the cases before the damage
-            found = Counts(tests=sum(counts.values()), errors=counts.get("error", 0),
+            found = JUnitTotals(tests=sum(counts.values()), errors=counts.get("error", 0),
                            failures=counts.get("failed", 0) + counts.get("xpassed", 0))
         totals.add(found)
         parts.append(_suites_of(data.decode()))
