@@ -23,8 +23,9 @@ _BY_CAUSE = {
     Cause.CONTAINER_GONE: "docker",
     Cause.NO_JUNIT: "missing-junit",
 }
-# On ROCm an abort is typically a GPU hang; an unexplained SIGKILL the OOM killer.
-_BY_SIGNAL = {"SIGABRT": "gpu-hang", "SIGKILL": "oom-kill"}
+# On a GPU an abort is typically a GPU hang (ROCm: exit 134); on a CPU lane it is the test
+# process crashing itself, a finding. An unexplained SIGKILL is the OOM killer.
+_BY_SIGNAL = {"SIGKILL": "oom-kill"}
 # The infra_error kinds the harness writes (run/finish.py: the first infrastructure
 # suite's status; ingest: no-junit) that name a signature on their own; the others
 # ("crashed", "error", "write-failed", "infra") are named by their message first.
@@ -78,10 +79,13 @@ def from_message(message: str | None) -> str | None:
     return None
 
 
-def signature_of(cause: CauseRecord) -> str | None:
-    """The signature of a recorded cause; None for one that is no infrastructure
-    failure of its own (cancelled, a pytest error, a failed write)."""
+def signature_of(cause: CauseRecord, *, gpu: bool) -> str | None:
+    """The signature of a recorded cause (``gpu``: the run's suites ran on a GPU); None
+    for one that is no infrastructure failure of its own (cancelled, a pytest error, a
+    failed write)."""
     if cause.cause is Cause.SIGNAL:
+        if cause.signal == "SIGABRT" and gpu:
+            return "gpu-hang"
         return _BY_SIGNAL.get(cause.signal or "", "crashed")
     return _BY_CAUSE.get(cause.cause)
 

@@ -171,7 +171,8 @@ def _ingest_run(writer: Writer, run: _Run, files: list[Parsed], warn: Warn) -> i
             outcome = outcomes.get(name)
             if not_junit:
                 outcome = _not_junit_outcome(name, outcome)
-            found = suites[name] = writer.insert_suite(run_id, name, outcome)
+            found = suites[name] = writer.insert_suite(run_id, name, outcome,
+                                                       gpu=values.on_gpu)
         return found
 
     for index, file in enumerate(files):

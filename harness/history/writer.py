@@ -45,7 +45,7 @@ def _run_row(record: RunRecord, source: str, matrix_json: str | None) -> tuple[o
         # A run's infrastructure failure always has a name: its kind where its cause
         # (a pytest error, a failed write) names none.
         signature = (
-            (infra.signature_of(failure.cause) or failure.kind)
+            (infra.signature_of(failure.cause, gpu=record.on_gpu) or failure.kind)
             if failure.cause
             else infra.classify(kind=failure.kind, message=failure.message)
         )
@@ -105,17 +105,17 @@ class Writer:
         )
 
     def insert_suite(
-        self, run_id: int, name: str, outcome: SuiteOutcome | None
+        self, run_id: int, name: str, outcome: SuiteOutcome | None, *, gpu: bool
     ) -> tuple[int, str | None]:
-        """Insert one suite row (``outcome`` None: a suite the manifest does not name);
-        return its id and its infrastructure signature."""
+        """Insert one suite row (``outcome`` None: a suite the manifest does not name;
+        ``gpu``: its run ran on a GPU); return its id and its infrastructure signature."""
         if outcome is None:
             status, code, duration, reason = None, None, None, None
         else:
             status, code = outcome.status.value, outcome.exit_code
             duration, reason = outcome.duration_s, outcome.reason
         signature = (
-            infra.signature_of(outcome.cause)
+            infra.signature_of(outcome.cause, gpu=gpu)
             if outcome is not None and outcome.cause
             else infra.classify(status=status, exit_code=code, message=reason)
         )

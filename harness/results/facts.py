@@ -82,6 +82,9 @@ class ThreadsRecord:
         )  # fmt: skip
 
 
+GPU_PROBES = frozenset({"nvidia-smi", "amd-smi", "xpu-smi"})  # platform/probe.py's kinds
+
+
 @dataclass(frozen=True)
 class DeviceFingerprint:
     """What the device probe found (``platform/probe.py``). Its keys differ by probe kind
@@ -117,6 +120,11 @@ class DeviceFingerprint:
     @property
     def kernel_library(self) -> str:
         return _str(self.data, "kernel_library")
+
+    @property
+    def is_gpu(self) -> bool:
+        """Probed by a GPU's own tool (nvidia-smi, amd-smi, xpu-smi): a GPU was there."""
+        return self.kind in GPU_PROBES
 
     def with_kernel_library(self, library: str) -> DeviceFingerprint:
         return DeviceFingerprint({**self.data, "kernel_library": library})

@@ -95,6 +95,12 @@ class RunRecord:
     def lane(self) -> layout.Lane:
         return layout.Lane(matrix=self.matrix.name, emulated=self.emulate)
 
+    @property
+    def on_gpu(self) -> bool:
+        """Its suites ran on a GPU the probe found (not emulated, not a CPU lane)."""
+        fingerprint = self.device_fingerprint
+        return not self.emulate and fingerprint is not None and fingerprint.is_gpu
+
     def counts(self) -> Counts:
         total = Counts()
         for suite in self.suites:

@@ -10,6 +10,7 @@ import pytest
 from harness.errors import ConfigError
 from harness.history.infra import classify, signature_of
 from harness.results.cause import Cause, CauseRecord, cause_of_exit
+from harness.results.facts import DeviceFingerprint
 from harness.results.manifest import InfraFailure, MatrixRef, RunRecord
 from harness.results.outcome import Counts, SkipReason, Status, SuiteOutcome
 
@@ -33,8 +34,15 @@ def test_cause_of_exit(code: int, flags: dict[str, bool], want: CauseRecord | No
     assert cause_of_exit(code, **flags) == want
 
 
+@pytest.mark.parametrize("gpu", [True, False])
+def test_an_abort_is_a_gpu_hang_only_where_a_gpu_ran(gpu: bool) -> None:
+    """ROCm aborts (exit 134) on a GPU hang; on a CPU lane an abort is the test process
+    crashing itself (a finding, exit 4), not a hang."""
+    abort = CauseRecord(cause=Cause.SIGNAL, signal="SIGABRT", exit_code=-6)
+    assert signature_of(abort, gpu=gpu) == ("gpu-hang" if gpu else "crashed")
+
+
 @pytest.mark.parametrize(("cause", "signature"), [
-    (CauseRecord(cause=Cause.SIGNAL, signal="SIGABRT"), "gpu-hang"),
     (CauseRecord(cause=Cause.SIGNAL, signal="SIGKILL"), "oom-kill"),
     (CauseRecord(cause=Cause.SIGNAL, signal="SIGSEGV"), "crashed"),
     # a timeout is killed by a signal too: the cause says which it was
@@ -46,7 +54,7 @@ def test_cause_of_exit(code: int, flags: dict[str, bool], want: CauseRecord | No
     (CauseRecord(cause=Cause.CANCELLED), None),
 ])
 def test_signature_of_a_recorded_cause(cause: CauseRecord, signature: str | None) -> None:
-    assert signature_of(cause) == signature
+    assert signature_of(cause, gpu=True) == signature == signature_of(cause, gpu=False)
 
 
 @pytest.mark.parametrize(("kind", "message", "signature"), [
@@ -112,3 +120,17 @@ def test_a_bad_status_is_named() -> None:
     data["suites"][0]["status"] = "melted"
     with pytest.raises(ConfigError, match=r"suites\[0\]\.status"):
         RunRecord.from_json(json.dumps(data), "manifest.json")
+
+
+@pytest.mark.parametrize(("kind", "emulate", "on_gpu"), [
+    ("amd-smi", False, True), ("nvidia-smi", False, True), ("xpu-smi", False, True),
+    ("amd-smi", True, False),  # an emulated run's suites ran on the CPU
+    ("lscpu", False, False), ("s390x", False, False), (None, False, False),
+])
+def test_a_run_ran_on_a_gpu_where_a_gpu_tool_probed_it(
+    kind: str | None, emulate: bool, on_gpu: bool
+) -> None:
+    fingerprint = DeviceFingerprint({"kind": kind}) if kind else None
+    record = RunRecord(run_id="r1", matrix=MatrixRef(name="rocm"), emulate=emulate,
+                       device_fingerprint=fingerprint)
+    assert record.on_gpu is on_gpu
