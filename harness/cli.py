@@ -80,6 +80,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in str(error).splitlines() or [type(error).__name__]:
             _say(f"harness: error: {line}")
         return error.exit_code
+    except BrokenPipeError:  # `harness ... | head`: the reader is gone, as with SIGPIPE
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except KeyboardInterrupt as stop:  # also harness.process.cancel.Cancelled (SIGTERM, SIGHUP)
         code = int(getattr(stop, "exit_code", 130))
         _say("harness: interrupted" if code == 130 else f"harness: cancelled ({stop})")

@@ -28,8 +28,9 @@ _BY_CAUSE = {
 _BY_SIGNAL = {"SIGKILL": "oom-kill"}
 # The infra_error kinds the harness writes (run/finish.py: the first infrastructure
 # suite's status; ingest: no-junit) that name a signature on their own; the others
-# ("crashed", "error", "write-failed", "infra") are named by their message first.
-_KIND_ALIASES = {"timeout": "timeout", "no-junit": "missing-junit"}
+# ("error", "write-failed", "infra") are named by their message first. A run folder
+# without causes called a crashed run "crashed" whatever its message said (SIGABRT).
+_KIND_ALIASES = {"timeout": "timeout", "no-junit": "missing-junit", "crashed": "crashed"}
 _STATUS = {"timeout": "timeout", "no-junit": "missing-junit", "crashed": "crashed"}
 _EXIT_CODES = {134: "gpu-hang", -6: "gpu-hang", 137: "oom-kill", -9: "oom-kill"}
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
