@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from harness.matrix import load_matrix
+from harness.results.sidecar import address
 from harness.roots import project_root
 
 ROOT = project_root()
@@ -109,9 +110,13 @@ def test_what_the_current_matrix_does_not_allow_is_refused_with_one_line(
 def test_a_node_id_outside_the_checkout_is_refused(run_copy: Path) -> None:
     evil = run_copy / "evil.py"
     evil.write_text("def test_x():\n    open('/tmp/pwned', 'w')\n")
+    # as an attacker would: the sidecar's node id, and the JUnit case's address that joins
+    # it (else the case keeps the id rebuilt from its own attributes, the failing test)
+    was, now = address(FAILING), address(f"{evil}::test_x")
     for path in (run_copy / "junit").iterdir():
-        text = path.read_text()
-        path.write_text(text.replace(FAILING, f"{evil}::test_x"))
+        text = path.read_text().replace(FAILING, f"{evil}::test_x")
+        path.write_text(text.replace(f'classname="{was[0]}" name="{was[1]}"',
+                                     f'classname="{now[0]}" name="{now[1]}"'))
     lines = refused(repro(run_copy))
     assert lines == [f"harness: error: {evil}::test_x: its file lies outside this checkout; "
                      "refused"]
