@@ -54,15 +54,13 @@ SUITES = ("kernel_parity", "fusion", "e2e")
 NIGHTS = 30
 
 
-def case_properties(
-    suite: str, matrix: str, i: int, dtype: str, rng: random.Random
-) -> list[tuple[str, str]]:
-    """A test case's properties, as the harness plugin records them: the platform on
-    every case; on a parity case the op, provider, dtype and its numbers
+def case_properties(suite: str, i: int, dtype: str, rng: random.Random) -> list[tuple[str, str]]:
+    """A test case's properties, as the harness plugin records them: none on most cases
+    (the matrix is its testsuite's); on a parity case the op, provider, dtype and its numbers
     (suites/kernel_parity/test_parity.py); on every 50th fusion case two pattern
     counts. tests/integration/test_nightly_day.py checks the names against the real runs
     of a nightly day."""
-    props = [("platform", matrix)]
+    props: list[tuple[str, str]] = []
     if suite == "kernel_parity":
         head = rng.random()
         props += [
@@ -120,7 +118,7 @@ def write_history(root: Path, total: int, now: dt.datetime) -> int:
                     name = f"test_{suite}_{i // 3}[{device}-{dtype}]"
                     nodeid = f"suites/{suite}/test_{suite}.py::{name}"
                     roll = rng.random()
-                    props = case_properties(suite, matrix, i, dtype, rng)
+                    props = case_properties(suite, i, dtype, rng)
                     case, line = write_case(nodeid, rng.random() / 10, roll, i, props)
                     lines.append(case)
                     sidecar.append(line)
@@ -171,7 +169,7 @@ def write_huge(root: Path, total: int, now: dt.datetime) -> tuple[int, int]:
             dtype = ("float32", "bfloat16", "float16")[i % 3]
             name = f"test_parity[op{i % 40}-shape{i // 120}-{i // 3 % 40}-cpu-{dtype}]"
             nodeid = f"suites/kernel_parity/test_parity.py::{name}"
-            props = case_properties("kernel_parity", "cpu", i, dtype, rng)
+            props = case_properties("kernel_parity", i, dtype, rng)
             roll = rng.random()
             case, line = write_case(nodeid, rng.random() / 10, roll, i, props)
             chunk.append(case)
