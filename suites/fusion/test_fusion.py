@@ -29,7 +29,7 @@ def _platform_fp8(platform: Any) -> torch.dtype | None:
     return getattr(torch, name, None) if name else None
 
 
-def _recorder(case: str, out_dtype: torch.dtype, platform: Any,
+def _recorder(case: str, out_dtype: torch.dtype,
               record_property: Callable[[str, object], None]) -> Callable[..., None]:
     def record(name: str, cmp: Any, tol: Any) -> None:
         prefix = f"fusion.{case}.{name}"
@@ -38,7 +38,6 @@ def _recorder(case: str, out_dtype: torch.dtype, platform: Any,
         if name == "out":  # the plugin's per-test numerics properties (docs/contracts.md)
             for key, value in (("op", prefix), ("provider", "platform"),
                                ("dtype", str(out_dtype).removeprefix("torch.")),
-                               ("platform", platform.name),
                                ("max_abs_err", f"{cmp.max_abs_err:.6g}"),
                                ("max_rel_err", f"{cmp.max_rel_err:.6g}"),
                                ("atol", f"{tol.atol:g}"), ("rtol", f"{tol.rtol:g}"),
@@ -63,7 +62,7 @@ def _compile_and_compare(
     # Counts first: a moved count explains a numerics difference, not the other way round.
     expectations.check(case, result.report.as_dict(), record_property)
     raise_problems(check(case, result, tolerance(out_dtype),
-                         _recorder(case, out_dtype, platform, record_property)))
+                         _recorder(case, out_dtype, record_property)))
 
 
 def test_decoder_layer(
@@ -184,7 +183,7 @@ def test_tensor_parallel_block(
         case = f"tp_block_2ranks.rank{rank}"
         problems += check_outputs(case, (result["eager"],), (result["fused"],),
                                   result["arg_mismatches"], result["bitwise"], tolerance(dtype),
-                                  _recorder(case, dtype, platform, record_property))
+                                  _recorder(case, dtype, record_property))
     if not torch.equal(ranks[0]["fused"], ranks[1]["fused"]):
         problems.append("tp_block_2ranks: the ranks' fused outputs differ after the all-reduce")
     problems += against_unsharded("tp_block_2ranks", TP_BLOCK, ranks, tolerance(torch.float32),
