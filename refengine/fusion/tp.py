@@ -78,9 +78,17 @@ def run_tp(
     from torch.multiprocessing.spawn import spawn
 
     workdir.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     names = [str(d).removeprefix("torch.") if d is not None else "" for d in (dtype, fp8_dtype)]
-    spawn(  # type: ignore[no-untyped-call]  # torch.multiprocessing.spawn has no annotations
-        _rank_main, args=(world, str(workdir), *names, kernels, block), nprocs=world, join=True
-    )
+    # one thread per rank, for the ranks only: the caller's environment is left as it was
+    # (a process that ran this once must not hand OMP_NUM_THREADS=1 to what it starts next)
+    unset = "OMP_NUM_THREADS" not in os.environ
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    try:
+        spawn(  # type: ignore[no-untyped-call]  # torch.multiprocessing.spawn: no annotations
+            _rank_main, args=(world, str(workdir), *names, kernels, block), nprocs=world,
+            join=True,
+        )
+    finally:
+        if unset:
+            os.environ.pop("OMP_NUM_THREADS", None)
     return [torch.load(workdir / f"rank{r}.pt") for r in range(world)]

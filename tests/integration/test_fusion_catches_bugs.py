@@ -7,6 +7,7 @@ passes pass the same check (the fusion suite itself, run on every matrix)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,11 @@ def test_tensor_parallel_fusion_with_the_wrong_epsilon_fails_on_two_ranks(
     from refengine.fusion.tp import run_tp
 
     monkeypatch.setenv("REFENGINE_FUSION_PASSES", "fusion_bugs:TP_WRONG_EPS")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     ranks = run_tp(2, tmp_path, torch.bfloat16, None, CPU_KERNELS)
+    # the ranks ran one thread each; the caller's environment is as it was (a leaked
+    # OMP_NUM_THREADS=1 reached every harness run this worker started afterwards)
+    assert "OMP_NUM_THREADS" not in os.environ
     for result in ranks:
         assert result["report"]["passes"]["all_reduce_rms_norm"] == 1  # the count is right
         problems = check_outputs("tp", (result["eager"],), (result["fused"],),
