@@ -1,16 +1,16 @@
-"""Build the report model from the history database (SQL in, plain data out)."""
+"""Build the report model from the history's rows (``history/window.py``) and the
+matrices' facts; no SQL here."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 import re
-import sqlite3
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.history.schema import connect
+from harness.history.window import GOOD, WindowReader, open_window
 from harness.matrix.known_failures import Entry
 from harness.reports import queries
 from harness.reports.grids import new_infra, skipping, suite_grid
@@ -35,14 +35,10 @@ _SPLIT = re.compile(r"[,\s]+")
 
 
 def _capabilities(
-    db: sqlite3.Connection, runs: Runs, lanes: list[str], facts: dict[str, MatrixFacts]
+    db: WindowReader, runs: Runs, lanes: list[str], facts: dict[str, MatrixFacts]
 ) -> tuple[list[CapabilityRow], list[tuple[str, str]]]:
     exercised: dict[tuple[str, str], set[int]] = defaultdict(set)
-    for lane, test, requires in db.execute(
-        "SELECT DISTINCT r.lane, c.test, c.requires FROM cases c JOIN runs r ON r.id = c.run"
-        f" WHERE c.run IN ({queries.ids(runs.ids)}) AND c.requires IS NOT NULL"
-        " AND c.status NOT IN ('skipped')"
-    ):
+    for lane, test, requires in db.exercised(runs.ids):
         item = facts.get(lane)
         for cap in filter(None, _SPLIT.split(requires)):
             for name in [cap, *(item.ancestors(cap) if item else [])]:
@@ -65,35 +61,25 @@ def _capabilities(
     return rows, uncovered
 
 
-def _headroom(
-    db: sqlite3.Connection, latest: dict[int, str], limit: int = 500
-) -> list[HeadroomRow]:
+def _headroom(db: WindowReader, latest: dict[int, str], limit: int = 500) -> list[HeadroomRow]:
     return [
-        HeadroomRow(latest[run], key, op or "", dtype or "", provider or "", float(head), err, atol)
-        for run, key, op, dtype, provider, head, err, atol in db.execute(
-            "SELECT c.run, t.key, c.op, c.dtype, c.provider, c.headroom, c.max_abs_err, c.atol"
-            f" FROM cases c JOIN tests t ON t.id = c.test WHERE c.run IN ({queries.ids(latest)})"
-            " AND c.headroom >= ? ORDER BY c.headroom DESC LIMIT ?",
-            (HEADROOM_LIMIT, limit),
-        )
+        HeadroomRow(latest[run], key, op or "", dtype or "", provider or "", head, err, atol)
+        for run, key, op, dtype, provider, head, err, atol
+        in db.headroom(latest, HEADROOM_LIMIT, limit)
     ]
 
 
-PASSING = ("passed", "xpass")
+PASSING = GOOD
 
 
 def _night_record(
-    db: sqlite3.Connection, runs: Runs, lane: str, tests: set[int], entry: Entry
+    db: WindowReader, runs: Runs, lane: str, tests: set[int], entry: Entry
 ) -> tuple[int, int]:
     """(nights every case of ``tests`` that ran passed, nights any ran) over the lane's
     nights in the window: how an intermittent (quarantined) known failure is doing."""
     night_of = {m: night for night, _ in runs.by_lane.get(lane, ()) for m in runs.night(night)}
     outcomes: dict[int, list[str]] = defaultdict(list)
-    for run, status, applied in db.execute(
-        "SELECT run, status, json_extract(extra, '$.known_failure') IS NOT NULL FROM cases"
-        f" WHERE test IN ({queries.ids(tests)}) AND run IN ({queries.ids(night_of)})"
-        " AND status != 'skipped'"
-    ):
+    for run, status, applied in db.ran_with_known_failure(tests, night_of):
         if applied or not entry.host:
             outcomes[night_of[run]].append(status)
     passed = sum(all(s in PASSING for s in night) for night in outcomes.values())
@@ -101,21 +87,12 @@ def _night_record(
 
 
 def _known_failures(
-    db: sqlite3.Connection, runs: Runs, facts: dict[str, MatrixFacts], today: dt.date
+    db: WindowReader, runs: Runs, facts: dict[str, MatrixFacts], today: dt.date
 ) -> list[KnownFailureRow]:
     found: list[KnownFailureRow] = []
     for lane, item in sorted(facts.items()):
         latest = runs.latest(lane)
-        outcomes = (
-            []
-            if latest is None
-            else db.execute(
-                "SELECT t.id, t.nodeid, c.status,"
-                " json_extract(c.extra, '$.known_failure') IS NOT NULL"
-                " FROM cases c JOIN tests t ON t.id = c.test"
-                f" WHERE c.run IN ({queries.ids(runs.night(latest))})"
-            ).fetchall()
-        )
+        outcomes = [] if latest is None else db.night_cases(runs.night(latest))
         for entry in item.known_failures:
             # The plugin's own matcher: brackets in an id are literal, devices filled in.
             # An entry that depends on the host counts a pass only where the plugin applied
@@ -155,7 +132,7 @@ def _known_failures(
 
 
 def _changes(
-    db: sqlite3.Connection, runs: Runs, lanes: list[str]
+    db: WindowReader, runs: Runs, lanes: list[str]
 ) -> tuple[list[Change], list[Change], list[Streak]]:
     """Per lane: what its last night broke and fixed against the night before, and streaks."""
     regressions: list[Change] = []
@@ -181,27 +158,25 @@ def _kernel_library(fingerprint: str | None) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _report_lanes(db: sqlite3.Connection, runs: Runs, lanes: list[str]) -> list[Lane]:
+def _report_lanes(runs: Runs, lanes: list[str]) -> list[Lane]:
     out = []
     for lane in lanes:
         rid = runs.latest(lane)
         row = runs.rows.get(rid) if rid is not None else None
         skipped, library = "", ""
         if row:
-            message, fingerprint = db.execute(
-                "SELECT infra_message, fingerprint FROM runs WHERE id = ?", (rid,)).fetchone()
-            if row[3] == "skipped":  # harness run --skip-unavailable: the probe's line
-                skipped = message or "skipped"
-            library = _kernel_library(fingerprint)
+            if row.status == "skipped":  # harness run --skip-unavailable: the probe's line
+                skipped = row.infra_message or "skipped"
+            library = _kernel_library(row.fingerprint)
         out.append(
             Lane(
                 lane,
-                row[2] if row else lane,
+                row.matrix if row else lane,
                 len(runs.by_lane.get(lane, [])),
-                row[0] if row else None,
+                row.key if row else None,
                 runs.by_lane[lane][-1][1] if row else None,
-                row[3] if row else None,
-                row[4] if row else None,
+                row.status if row else None,
+                row.infra_signature if row else None,
                 skipped,
                 library,
             )
@@ -225,18 +200,16 @@ def build_report(
         warnings.append(line)
         warn(line)
 
-    db = connect(db_path, create=False)
-    try:
-        runs = Runs(db, iso(now - since), iso(now))
+    with open_window(db_path) as db:
+        start, until = iso(now - since), iso(now)
+        runs = Runs(db.runs(start, until), start, until)
         facts = lane_facts(runs, load_declared(matrices, note) if declared else {}, note)
         report = _assemble(db, runs, facts, now=now, database=str(db_path), warnings=warnings)
-    finally:
-        db.close()
     report.headline = headline(report)
     return report
 
 
-def _assemble(db: sqlite3.Connection, runs: Runs, facts: dict[str, MatrixFacts], *,
+def _assemble(db: WindowReader, runs: Runs, facts: dict[str, MatrixFacts], *,
               now: dt.datetime, database: str, warnings: list[str]) -> Report:
     """Every section of the report, from the runs of the window and the declared facts."""
     lanes = sorted(set(runs.by_lane) | set(facts))
@@ -251,7 +224,7 @@ def _assemble(db: sqlite3.Connection, runs: Runs, facts: dict[str, MatrixFacts],
         until=runs.until,
         database=database,
         headline="",
-        lanes=_report_lanes(db, runs, lanes),
+        lanes=_report_lanes(runs, lanes),
         suites=suites,
         suite_grid=cells,
         test_grid=grid,

@@ -3,9 +3,7 @@ suites that started skipping or failing for infrastructure since the night befor
 
 from __future__ import annotations
 
-import sqlite3
-
-from harness.reports import queries
+from harness.history.window import WindowReader
 from harness.reports.matrices import MatrixFacts
 from harness.reports.model import (
     SKIPPING,
@@ -20,18 +18,13 @@ _MOSTLY = ("mostly-skipped", "mostly_skipped")
 
 
 def _suite_cells(
-    db: sqlite3.Connection, run_lane: dict[int, str]
+    db: WindowReader, run_lane: dict[int, str]
 ) -> dict[tuple[str, str], SuiteCell]:
     """The suites that ran in the given runs, with their counts and state."""
     seen: dict[tuple[str, str], SuiteCell] = {}
     verdict: dict[tuple[str, str], bool] = {}
-    status_of: dict[tuple[str, str], str] = {}
-    for run, name, status, sig, reason, case_status, count, duration in db.execute(
-        "SELECT s.run, s.name, s.status, s.infra_signature, s.reason, c.status, count(c.status),"
-        " coalesce(sum(c.duration), 0) FROM suites s"
-        " LEFT JOIN cases c ON c.run = s.run AND c.suite = s.id"
-        f" WHERE s.run IN ({queries.ids(run_lane)}) GROUP BY s.id, c.status"
-    ):
+    status_of: dict[tuple[str, str], str | None] = {}
+    for run, name, status, sig, reason, case_status, count, duration in db.suite_counts(run_lane):
         lane = run_lane[run]
         cell = seen.get((lane, name))
         if cell is None:
@@ -41,8 +34,8 @@ def _suite_cells(
             verdict[(lane, name)] = status in _MOSTLY
             status_of[(lane, name)] = status
         if case_status:
-            cell.counts[case_status] = cell.counts.get(case_status, 0) + int(count)
-            cell.duration_s += float(duration)
+            cell.counts[case_status] = cell.counts.get(case_status, 0) + count
+            cell.duration_s += duration
     for ident, cell in seen.items():
         total, skipped = cell.total, cell.counts.get("skipped", 0)
         if cell.state == "infra":
@@ -65,7 +58,7 @@ def _suite_cells(
 
 
 def suite_grid(
-    db: sqlite3.Connection, runs: Runs, lanes: list[str], facts: dict[str, MatrixFacts]
+    db: WindowReader, runs: Runs, lanes: list[str], facts: dict[str, MatrixFacts]
 ) -> tuple[list[str], list[SuiteCell]]:
     seen = _suite_cells(db, runs.latest_map(lanes))
     names = {name for _, name in seen}
@@ -92,7 +85,7 @@ def suite_grid(
 
 
 def skipping(
-    db: sqlite3.Connection, runs: Runs, lanes: list[str], grid: list[SuiteCell]
+    db: WindowReader, runs: Runs, lanes: list[str], grid: list[SuiteCell]
 ) -> list[SkipChange]:
     previous = {
         member: lane
@@ -123,7 +116,7 @@ def new_infra(runs: Runs, lanes: list[str], events: list[InfraEvent]) -> list[In
     """Infrastructure failures of each lane's latest night that the night before lacked."""
 
     def keys(rid: int) -> set[str]:
-        return {runs.rows[member][0] for member in runs.night(rid)}
+        return {runs.rows[member].key for member in runs.night(rid)}
 
     latest: dict[str, set[str]] = {}
     previous: dict[str, set[str]] = {}

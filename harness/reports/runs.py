@@ -4,10 +4,10 @@ matrix declares."""
 from __future__ import annotations
 
 import datetime as dt
-import sqlite3
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
+from harness.history.window import RunRow
 from harness.reports.matrices import MatrixFacts, facts_from_json, facts_from_matrix
 from harness.results.layout import Lane
 
@@ -24,19 +24,17 @@ class Runs:
     lists all of its runs.
     """
 
-    def __init__(self, db: sqlite3.Connection, since: str, until: str) -> None:
+    def __init__(self, rows: Iterable[RunRow], since: str, until: str) -> None:
+        """``rows``: the window's runs (``WindowReader.runs``), oldest first."""
         self.start, self.until = since, until
         self.by_lane: dict[str, list[tuple[int, str]]] = defaultdict(list)
-        self.rows: dict[int, tuple[str, str, str, str | None, str | None, str | None]] = {}
+        self.rows: dict[int, RunRow] = {}
         self.members: dict[int, list[int]] = {}
         shards: dict[int, tuple[str, str, set[str]]] = {}  # night -> (build, N, indexes)
-        for rid, key, lane, matrix, started, status, sig, mjson, shard, build in db.execute(
-            "SELECT id, run_key, lane, matrix, started, status, infra_signature, matrix_json,"
-            " shard, build FROM runs WHERE started >= ? AND started <= ? ORDER BY started, id",
-            (since, until),
-        ):
-            self.rows[rid] = (key, lane, matrix, status, sig, mjson)
-            index, _, total = (shard or "").partition("/")
+        for row in rows:
+            rid, lane, started, build = row.id, row.lane, row.started, row.build
+            self.rows[rid] = row
+            index, _, total = (row.shard or "").partition("/")
             nights = self.by_lane[lane]
             night = nights[-1][0] if nights else None
             joined = night is not None and night in shards and build and shards[night][:2] == (
@@ -76,7 +74,8 @@ def lane_facts(
 ) -> dict[str, MatrixFacts]:
     facts: dict[str, MatrixFacts] = {}
     for lane, lane_runs in runs.by_lane.items():
-        key, _, matrix, _, _, mjson = runs.rows[lane_runs[-1][0]]
+        latest = runs.rows[lane_runs[-1][0]]
+        key, matrix, mjson = latest.key, latest.matrix, latest.matrix_json
         emulate = Lane.parse(lane).emulated
         shown = f"matrix.json of run {key}"
         found = facts_from_json(mjson, shown, warn, emulate=emulate) if mjson else None

@@ -8,10 +8,9 @@ bit mask of lanes and its non-passed cells, never an object with a dict.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field
 
-from harness.reports import queries
+from harness.history.window import WindowReader
 from harness.reports.ids import shorten
 from harness.reports.model import GRID_ROWS, MISSING, NEVER_RAN, TestRow
 
@@ -29,24 +28,19 @@ class _Facts:
 
 
 def _facts(
-    db: sqlite3.Connection, window: list[int], latest: dict[int, str], lanes: list[str]
+    db: WindowReader, window: list[int], latest: dict[int, str], lanes: list[str]
 ) -> _Facts:
     facts = _Facts({lane: bit for bit, lane in enumerate(lanes)})
-    keys = dict(db.execute("SELECT id, key FROM tests"))
+    keys = db.test_keys()
     seen, ran, worst = facts.seen, facts.ran, facts.worst
     bits = {run: facts.lanes[lane] for run, lane in latest.items()}
     # The latest nights are read case by case below; the earlier runs only say where
     # a test ran (none to read when the window holds one night per lane).
     earlier = [run for run in window if run not in bits]
-    for lane, test in db.execute(
-        "SELECT DISTINCT r.lane, c.test FROM cases c JOIN runs r ON r.id = c.run"
-        f" WHERE c.run IN ({queries.ids(earlier)})"
-    ) if earlier else ():
+    for lane, test in db.lanes_of_tests(earlier) if earlier else ():
         key = keys[test]
         seen[key] = seen.get(key, 0) | 1 << facts.lanes[lane]
-    for run, test, status, message in db.execute(
-        f"SELECT run, test, status, message FROM cases WHERE run IN ({queries.ids(bits)})"
-    ):
+    for run, test, status, message in db.cases(bits):
         key, bit = keys[test], bits[run]
         ran[key] = ran.get(key, 0) | 1 << bit
         seen[key] = seen.get(key, 0) | 1 << bit
@@ -95,7 +89,7 @@ def _row(facts: _Facts, key: str) -> TestRow:
 
 
 def grid_rows(
-    db: sqlite3.Connection, window: list[int], latest: dict[int, str], lanes: list[str]
+    db: WindowReader, window: list[int], latest: dict[int, str], lanes: list[str]
 ) -> tuple[list[TestRow], int]:
     """The rows kept (see the module) and the number of tests in the window.
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.history.schema import connect
+from harness.history.window import WindowReader, ids
 from harness.matrix.known_failures import Entry
 from harness.matrix.model import HostCondition
 from harness.reports import build, queries
@@ -25,7 +26,8 @@ TODAY = dt.date(2026, 12, 2)
 
 class History:
     def __init__(self, path: Path) -> None:
-        self.db = connect(path)
+        self.conn = connect(path)
+        self.db = WindowReader(self.conn)  # what the report reads through
         self.tests: dict[str, int] = {}
 
     def run(self, lane: str, night: int, shard: str | None = None, build_id: str | None = None,
@@ -33,31 +35,32 @@ class History:
         """One run of ``lane`` on ``night`` (hours after a fixed start): test -> status, or
         (status, message, infra signature, known-failure applied)."""
         started = f"2026-12-0{night}T0{len(self.tests) % 10}:00:00Z"
-        cur = self.db.execute(
+        cur = self.conn.execute(
             "INSERT INTO runs (run_key, matrix, lane, started, source, ingested, shard, build)"
             " VALUES (?, ?, ?, ?, 'test', 'now', ?, ?)",
             (f"{lane}-{night}-{shard}", lane, lane, started, shard, build_id))
         run = int(cur.lastrowid or 0)
-        suite = int(self.db.execute("INSERT INTO suites (run, name) VALUES (?, 'k')",
+        suite = int(self.conn.execute("INSERT INTO suites (run, name) VALUES (?, 'k')",
                                     (run,)).lastrowid or 0)
         for name, value in statuses.items():
             given = (value,) if isinstance(value, str) else value
             status, message, infra, applied = (*given, *("", None, False)[len(given) - 1:])
             nodeid = f"t.py::{name}"
             if nodeid not in self.tests:
-                self.tests[nodeid] = int(self.db.execute(
+                self.tests[nodeid] = int(self.conn.execute(
                     "INSERT INTO tests (nodeid, key) VALUES (?, ?)", (nodeid, nodeid)
                 ).lastrowid or 0)
             extra = json.dumps({"known_failure": "quarantine"}) if applied else None
-            self.db.execute(
+            self.conn.execute(
                 "INSERT INTO cases (run, suite, test, status, message, infra_signature, extra)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (run, suite, self.tests[nodeid], status, message or None, infra, extra))
-        self.db.commit()
+        self.conn.commit()
         return run
 
     def runs(self) -> Runs:
-        return Runs(self.db, "2026-11-01T00:00:00Z", "2026-12-31T00:00:00Z")
+        since, until = "2026-11-01T00:00:00Z", "2026-12-31T00:00:00Z"
+        return Runs(self.db.runs(since, until), since, until)
 
 
 @pytest.fixture
@@ -182,9 +185,9 @@ def test_a_lane_without_runs_lists_only_expiry(tmp_path: Path) -> None:
 
 
 def test_ids_are_integers_only() -> None:
-    assert queries.ids([3, 1]) == "3,1" and queries.ids([]) == "NULL"
+    assert ids([3, 1]) == "3,1" and ids([]) == "NULL"
     with pytest.raises(ValueError):
-        queries.ids(["1; DROP TABLE runs"])  # type: ignore[list-item]
+        ids(["1; DROP TABLE runs"])  # type: ignore[list-item]
     assert isinstance(sqlite3.connect(":memory:"), sqlite3.Connection)
 
 
