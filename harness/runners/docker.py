@@ -146,7 +146,7 @@ class DockerRunner(Runner):
         self._base_env = container_env(matrix, env if env is not None
                                        else default_env(matrix, root), os.environ)
         if manifest is not None:
-            manifest.update(image=self.image, container_env=masked(self._base_env))
+            manifest.set_container(image=self.image, env=masked(self._base_env))
         self.run_id = self.run_id or run_dir.name
         for name in reap_orphans(client):
             out.write(f"harness: removed container {name}: the harness run that owned it is "

@@ -59,7 +59,7 @@ class Runner(ABC):
         self._started = True
         self._start(run_dir, dict(env) if env is not None else None, manifest)
         if manifest is not None and self.fingerprint is not None:
-            manifest.update(device_fingerprint=DeviceFingerprint(self.fingerprint))
+            manifest.set_device_fingerprint(DeviceFingerprint(self.fingerprint))
 
     @abstractmethod
     def stop(self) -> None:
