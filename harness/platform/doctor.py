@@ -214,8 +214,8 @@ def check_cpu_probe(matrix: Matrix, run: CommandRunner | None = None) -> Check:
     except InfraError as error:
         return Check(what=what, ok=False, detail=str(error),
                      fix=f"use --emulate to run the {matrix.name} profile on this CPU")
-    return Check(what=what, ok=True, detail=f"{fingerprint.get('vendor')}, "
-                 f"{fingerprint.get('model') or 'model unknown'}: the probe's expectations hold")
+    return Check(what=what, ok=True, detail=f"{fingerprint.vendor}, "
+                 f"{fingerprint.model or 'model unknown'}: the probe's expectations hold")
 
 
 def run_checks(

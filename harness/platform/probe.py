@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from harness.errors import InfraError
+from harness.results.facts import DeviceFingerprint
 
 NVIDIA_QUERY = "index,name,uuid,memory.total,compute_cap,driver_version"
 NVIDIA_FALLBACK = "index,name,uuid,memory.total,driver_version"  # R470-era drivers
@@ -147,18 +148,19 @@ class ProbeFailed(InfraError):
 CommandRunner = Callable[[list[str]], tuple[int, str]]
 
 
-def probe(kind: str, expect: Mapping[str, Any], run: CommandRunner) -> dict[str, Any]:
+def probe(kind: str, expect: Mapping[str, Any], run: CommandRunner) -> DeviceFingerprint:
     """The one probe walk: the kind's commands in turn until one answers, its output parsed
-    and checked against ``expect``. ProbeFailed with the last reason when none answers."""
+    and checked against ``expect``, as the run record's ``DeviceFingerprint``. ProbeFailed
+    with the last reason when none answers."""
     if kind in ("none", ""):
-        return {"kind": "none"}
+        return DeviceFingerprint({"kind": "none"})
     last = ""
     for argv in COMMANDS[kind]:
         code, text = run(argv)
         if code == 0:
             fingerprint = PARSERS[kind](text)
             check(kind, expect, fingerprint)
-            return fingerprint
+            return DeviceFingerprint(fingerprint)
         last = text
     raise ProbeFailed(f"probe {kind}: {last}")
 
