@@ -20,10 +20,11 @@ from typing import Any, Protocol
 
 import torch
 
+from refengine.ops import dispatch
+from refengine.ops.dispatch import FORCE_ENV
 from refengine.ops.spec import OPS, CallInfo, describe
 from refengine.providers import Provider, get_provider
 
-FORCE_ENV = "REFENGINE_FORCE_PROVIDER"
 DISABLE_ENV = "REFENGINE_DISABLE_PROVIDERS"
 FALLBACK = "native"
 
@@ -259,6 +260,10 @@ def forced(name: str) -> Iterator[Registry]:
     """Temporarily send every op to provider ``name`` (an error where it cannot serve)."""
     with using(current().with_forced(name)) as registry:
         yield registry
+
+
+# The custom ops (refengine/ops/custom.py) call through the current registry from now on.
+dispatch.route_through(current)
 
 
 __all__ = ["Candidate", "NoProvider", "Registry", "current", "forced", "set_current", "using"]

@@ -21,11 +21,11 @@ from pathlib import Path
 from harness.errors import HostUnavailable, InfraError
 from harness.matrix.model import Matrix
 from harness.platform.probe import CommandRunner
+from harness.results.facts import GPU_NAMES, GPU_PROBES
 
 # Shipped suites that compile with torch.compile (inductor builds C++ on the CPU).
 COMPILING_SUITES = frozenset({"kernel_parity", "fusion", "e2e"})
 MIN_PYTHON = (3, 11)
-_GPU = {"nvidia-smi": "NVIDIA GPU", "amd-smi": "AMD GPU", "xpu-smi": "Intel GPU"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,7 +174,7 @@ def device_present(kind: str) -> tuple[bool, str]:
 
 def check_device(matrix: Matrix) -> Check:
     kind = matrix.probe.kind
-    label = _GPU.get(kind, "device")
+    label = GPU_NAMES.get(kind, "device")
     ok, detail = device_present(kind)
     return Check(
         what=f"{label} for matrix {matrix.name}",
@@ -186,12 +186,12 @@ def check_device(matrix: Matrix) -> Check:
 
 def require_device(matrix: Matrix, *, command: str) -> None:
     """Exit 3 in one line when a GPU matrix's GPU is absent, pointing at --emulate."""
-    if matrix.probe.kind not in _GPU:
+    if matrix.probe.kind not in GPU_PROBES:
         return
     ok, detail = device_present(matrix.probe.kind)
     if not ok:
         raise HostUnavailable(
-            f"no {_GPU[matrix.probe.kind]} here ({detail}); to run the {matrix.name} profile "
+            f"no {GPU_NAMES[matrix.probe.kind]} here ({detail}); to run the {matrix.name} profile "
             f"on this CPU: {command} --emulate"
         )
 
@@ -214,8 +214,8 @@ def check_cpu_probe(matrix: Matrix, run: CommandRunner | None = None) -> Check:
     except InfraError as error:
         return Check(what=what, ok=False, detail=str(error),
                      fix=f"use --emulate to run the {matrix.name} profile on this CPU")
-    return Check(what=what, ok=True, detail=f"{fingerprint.get('vendor')}, "
-                 f"{fingerprint.get('model') or 'model unknown'}: the probe's expectations hold")
+    return Check(what=what, ok=True, detail=f"{fingerprint.vendor}, "
+                 f"{fingerprint.model or 'model unknown'}: the probe's expectations hold")
 
 
 def run_checks(
@@ -231,7 +231,7 @@ def run_checks(
     ``probe_cpu``: include the CPU matrix's probe (``harness run`` probes it itself, to
     keep the fingerprint)."""
     checks = [check_python()]
-    if matrix is not None and not emulate and matrix.probe.kind in _GPU:
+    if matrix is not None and not emulate and matrix.probe.kind in GPU_PROBES:
         checks.append(check_device(matrix))
         if not checks[-1].ok:
             return checks  # nothing else matters until there is a device (or --emulate)

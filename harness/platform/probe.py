@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from harness.errors import InfraError
+from harness.results.facts import GPU_NAMES, DeviceFingerprint
 
 NVIDIA_QUERY = "index,name,uuid,memory.total,compute_cap,driver_version"
 NVIDIA_FALLBACK = "index,name,uuid,memory.total,driver_version"  # R470-era drivers
@@ -135,7 +136,6 @@ def parse_s390x(text: str) -> dict[str, Any]:
 
 PARSERS = {"nvidia-smi": parse_nvidia_smi, "amd-smi": parse_amd_smi,
            "xpu-smi": parse_xpu_smi, "lscpu": parse_lscpu, "s390x": parse_s390x}
-VENDOR_WORD = {"nvidia-smi": "NVIDIA GPU", "amd-smi": "AMD GPU", "xpu-smi": "Intel GPU"}
 
 
 class ProbeFailed(InfraError):
@@ -147,18 +147,19 @@ class ProbeFailed(InfraError):
 CommandRunner = Callable[[list[str]], tuple[int, str]]
 
 
-def probe(kind: str, expect: Mapping[str, Any], run: CommandRunner) -> dict[str, Any]:
+def probe(kind: str, expect: Mapping[str, Any], run: CommandRunner) -> DeviceFingerprint:
     """The one probe walk: the kind's commands in turn until one answers, its output parsed
-    and checked against ``expect``. ProbeFailed with the last reason when none answers."""
+    and checked against ``expect``, as the run record's ``DeviceFingerprint``. ProbeFailed
+    with the last reason when none answers."""
     if kind in ("none", ""):
-        return {"kind": "none"}
+        return DeviceFingerprint({"kind": "none"})
     last = ""
     for argv in COMMANDS[kind]:
         code, text = run(argv)
         if code == 0:
             fingerprint = PARSERS[kind](text)
             check(kind, expect, fingerprint)
-            return fingerprint
+            return DeviceFingerprint(fingerprint)
         last = text
     raise ProbeFailed(f"probe {kind}: {last}")
 
@@ -168,7 +169,7 @@ def check(kind: str, expect: Mapping[str, Any], fingerprint: Mapping[str, Any]) 
     count = int(fingerprint.get("device_count", 0))
     want = expect.get("min_devices")
     if want is not None and count < int(want):
-        what = VENDOR_WORD.get(kind, "device")
+        what = GPU_NAMES.get(kind, "device")
         found = "none" if count == 0 else str(count)
         raise InfraError(f"probe: expected {want} {what}{'s' if int(want) > 1 else ''}, "
                          f"found {found}")

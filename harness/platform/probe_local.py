@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from typing import Any
 
 from harness.matrix.model import Matrix
 from harness.platform.probe import CommandRunner, probe
 from harness.process.run import run_captured
+from harness.results.facts import DeviceFingerprint
 
 PROBE_TIMEOUT_S = 60
 
@@ -26,12 +26,7 @@ def run_here(argv: list[str]) -> tuple[int, str]:
     return done.returncode or 1, f"{argv[0]} exited {done.returncode}: {done.stderr.strip()[:200]}"
 
 
-def run_probe(kind: str) -> dict[str, Any]:
-    """The fingerprint the probe reports here, unchecked; InfraError when no tool answers."""
-    return probe(kind, {}, run_here)
-
-
-def probe_and_check(matrix: Matrix, run: CommandRunner = run_here) -> dict[str, Any]:
+def probe_and_check(matrix: Matrix, run: CommandRunner = run_here) -> DeviceFingerprint:
     """The matrix's probe, checked against what it expects (InfraError naming the first
     expectation this host does not meet). ``run``: where the probe commands run."""
     return probe(matrix.probe.kind, matrix.probe.expect, run)

@@ -82,7 +82,13 @@ class ThreadsRecord:
         )  # fmt: skip
 
 
-GPU_PROBES = frozenset({"nvidia-smi", "amd-smi", "xpu-smi"})  # platform/probe.py's kinds
+# The probe kinds (platform/probe.py) that are a GPU's own tool, and the GPU each finds,
+# as the doctor's and the probe's messages name it. A fingerprint of one of these kinds is
+# a GPU's (``DeviceFingerprint.is_gpu``); the doctor looks for the device of these kinds.
+GPU_NAMES: Mapping[str, str] = {
+    "nvidia-smi": "NVIDIA GPU", "amd-smi": "AMD GPU", "xpu-smi": "Intel GPU",
+}
+GPU_PROBES = frozenset(GPU_NAMES)
 
 
 @dataclass(frozen=True)

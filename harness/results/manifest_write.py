@@ -9,10 +9,15 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from harness.results import layout
-from harness.results.manifest import InfraFailure, RunRecord, inside_run
+from harness.results.facts import DeviceFingerprint
+from harness.results.manifest import (
+    InfraFailure,
+    RunRecord,
+    UnmatchedKnownFailure,
+    inside_run,
+)
 from harness.results.outcome import SuiteOutcome
 
 
@@ -53,11 +58,32 @@ class ManifestWriter:
         finally:
             tmp.unlink(missing_ok=True)
 
-    def update(self, **fields: Any) -> None:
-        for key, value in fields.items():
-            if not hasattr(self.record, key):
-                raise AttributeError(f"RunRecord has no field {key!r}")
-            setattr(self.record, key, value)
+    # One method per thing a step learns once the run has started, each typed as
+    # RunRecord's field, so mypy checks every value the manifest is given.
+
+    def set_device_fingerprint(self, fingerprint: DeviceFingerprint) -> None:
+        """The device probe's fingerprint (the runner's, at start), or it with the kernel
+        library the suites loaded (the finish step's)."""
+        self.record.device_fingerprint = fingerprint
+        self.write()
+
+    def set_container(self, *, image: str, env: dict[str, str]) -> None:
+        """The docker runner's image and the container's environment (secrets masked)."""
+        self.record.image, self.record.container_env = image, env
+        self.write()
+
+    def set_torch(self, version: str) -> None:
+        """The torch version the suites imported (their JUnit's ``torch_version``)."""
+        self.record.torch = version
+        self.write()
+
+    def set_new_files(self, files: list[str]) -> None:
+        """The files the suites left in the checkout."""
+        self.record.new_files = files
+        self.write()
+
+    def set_unmatched_known_failures(self, found: list[UnmatchedKnownFailure]) -> None:
+        self.record.unmatched_known_failures = found
         self.write()
 
     def add_outcome(self, outcome: SuiteOutcome) -> None:
@@ -66,7 +92,10 @@ class ManifestWriter:
         self.write()
 
     def finish(self, *, status: str, exit_code: int, infra_error: InfraFailure | None) -> None:
-        self.update(status=status, exit_code=exit_code, infra_error=infra_error, ended=now())
+        record = self.record
+        record.status, record.exit_code, record.infra_error = status, exit_code, infra_error
+        record.ended = now()
+        self.write()
 
 
 def suite_record(outcome: SuiteOutcome, run_dir: Path) -> SuiteOutcome:

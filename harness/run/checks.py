@@ -26,7 +26,7 @@ def record_new_files(run: Started) -> None:
     if run.untracked_before is None or after is None:
         return
     new = sorted(after - run.untracked_before)
-    run.manifest.update(new_files=new)
+    run.manifest.set_new_files(new)
     if new:
         shown = ", ".join(new[:5]) + (f" and {len(new) - 5} more" if len(new) > 5 else "")
         print(f"harness: the run left {len(new)} new file(s) in the checkout: {shown}")
@@ -60,12 +60,10 @@ def report_unmatched(run: Started) -> None:
         run.ctx.matrix, run.plan.invocations, emulate=run.ctx.request.emulate,
         full=fully_collected(run)
     )
-    run.manifest.update(
-        unmatched_known_failures=[
-            UnmatchedKnownFailure(suite=u.suite, rootdir=u.rootdir, id=u.id, where=u.where)
-            for u in found
-        ]
-    )
+    run.manifest.set_unmatched_known_failures([
+        UnmatchedKnownFailure(suite=u.suite, rootdir=u.rootdir, id=u.id, where=u.where)
+        for u in found
+    ])
     if found:
         print("harness: known_failures entries that matched no test (ids are relative to rootdir):")
     for u in found:

@@ -4,6 +4,9 @@ runner (local or docker, run/request.py pick_runner) and run every invocation th
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
 
 from harness.history.schema import default_db_path
 from harness.platform.cache import verify
@@ -19,41 +22,51 @@ from harness.results.outcome import Status, SuiteOutcome
 from harness.run.plan import select_suites
 from harness.run.progress import Progress, folder_estimates, history_estimates
 from harness.run.request import Prepared, RunContext, Started
+from harness.run.threads import ThreadPlan
 
 # Suites that read the persistent tokenizer caches (and must find them warm).
 CACHE_SUITES = frozenset({"e2e"})
 
 
-def start_manifest(ctx: RunContext, plan: Prepared) -> ManifestWriter:
-    """The run's manifest, written as the run starts: what was asked and planned, where."""
+def begin_record(ctx: RunContext, *, threads: ThreadPlan, run_id: str) -> RunRecord:
+    """What every run's manifest records from its start, whether or not suites were planned
+    (a --skip-unavailable run plans none): what was asked, git, the host, the threads."""
     git = git_info(ctx.root)
-    threads = plan.threads.as_dict() | {
-        "omp_num_threads": os.environ.get("OMP_NUM_THREADS")
-        if plan.threads.user_set
-        else plan.threads.threads_per_worker
-    }
-    record = RunRecord(
-        run_id=plan.run_id,
+    omp = os.environ.get("OMP_NUM_THREADS") if threads.user_set else threads.threads_per_worker
+    return RunRecord(
+        run_id=run_id,
         matrix=MatrixRef(name=ctx.matrix.name, hash=ctx.matrix.hash, file=ctx.matrix.file),
         family=ctx.matrix.family,
         emulate=ctx.request.emulate,
         runner=ctx.runner.kind,
         git=GitRef(sha=git.sha, dirty=git.dirty),
-        python=plan.python,
         host=host_fingerprint(),
-        threads=ThreadsRecord.from_json(threads),
+        threads=ThreadsRecord.from_json(threads.as_dict() | {"omp_num_threads": omp}),
         seed=ctx.request.seed,
         shard=ctx.request.shard,
-        suites_planned=[inv.suite for inv in plan.invocations],
-        env=mask_env(dict(plan.env)),
         command=list(ctx.request.command_line),
         repro_of=ctx.request.repro_of,
         build=build_id(os.environ),
         changed_since=ctx.request.changed_since,
         started=now(),
     )
-    register_secrets(os.environ | dict(plan.env))
-    return ManifestWriter(plan.run_dir, record, mask=scrub)
+
+
+def open_manifest(run_dir: Path, record: RunRecord,
+                  suite_env: Mapping[str, str] | None = None) -> ManifestWriter:
+    """manifest.json begun in ``run_dir``, with the secrets of this process's environment
+    and of the suites' (``suite_env``) masked in it from now on."""
+    register_secrets(os.environ | dict(suite_env or {}))
+    return ManifestWriter(run_dir, record, mask=scrub)
+
+
+def start_manifest(ctx: RunContext, plan: Prepared) -> ManifestWriter:
+    """The run's manifest, written as the run starts: what was asked and planned, where."""
+    record = replace(begin_record(ctx, threads=plan.threads, run_id=plan.run_id),
+                     python=plan.python,
+                     suites_planned=[inv.suite for inv in plan.invocations],
+                     env=mask_env(dict(plan.env)))
+    return open_manifest(plan.run_dir, record, plan.env)
 
 
 def check_caches(run: Started) -> None:

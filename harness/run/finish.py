@@ -36,10 +36,10 @@ def collect_suite_facts(run: Started) -> None:
         if props.get("kernel_library") and props["kernel_library"] not in libraries:
             libraries.append(props["kernel_library"])
     if version:
-        run.manifest.update(torch=version)
+        run.manifest.set_torch(version)
     if libraries:
         fingerprint = run.manifest.record.device_fingerprint or DeviceFingerprint({})
-        run.manifest.update(device_fingerprint=fingerprint.with_kernel_library(
+        run.manifest.set_device_fingerprint(fingerprint.with_kernel_library(
             "; ".join(libraries)))
 
 

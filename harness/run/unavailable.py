@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.results.manifest import InfraFailure
-from harness.run.execute import start_manifest
-from harness.run.request import Prepared, RunContext
+from harness.run.execute import begin_record, open_manifest
+from harness.run.request import RunContext
 from harness.run.threads import ThreadPlan
 
 SKIPPED_KIND = "unavailable"  # manifest infra_error.kind of a skipped run
@@ -21,10 +21,9 @@ SKIPPED_KIND = "unavailable"  # manifest infra_error.kind of a skipped run
 
 def record_skipped(ctx: RunContext, why: str, *, threads: ThreadPlan, run_id: str,
                    run_dir: Path) -> int:
-    # The host refused the run before an interpreter was chosen or a suite planned.
-    nothing = Prepared(threads=threads, run_id=run_id, run_dir=run_dir, python="", env={},
-                       invocations=())
-    manifest = start_manifest(ctx, nothing)
+    # The host refused the run before an interpreter was chosen or a suite planned: the
+    # record has none, and no suite environment.
+    manifest = open_manifest(run_dir, begin_record(ctx, threads=threads, run_id=run_id))
     manifest.finish(status="skipped", exit_code=0,
                     infra_error=InfraFailure(kind=SKIPPED_KIND, message=why))
     print(f"harness: skipped (--skip-unavailable): {why}")

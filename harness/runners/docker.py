@@ -28,6 +28,7 @@ from harness.process.run import TAIL_LINES, LineSink, ProcResult
 from harness.process.secret_names import masked
 from harness.results import layout
 from harness.results.cause import Cause, CauseRecord
+from harness.results.facts import DeviceFingerprint
 from harness.results.outcome import SuiteOutcome
 from harness.results.writefail import QuietClose
 from harness.roots import project_root
@@ -124,7 +125,8 @@ class DockerRunner(Runner):
             self._box = boxes.enter_context(self._new_box())
             self.fingerprint = _probe(self._box, self.matrix, self._user)
             if self.fingerprint is not None:
-                (run_dir / layout.FINGERPRINT).write_text(json.dumps(self.fingerprint, indent=2))
+                (run_dir / layout.FINGERPRINT).write_text(
+                    json.dumps(self.fingerprint.to_json(), indent=2))
             self._boxes = boxes.pop_all()
 
     def _prepare(self, run_dir: Path, env: dict[str, str] | None,
@@ -146,7 +148,7 @@ class DockerRunner(Runner):
         self._base_env = container_env(matrix, env if env is not None
                                        else default_env(matrix, root), os.environ)
         if manifest is not None:
-            manifest.update(image=self.image, container_env=masked(self._base_env))
+            manifest.set_container(image=self.image, env=masked(self._base_env))
         self.run_id = self.run_id or run_dir.name
         for name in reap_orphans(client):
             out.write(f"harness: removed container {name}: the harness run that owned it is "
@@ -177,7 +179,7 @@ class DockerRunner(Runner):
                                               writable_checkout=self.writable_checkout))
 
 
-def _probe(box: Container, matrix: Matrix, user: str) -> dict[str, Any] | None:
+def _probe(box: Container, matrix: Matrix, user: str) -> DeviceFingerprint | None:
     """The device probe inside the container; a probe that cannot run is only recorded
     when the matrix expects no device."""
     if matrix.probe.kind in ("none", "", None):
@@ -194,7 +196,7 @@ def _probe(box: Container, matrix: Matrix, user: str) -> dict[str, Any] | None:
     except probe.ProbeFailed as failed:
         last = str(failed).removeprefix(f"probe {matrix.probe.kind}: ")
         if int(matrix.probe.expect.get("min_devices", 0) or 0) == 0:
-            return {"kind": matrix.probe.kind, "error": last}
+            return DeviceFingerprint({"kind": matrix.probe.kind, "error": last})
         raise InfraError(f"probe: {matrix.probe.kind} failed in the container: {last}") from None
 
 

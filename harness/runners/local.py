@@ -9,7 +9,7 @@ import signal
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from harness.matrix.model import Matrix
 from harness.platform.doctor import cpu_expectations
@@ -18,6 +18,7 @@ from harness.process import cancel
 from harness.process.run import ProcResult, run_streaming
 from harness.process.secret_names import masked, scrub_file
 from harness.results.cause import Cause, CauseRecord, cause_of_exit
+from harness.results.facts import DeviceFingerprint
 from harness.results.junit_write import (
     append_error_case,
     count_junit,
@@ -172,7 +173,7 @@ class LocalRunner(Runner):
         if self.matrix is not None and cpu_expectations(self.matrix):
             self.probe()
 
-    def probe(self) -> dict[str, Any] | None:
+    def probe(self) -> DeviceFingerprint | None:
         """The matrix's device probe on this host, checked (InfraError), taken once."""
         if self.matrix is not None and self.fingerprint is None:
             self.fingerprint = probe_and_check(self.matrix)

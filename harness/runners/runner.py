@@ -14,7 +14,7 @@ import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Self, TextIO
+from typing import ClassVar, Self, TextIO
 
 from harness.results.facts import DeviceFingerprint
 from harness.results.manifest_write import ManifestWriter
@@ -41,7 +41,7 @@ class Runner(ABC):
     def __init__(self, *, echo: TextIO | None = sys.stdout) -> None:
         self.echo = echo  # where the suites' prefixed lines go (None: only their logs)
         self.invocations: list[Invocation] = []
-        self.fingerprint: dict[str, Any] | None = None  # the device probe's, once started
+        self.fingerprint: DeviceFingerprint | None = None  # the device probe's, once started
         self._started = False
 
     @abstractmethod
@@ -59,7 +59,7 @@ class Runner(ABC):
         self._started = True
         self._start(run_dir, dict(env) if env is not None else None, manifest)
         if manifest is not None and self.fingerprint is not None:
-            manifest.update(device_fingerprint=DeviceFingerprint(self.fingerprint))
+            manifest.set_device_fingerprint(self.fingerprint)
 
     @abstractmethod
     def stop(self) -> None:

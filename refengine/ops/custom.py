@@ -2,7 +2,8 @@
 
 Each op stays one opaque node under torch.compile / FX (fusion passes pattern-match
 them), with a fake implementation giving output shapes and dtypes for tracing. The
-eager implementation asks ``refengine.registry.current()`` for a provider per call.
+eager implementation hands each call to ``ops/dispatch.py``, where the registry (which
+sits above ops and installs itself there) picks a provider per call.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import TypeVar
 import torch
 from torch.library import custom_op, register_fake
 
-from refengine import registry
+from refengine.ops import dispatch
 from refengine.ops.spec import FP8_BLOCK, n_groups
 
 Tensor = torch.Tensor
@@ -21,12 +22,12 @@ _Fake = TypeVar("_Fake", bound=Callable[..., object])
 
 
 def _run(op: str, *args: object) -> Tensor:
-    out: Tensor = registry.current().run(op, *args)
+    out: Tensor = dispatch.run(op, *args)
     return out
 
 
 def _run_pair(op: str, *args: object) -> tuple[Tensor, Tensor]:
-    out: tuple[Tensor, Tensor] = registry.current().run(op, *args)
+    out: tuple[Tensor, Tensor] = dispatch.run(op, *args)
     return out
 
 

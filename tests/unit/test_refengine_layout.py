@@ -1,7 +1,10 @@
-"""refengine's packages import each other one way where it matters: the models (model/) are
-what the fusion passes (fusion/) compile and run, so fusion may read model and model never
-reads fusion, directly or through another package. What both need (the collective op) lives
-below both, in ops/."""
+"""refengine's packages import each other one way, so none reaches itself through imports
+(registry.py, a loose module, counts as a package of its own): ops/ at the bottom (the
+custom ops reach the registry only through what it installs in ops/dispatch.py), the
+providers and triton_kernels on it, the registry on the providers, the models on ops, and
+the fusion passes on top. The models (model/) are what the fusion passes (fusion/) compile
+and run, so fusion may read model and model never reads fusion; what both need (the
+collective op) lives below both, in ops/."""
 
 from __future__ import annotations
 
@@ -11,7 +14,6 @@ from itertools import pairwise
 from pathlib import Path
 
 REFENGINE = Path(__file__).resolve().parents[2] / "refengine"
-ONE_WAY = ("model", "fusion")
 
 
 def _package(path: Path) -> str:
@@ -62,13 +64,22 @@ def path_back(graph: Mapping[str, Mapping[str, str]], start: str) -> list[str] |
     return None
 
 
-def test_model_and_fusion_are_in_no_import_cycle() -> None:
+def shown(graph: Mapping[str, Mapping[str, str]], chain: list[str]) -> str:
+    """``ops (ops/custom.py) -> registry (registry.py) -> ops``: each step's importing file."""
+    return " -> ".join(f"{a} ({graph[a][b]})" for a, b in pairwise(chain)) + f" -> {chain[-1]}"
+
+
+def test_no_package_reaches_itself_through_imports() -> None:
     graph = package_graph()
-    for package in ONE_WAY:
-        chain = path_back(graph, package)
-        assert chain is None, "refengine import cycle: " + " -> ".join(
-            f"{a} ({graph[a][b]})" for a, b in pairwise(chain)
-        ) + f" -> {package}"
+    cycles = [chain for package in sorted(graph) if (chain := path_back(graph, package))]
+    assert not cycles, "refengine import cycles:\n" + "\n".join(
+        shown(graph, chain) for chain in cycles)
+
+
+def test_ops_imports_no_other_refengine_package() -> None:
+    imports = package_graph().get("ops", {})
+    assert not imports, "ops/ is refengine's bottom, but " + ", ".join(
+        f"refengine/{file} imports refengine.{there}" for there, file in imports.items())
 
 
 def test_model_does_not_import_fusion() -> None:
@@ -80,4 +91,6 @@ def test_the_check_sees_a_cycle() -> None:
     graph = {"model": {"ops": "model/a.py"}, "ops": {"fusion": "ops/b.py"},
              "fusion": {"model": "fusion/c.py"}}
     assert path_back(graph, "model") == ["model", "ops", "fusion", "model"]
+    assert shown(graph, ["model", "ops", "fusion", "model"]) == (
+        "model (model/a.py) -> ops (ops/b.py) -> fusion (fusion/c.py) -> model")
     assert path_back({"model": {"ops": "x"}, "ops": {"registry": "y"}}, "model") is None

@@ -11,6 +11,7 @@ import torch
 
 import refengine.ops as ops
 from refengine import registry as reg
+from refengine.ops import dispatch, reference
 from refengine.providers import get_provider
 from refengine.registry import NoProvider, Registry
 
@@ -114,3 +115,18 @@ def test_custom_op_dispatches_through_the_current_registry(
     ops.rms_norm(x, w)  # back to the default registry: native
     assert len(module.CALLS) == 2
     assert get_provider("counting").name == "counting"
+
+
+def test_ops_run_their_reference_where_no_registry_routes_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """ops/ sits below the registry: until it is imported (and installs itself in
+    ops/dispatch.py) a call runs the reference, as the default registry would, and a
+    provider forced through the environment is refused rather than ignored."""
+    assert dispatch._current is reg.current  # installed when the registry was imported
+    monkeypatch.setattr(dispatch, "_current", None)  # as in a process that imports only ops
+    monkeypatch.delenv("REFENGINE_FORCE_PROVIDER", raising=False)
+    x, w = torch.randn(3, 8), torch.randn(8)
+    assert torch.equal(ops.rms_norm(x, w), reference.rms_norm(x, w, 1e-6))
+    monkeypatch.setenv("REFENGINE_FORCE_PROVIDER", "torch")
+    with pytest.raises(RuntimeError, match="REFENGINE_FORCE_PROVIDER=torch, but refengine"):
+        ops.rms_norm(x, w)
