@@ -368,6 +368,10 @@ def main() -> int:
         for name, target in TARGETS.items():
             print(f"{name:<24} {target.module} {','.join(target.functions)}")
         return 0
+    if not (Path(sys.executable).parent / "cosmic-ray").is_file():
+        print(f"mutation.py: cosmic-ray is not installed beside {sys.executable} "
+              "(pip install -e '.[mutation]')", file=sys.stderr)
+        return 2
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="harness-mutation-"))
     workdir.mkdir(parents=True, exist_ok=True)
     if not args.tally_only:
