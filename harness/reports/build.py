@@ -69,9 +69,6 @@ def _headroom(db: WindowReader, latest: dict[int, str], limit: int = 500) -> lis
     ]
 
 
-PASSING = GOOD
-
-
 def _night_record(
     db: WindowReader, runs: Runs, lane: str, tests: set[int], entry: Entry
 ) -> tuple[int, int]:
@@ -82,7 +79,7 @@ def _night_record(
     for run, status, applied in db.ran_with_known_failure(tests, night_of):
         if applied or not entry.host:
             outcomes[night_of[run]].append(status)
-    passed = sum(all(s in PASSING for s in night) for night in outcomes.values())
+    passed = sum(all(s in GOOD for s in night) for night in outcomes.values())
     return passed, len(outcomes)
 
 
@@ -101,7 +98,7 @@ def _known_failures(
                 (test, n, s) for test, n, s, applied in outcomes
                 if entry.covers(n) and (applied or not entry.host)
             ]
-            passing = sorted(n for _, n, s in covered if s in PASSING)
+            passing = sorted(n for _, n, s in covered if s in GOOD)
             expiry = entry.expires
             state = None
             record: tuple[int, int] | None = None
