@@ -86,9 +86,9 @@ def _case_lines(changes: Iterable[CaseChange], *, signatures: bool) -> list[str]
     out = []
     for ch in changes:
         test = code(f"{ch.suite}::{ch.nodeid}")
-        if signatures:
-            out.append(f"- {test} ({ch.after}): {code(ch.before_message or ch.before_signature)}"
-                       f" -> {code(ch.after_message or ch.after_signature)}")
+        if signatures:  # what differs is the signature (an xfail's message is its reason)
+            out.append(f"- {test} ({ch.after}): {code(ch.before_signature)} -> "
+                       f"{code(ch.after_signature)}")
             continue
         failing = ch.after_message if ch.after not in ("passed", "xpass") else ch.before_message
         said = f": {code(failing)}" if failing else ""
@@ -125,11 +125,12 @@ def to_markdown(c: Comparison) -> str:
     lines += _known_lines("New in B", c.known_new) + _known_lines("Gone in B", c.known_gone)
     lines += [f"### known_failures entries that match no test: +{len(c.unmatched_new)} "
               f"-{len(c.unmatched_gone)}", ""]
-    lines += [f"- new: {code(u)}" for u in c.unmatched_new]
-    lines += [f"- gone: {code(u)}" for u in c.unmatched_gone]
+    unmatched = [f"- new: {code(u)}" for u in c.unmatched_new]
+    unmatched += [f"- gone: {code(u)}" for u in c.unmatched_gone]
+    lines += [*unmatched, ""] if unmatched else []
     for title, only in (("Only in A", c.only_a), ("Only in B", c.only_b)):
         shown = [f"- {code(key)}" for key in only[:LISTED]]
         if len(only) > LISTED:
             shown.append(f"- ... {len(only) - LISTED} more (the JSON lists all)")
-        lines += ["", *_section(title, shown, len(only))[:-1]]
+        lines += _section(title, shown, len(only))
     return "\n".join(lines).rstrip() + "\n"

@@ -115,6 +115,8 @@ def test_the_markdown_says_the_same(nights: tuple[Path, Path]) -> None:
                for line in md)
     assert any("test_headroom_drifts` `headroom`: 0.2" in line and "-> 0.6" in line
                for line in md)
+    assert f"- `compare::{SUITE}::test_raises_otherwise` (failed): `ValueError: width # " \
+        "rejected` -> `TypeError: bfloat16 unsupported`" in md
     assert "### New in B (1)" in md and "### Gone in B (1)" in md
     assert "## Only in B (1)" in md
 
