@@ -200,3 +200,16 @@ def test_two_lanes_are_compared_with_a_warning(nights: tuple[Path, Path],
         f"harness: warning: {nights[0]} is a run of compare, {pinned[0]} of pinned: comparing "
         "two lanes"]
     assert "Two lanes are compared here" in done.stdout
+
+
+def test_a_repro_of_a_pinned_run_uses_its_pinned_environment(
+        pinned: tuple[Path, Path, Path]) -> None:
+    """matrix.json holds the pins, so repro builds (here: names) the run's own environment."""
+    plain, bumped, _ = pinned
+    python = json.loads((bumped / "manifest.json").read_text())["python"]
+    done = harness("repro", str(bumped), "--test", "test_first_passes", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert '+   "six==1.16.0"' in done.stdout  # the recorded matrix, against the current one
+    (command,) = [line for line in done.stdout.splitlines() if line.startswith("[record] ")]
+    assert f" {python} -m pytest " in command
+    assert python != json.loads((plain / "manifest.json").read_text())["python"]
