@@ -1,4 +1,5 @@
-"""``harness report nightly``: the coverage report from the history database."""
+"""``harness report nightly``: the coverage report from the history database;
+``harness report compare``: what changed between two run folders."""
 
 from __future__ import annotations
 
@@ -58,8 +59,49 @@ def _nightly(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from harness.reports.compare import compare_folders
+    from harness.reports.compare_render import to_json, to_markdown
+
+    if not 0 <= args.min_change < 1:
+        raise UsageError(f"--min-headroom-change {args.min_change:g}: expected a fraction in "
+                         "[0, 1), e.g. 0.1")
+    comparison = compare_folders(
+        Path(args.run_a), Path(args.run_b),
+        lambda line: print(f"harness: warning: {line}", file=sys.stderr),
+        min_change=args.min_change)
+    rendered = to_json(comparison) if args.format == "json" else to_markdown(comparison)
+    if args.out is None:
+        sys.stdout.write(rendered)
+        return 0
+    try:
+        Path(args.out).write_text(rendered, encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"--out {args.out}: cannot write ({error.strerror})") from None
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _add_compare(sub: Any) -> None:
+    compare = sub.add_parser(
+        "compare", help="what changed between two run folders of a lane",
+        description="The tests whose outcome, failure signature or headroom changed from "
+        "RUN_A to RUN_B, the known failures that came or went, the tests only one run has, "
+        "and the pins of each run's environment (docs/compare.md).")
+    compare.add_argument("run_a", metavar="RUN_A", help="the run before (a run folder)")
+    compare.add_argument("run_b", metavar="RUN_B", help="the run after (a run folder)")
+    compare.add_argument("--format", choices=("md", "json"), default="md",
+                         help="Markdown (default) or JSON")
+    compare.add_argument("--out", metavar="FILE", help="write it here (default: stdout)")
+    compare.add_argument("--min-headroom-change", dest="min_change", type=float, default=0.1,
+                         metavar="FRACTION",
+                         help="a headroom counts as changed when it moved by more than this "
+                         "fraction of the larger value (default 0.1)")
+    compare.set_defaults(func=_compare)
+
+
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("report", help="reports built from the history")
+    parser = subparsers.add_parser("report", help="reports from the history and run folders")
     sub = parser.add_subparsers(dest="report_command", metavar="KIND", required=True)
     nightly = sub.add_parser("nightly", help="coverage report: HTML, Markdown and JSON")
     nightly.add_argument(
@@ -86,3 +128,4 @@ def register(subparsers: Any) -> None:
         "(default: report.html beside report.md)",
     )
     nightly.set_defaults(func=_nightly)
+    _add_compare(sub)

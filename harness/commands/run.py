@@ -5,10 +5,16 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.errors import UsageError
 from harness.results import layout
+
+if TYPE_CHECKING:
+    from harness.matrix.model import Matrix
+    from harness.results.manifest import PinOverride
 
 _SHARD = re.compile(r"^(\d+)/(\d+)$")
 
@@ -79,7 +85,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _add_job_options(p: argparse.ArgumentParser) -> None:
-    """What a CI job narrows or relaxes: the change it tests, empty suites, foreign hosts."""
+    """What a CI job narrows or relaxes: the change it tests, empty suites, foreign hosts,
+    the engine release it tries."""
+    p.add_argument(
+        "--pin",
+        action="append",
+        default=[],
+        metavar="NAME==VERSION",
+        help="override the matrix's pin of NAME for this run (repeatable); the environment "
+        "is built once per pins and the manifest records the override",
+    )
     p.add_argument(
         "--changed-since",
         metavar="REF",
@@ -147,10 +162,9 @@ def run(args: argparse.Namespace) -> int:
         pytest_args=tuple(args.pytest_args),
     )
     root = project_root()
-    matrix = load_matrix(args.matrix, root=root)
+    matrix, pins = _pinned(load_matrix(args.matrix, root=root), args)
+    request = replace(request, pins=pins)
     if args.changed_since:
-        from dataclasses import replace
-
         from harness.run.narrow import narrow_request
 
         narrowed = narrow_request(request, root, matrix, args.changed_since)
@@ -161,6 +175,18 @@ def run(args: argparse.Namespace) -> int:
     # to read.
     return run_workflow(RunContext(request=request, root=root, matrix=matrix),
                         report=_report if args.report else None)
+
+
+def _pinned(matrix: Matrix, args: argparse.Namespace) -> tuple[Matrix, tuple[PinOverride, ...]]:
+    """The matrix with the --pin overrides in place (run/pins.py), and the overrides."""
+    if not args.pin:
+        return matrix, ()
+    if args.python != "matrix":
+        raise UsageError(f"--pin {args.pin[0]}: pins apply to the matrix's environment; "
+                         f"--python {args.python} installs nothing (drop one of them)")
+    from harness.run.pins import apply_pins
+
+    return apply_pins(matrix, args.pin, emulate=args.emulate)
 
 
 def _report(run_dir: Path) -> None:

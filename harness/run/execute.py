@@ -23,6 +23,7 @@ from harness.run.plan import select_suites
 from harness.run.progress import Progress, folder_estimates, history_estimates
 from harness.run.request import Prepared, RunContext, Started
 from harness.run.threads import ThreadPlan
+from harness.run.venvs import requirements_for
 
 # Suites that read the persistent tokenizer caches (and must find them warm).
 CACHE_SUITES = frozenset({"e2e"})
@@ -49,7 +50,20 @@ def begin_record(ctx: RunContext, *, threads: ThreadPlan, run_id: str) -> RunRec
         build=build_id(os.environ),
         changed_since=ctx.request.changed_since,
         started=now(),
+        requirements=environment_pins(ctx),
+        pins=list(ctx.request.pins),
     )
+
+
+def environment_pins(ctx: RunContext) -> list[str] | None:
+    """The pins the suites' environment is built from: the image's (the matrix's own) in a
+    container, the matrix's environment's (its emulation's under --emulate) here; None for
+    an interpreter the run did not build (--python current or a path)."""
+    if ctx.runner.in_container:
+        return list(ctx.matrix.python.requirements)
+    if ctx.request.python != "matrix":
+        return None
+    return list(requirements_for(ctx.matrix, emulate=ctx.request.emulate))
 
 
 def open_manifest(run_dir: Path, record: RunRecord,

@@ -18,10 +18,11 @@ from harness.platform.doctor import preflight, require_device, run_checks
 from harness.results import layout
 from harness.results.writefail import make_reserve
 from harness.roots import import_path
+from harness.run.pins import describe as describe_pins
 from harness.run.plan import PlanOptions, override_notes, plan_run, select_suites
 from harness.run.request import Prepared, RunContext
 from harness.run.threads import ThreadPlan, cpu_budget, plan_threads
-from harness.run.venvs import check_sources, interpreter
+from harness.run.venvs import check_pins, check_sources, interpreter
 from harness.runners.invocation import Invocation
 from harness.runners.suite_env import suite_env
 from harness.select import dump_lane
@@ -47,6 +48,8 @@ def print_config(ctx: RunContext) -> None:
         f"harness: runner {ctx.runner.kind}; seed {ctx.request.seed}"
         + (f"; shard {ctx.request.shard}" if ctx.request.shard else "")
     )
+    for line in describe_pins(ctx.request.pins):
+        print(f"harness: {line}")
 
 
 def preflight_step(ctx: RunContext) -> None:
@@ -78,6 +81,8 @@ def preflight_step(ctx: RunContext) -> None:
     preflight(checks)
     if ctx.request.python == "matrix" and not ctx.runner.in_container:
         check_sources(ctx.matrix, emulate=ctx.request.emulate)
+        check_pins(ctx.matrix, [p.requirement for p in ctx.request.pins],
+                   emulate=ctx.request.emulate)
 
 
 def plan_threads_step(ctx: RunContext) -> ThreadPlan:

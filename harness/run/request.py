@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.matrix.model import Matrix
+from harness.results.manifest import PinOverride
 from harness.results.manifest_write import ManifestWriter
 from harness.results.outcome import SuiteOutcome
 from harness.run.threads import ThreadPlan
@@ -51,6 +52,9 @@ class RunRequest:
     # (a harness.select.LaneSelection) when only part of the lane is affected.
     changed_since: str | None = None
     selection: LaneSelection | None = None
+    # harness run --pin: the matrix's pins this run overrides (already in the matrix the
+    # RunContext holds: run/pins.py apply_pins), recorded in the manifest.
+    pins: tuple[PinOverride, ...] = ()
 
 
 @dataclass(kw_only=True)

@@ -184,6 +184,30 @@ def check_sources(matrix: Matrix, *, emulate: bool) -> None:
             )
 
 
+def check_pins(matrix: Matrix, pins: Sequence[str], *, emulate: bool) -> None:
+    """Before an environment is built: every ``--pin`` of this run resolves with this pip's
+    configuration (the package, at that version, for this interpreter), or the run stops in
+    one line (exit 3, nothing built). A pin a ``python.sources`` entry covers is asked
+    about there, with where it comes from."""
+    target = venv_dir(cache_root(matrix), requirements_for(matrix, emulate=emulate),
+                      removals_for(matrix, emulate=emulate))
+    if (target / MARKER).is_file():
+        return
+    sourced = {s.requirement for s in matrix.python.sources}
+    for pin in pins:
+        if pin in sourced:
+            continue
+        done = run_captured([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps",
+                             "--ignore-installed", "--quiet", "--disable-pip-version-check",
+                             pin], timeout_s=600)
+        if done.returncode != 0:
+            said = [line.strip() for line in (done.stderr or done.stdout).splitlines()
+                    if line.startswith("ERROR")]
+            why = said[0].removeprefix("ERROR: ") if said else f"pip exit {done.returncode}"
+            raise InfraError(f"--pin {pin}: pip cannot resolve it here ({why}); "
+                             "nothing was built")
+
+
 def _touch(path: Path) -> None:
     with contextlib.suppress(OSError):  # a read-only cache still runs
         path.touch()

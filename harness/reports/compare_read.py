@@ -1,0 +1,156 @@
+"""One run folder as ``harness report compare`` reads it: its record and each test case's
+outcome, failure signature and headroom.
+
+A run folder may be a CI artifact anyone could have edited: only its manifest (through the
+checked reader, one line naming the bad field) and the JUnit files and sidecars under its
+own ``junit/`` folder are read, nothing that resolves outside the folder (a symlink out is
+a warning line and left out), nothing in it is run, and its text is escaped where it is
+shown (compare_render.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.errors import UsageError
+from harness.results import layout
+from harness.results.junit_read import JunitReader
+from harness.results.manifest import RunRecord
+
+Warn = Callable[[str], None]
+KNOWN = ("xfail", "xpass")  # the outcomes a known failure gives a test
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+_WHERE = re.compile(r"^\S.*:\d+: \S+$")  # pytest's last line: path:line: ExceptionType
+_SIGNATURE_LIMIT = 300
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaseResult:
+    """One test of a run: its outcome (``junit_read.STATUSES``), the one-line message, the
+    failure signature (empty for a pass), and every headroom it recorded."""
+
+    suite: str
+    nodeid: str
+    status: str
+    message: str
+    signature: str = ""
+    headroom: dict[str, float] = field(default_factory=dict)
+    known: bool = False  # a known failure applied (xfail, xpass, or the entry's skip)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunFolder:
+    path: Path
+    record: RunRecord
+    cases: dict[str, CaseResult]  # by "<suite>::<node id>"
+
+
+def mask(text: str) -> str:
+    """A message with its numbers and addresses masked: the same failure with other values
+    (a larger error, another shape) has the same signature; the values are the headroom's."""
+    return _NUMBER.sub("#", _ADDRESS.sub("0x#", text))[:_SIGNATURE_LIMIT]
+
+
+def raised(details: str) -> str:
+    """The exception line of a report's tail (``E   Type: message`` before pytest's closing
+    ``path:line: Type``); '' where the tail shows none."""
+    lines = details.splitlines()
+    end = next((i for i in range(len(lines) - 1, -1, -1) if _WHERE.match(lines[i])), len(lines))
+    first = ""
+    for line in reversed(lines[:end]):
+        if line.startswith("E "):
+            first = line[1:].strip()
+        elif first:
+            break  # the block's first line: the exception's own
+    return first
+
+
+def signature(status: str, message: str, details: str = "") -> str:
+    """What identifies a failure across runs: the exception and its first line (an xfail's
+    from the report's tail, its message being the known failure's reason), a skip's reason;
+    numbers masked. Empty for a test that passed."""
+    if status in ("passed", "xpass"):
+        return ""
+    text = (raised(details) or message) if status == "xfail" else message
+    stripped = text.strip()
+    return mask(stripped.splitlines()[0]) if stripped else status
+
+
+def _headroom(properties: dict[str, str]) -> dict[str, float]:
+    """``headroom`` and every ``*.headroom`` (the fusion suite's per output) as numbers."""
+    found = {}
+    for key, value in properties.items():
+        if key == "headroom" or key.endswith(".headroom"):
+            try:
+                found[key] = float(value)
+            except ValueError:
+                continue
+    return found
+
+
+def _inside(path: Path, folder: Path, warn: Warn) -> bool:
+    if path.resolve().is_relative_to(folder.resolve()):
+        return True
+    warn(f"{path}: resolves outside its run folder; left out")
+    return False
+
+
+def _details(partial: Path, wanted: set[str]) -> dict[str, str]:
+    """The report tails of ``wanted`` node ids from a sidecar, read line by line."""
+    found: dict[str, str] = {}
+    if not wanted or not partial.is_file():
+        return found
+    with partial.open(encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict) and record.get("nodeid") in wanted:
+                details = record.get("details")
+                if isinstance(details, str) and details:
+                    found[record["nodeid"]] = details
+    return found
+
+
+def _suite_cases(junit: Path, warn: Warn) -> Iterator[CaseResult]:
+    merged = junit.name == layout.MERGED  # a folder with no suite files: its testsuites
+    suite, _ = layout.suite_of(junit)
+    read = list(JunitReader(junit, warn))
+    xfails = {c.nodeid for c in read if c.status == "xfail"}
+    partial = layout.partial_for(junit)
+    details = _details(partial, xfails) if partial.is_file() and _inside(
+        partial, junit.parent, warn) else {}
+    for case in read:
+        props = case.properties
+        yield CaseResult(
+            suite=case.suite if merged else suite, nodeid=case.nodeid, status=case.status,
+            message=case.message.strip().splitlines()[0] if case.message.strip() else "",
+            signature=signature(case.status, case.message, details.get(case.nodeid, "")),
+            headroom=_headroom(props),
+            known=case.status in KNOWN or bool(props.get("known_failure")),
+        )
+
+
+def read_run(path: Path, warn: Warn) -> RunFolder:
+    """A run folder's record and cases; not a run folder is a UsageError (exit 2), a bad
+    manifest a ConfigError naming the file and field (exit 2)."""
+    if not path.is_dir():
+        raise UsageError(f"{path}: no such run folder")
+    if not (path / layout.MANIFEST).is_file():
+        raise UsageError(f"{path}: not a run folder (no {layout.MANIFEST})")
+    if not _inside(path / layout.MANIFEST, path, lambda _line: None):
+        raise UsageError(f"{path}: its {layout.MANIFEST} resolves outside the folder; refused")
+    record = RunRecord.read(path)
+    cases: dict[str, CaseResult] = {}
+    for junit in layout.junit_files(path):
+        if not _inside(junit, path, warn):
+            continue
+        for case in _suite_cases(junit, warn):
+            cases[f"{case.suite}::{case.nodeid}"] = case
+    return RunFolder(path=path, record=record, cases=cases)
