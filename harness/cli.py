@@ -25,6 +25,7 @@ COMMANDS: tuple[str, ...] = (
     "ci",
     "image",
     "repro",
+    "bisect",
     "kernels",
     "select",
     "doctor",

@@ -46,6 +46,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="run only this suite (repeatable; default: the matrix's suites)",
     )
     p.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest -k expression")
+    p.add_argument("--test", action="append", default=[], metavar="ID",
+                   help="run only this test: a node id (path::name[params], relative to its "
+                   "suite's rootdir), in the matrix suite whose path holds it; repeatable")
     p.add_argument(
         "--emulate",
         action="store_true",
@@ -164,6 +167,9 @@ def run(args: argparse.Namespace) -> int:
     root = project_root()
     matrix, pins = _pinned(load_matrix(args.matrix, root=root), args)
     request = replace(request, pins=pins)
+    if args.test:
+        tests = _tests(matrix, root, args.test)
+        request = replace(request, tests=tests, suites=tuple(tests))
     if args.changed_since:
         from harness.run.narrow import narrow_request
 
@@ -187,6 +193,20 @@ def _pinned(matrix: Matrix, args: argparse.Namespace) -> tuple[Matrix, tuple[Pin
     from harness.run.pins import apply_pins
 
     return apply_pins(matrix, args.pin, emulate=args.emulate)
+
+
+def _tests(matrix: Matrix, root: Path, wanted: list[str]) -> dict[str, tuple[str, ...]]:
+    """--test node ids by the suite that holds each (a UsageError for one that is in no
+    suite of the matrix, or not in this checkout)."""
+    from harness.repro.pick import pick_tests
+    from harness.run.plan import suite_place
+
+    for value in wanted:
+        if "::" not in value:
+            raise UsageError(f"--test {value}: expected a node id (path::name[params])")
+    paths = {name: s.path for name, s in matrix.suites.items() if not s.not_applicable}
+    rootdirs = {name: suite_place(s, root).rootdir for name, s in matrix.suites.items()}
+    return pick_tests(wanted, [], paths, root, rootdirs)
 
 
 def _report(run_dir: Path) -> None:

@@ -54,10 +54,13 @@ ALLOWED: dict[str, frozenset[str]] = {
     "run": frozenset({"filelock", "history", "matrix", "platform", "process", "results",
                       "roots", "runners", "select", "shard"}),
     "repro": frozenset({"matrix", "platform", "results", "run"}),
+    # reports: a step's run folder read as `harness report compare` reads one;
+    # process: each step is a `harness run` subprocess, the commits come from git
+    "bisect": frozenset({"process", "reports"}),
     # process: checkout hygiene runs git
     "ci": frozenset({"matrix", "process", "results", "select", "shard"}),
     # the subcommands wire the rooms together; nothing imports them but the CLI
-    "commands": frozenset({"ci", "history", "matrix", "platform", "process", "reports",
+    "commands": frozenset({"bisect", "ci", "history", "matrix", "platform", "process", "reports",
                            "repro", "results", "roots", "run", "runners", "select", "shard"}),
     # (cli loads commands/ by name, cli.COMMANDS, so no import names it)
     "cli": frozenset({"results"}),

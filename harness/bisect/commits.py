@@ -1,0 +1,96 @@
+"""``--commits GOOD..BAD``: a binary search over an engine checkout's commits, as ``git
+bisect run`` walks them: each probed commit checked out in a detached worktree of its own
+(the checkout itself is never moved, and must be clean), its code imported from there."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.bisect.verdict import Step, Verdict
+from harness.errors import UsageError
+from harness.process.run import run_captured
+
+Probe = Callable[[str, Path], Step]  # (commit, its worktree) -> the step's verdict
+
+
+def git(repo: Path, *args: str) -> str:
+    try:
+        done = run_captured(["git", "-C", str(repo), *args], timeout_s=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UsageError(f"--commits: git {args[0]} in {repo}: {exc}") from None
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or ["failed"])[-1]
+        raise UsageError(f"--commits: git {' '.join(args)} in {repo}: {why}")
+    return done.stdout
+
+
+def commits_between(repo: Path, span: str) -> tuple[str, list[str]]:
+    """GOOD and the commits after it up to BAD, oldest first (BAD last); a dirty tree,
+    an unknown ref or an empty range is a UsageError."""
+    good, sep, bad = span.partition("..")
+    if not sep or not good or not bad:
+        raise UsageError(f"--commits {span}: expected GOOD..BAD")
+    if not (repo / ".git").exists():
+        raise UsageError(f"--repo {repo}: not a git checkout")
+    dirty = git(repo, "status", "--porcelain", "--untracked-files=no").strip()
+    if dirty:
+        first = dirty.splitlines()[0].strip()
+        raise UsageError(f"--repo {repo}: the tree has uncommitted changes ({first}, ...); "
+                         "commit or stash them: each commit is judged as committed")
+    good_sha = git(repo, "rev-parse", "--verify", f"{good}^{{commit}}").strip()
+    bad_sha = git(repo, "rev-parse", "--verify", f"{bad}^{{commit}}").strip()
+    between = git(repo, "rev-list", "--ancestry-path", "--reverse", f"{good_sha}..{bad_sha}")
+    shas = between.split()
+    if not shas:
+        raise UsageError(f"--commits {span}: {bad} does not descend from {good}")
+    return good_sha, shas
+
+
+def label(repo: Path, sha: str) -> str:
+    return git(repo, "log", "-1", "--format=%h %s", sha).strip()[:60]
+
+
+def at_commit(repo: Path, sha: str, work: Path, probe: Probe) -> Step:
+    """Probe one commit in a detached worktree, removed afterwards."""
+    tree = work / f"tree-{sha[:12]}"
+    git(repo, "worktree", "add", "--detach", "--force", str(tree), sha)
+    try:
+        return probe(sha, tree)
+    finally:
+        git(repo, "worktree", "remove", "--force", str(tree))
+        shutil.rmtree(tree, ignore_errors=True)
+
+
+def search(repo: Path, good: str, shas: list[str], work: Path,
+           probe: Probe, say: Callable[[Step], None]) -> tuple[list[Step], str | None]:
+    """Check both ends, then halve: the steps probed (in the order run) and the first bad
+    commit, or None when the ends do not hold (GOOD bad, BAD good) or no step decided."""
+    steps: list[Step] = []
+
+    def judge(sha: str) -> Step:
+        step = at_commit(repo, sha, work, probe)
+        steps.append(step)
+        say(step)
+        return step
+
+    if judge(good).verdict is not Verdict.GOOD or judge(shas[-1]).verdict is not Verdict.BAD:
+        return steps, None
+    low, high = -1, len(shas) - 1  # shas[low] good (-1: GOOD itself), shas[high] bad
+    skipped: set[int] = set()
+    while high - low > 1:
+        mid = (low + high) // 2
+        while mid in skipped and mid < high - 1:
+            mid += 1
+        if mid in skipped:
+            break
+        verdict = judge(shas[mid]).verdict
+        if verdict is Verdict.GOOD:
+            low = mid
+        elif verdict is Verdict.BAD:
+            high = mid
+        else:
+            skipped.add(mid)  # as git bisect skip: judged neither way
+    return steps, shas[high]

