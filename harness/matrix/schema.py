@@ -47,7 +47,7 @@ OPS = (
 )
 # Tolerance layers that are not single ops: e2e_logits for a whole model's logits.
 TOL_OPS = (*OPS, "e2e_logits")
-PROVIDERS = ("native", "torch", "inductor", "triton", "zentorch", "vllm")
+KERNEL_PROVIDERS = ("native", "torch", "inductor", "triton", "zentorch", "vllm")
 PROBES = ("nvidia-smi", "amd-smi", "xpu-smi", "lscpu", "s390x", "none")
 ACTIONS = ("xfail", "skip", "quarantine")
 # The CPU flags a run records of its host (manifest host.cpu_flags) and a known failure's
@@ -246,7 +246,7 @@ MATRIX = Obj(
         ),
         "kernels": Dict(
             keys=Str(enum=OPS, what="op"),
-            value=Seq(item=Str(enum=PROVIDERS, what="kernel provider")),
+            value=Seq(item=Str(enum=KERNEL_PROVIDERS, what="kernel provider")),
             doc="op -> provider priority (first = primary)",
         ),
         "tolerances": Obj(
