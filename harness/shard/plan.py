@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import UsageError
+from harness.shard.estimate import module_of
 
 # A sibling needs this many tests in common before its speed ratio is trusted.
 MIN_COMMON = 3
@@ -64,11 +65,6 @@ def parse_shard(spec: str) -> tuple[int, int]:
     if not sep or n < 1 or not 1 <= i <= n:
         raise UsageError(f"--shard {spec!r}: expected i/N with 1 <= i <= N, e.g. 2/4")
     return i, n
-
-
-def module_of(test_id: str) -> str:
-    """The file (or JUnit classname) part of a test id."""
-    return test_id.split("::", 1)[0]
 
 
 def _usable(value: float) -> bool:
