@@ -91,7 +91,7 @@ def signature_of(cause: CauseRecord, *, gpu: bool) -> str | None:
     return _BY_CAUSE.get(cause.cause)
 
 
-def classify(
+def guess_signature(
     *,
     kind: str | None = None,
     status: str | None = None,

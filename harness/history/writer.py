@@ -47,7 +47,7 @@ def _run_row(record: RunRecord, source: str, matrix_json: str | None) -> tuple[o
         signature = (
             (infra.signature_of(failure.cause, gpu=record.on_gpu) or failure.kind)
             if failure.cause
-            else infra.classify(kind=failure.kind, message=failure.message)
+            else infra.guess_signature(kind=failure.kind, message=failure.message)
         )
     fingerprint = record.device_fingerprint
     return (
@@ -117,7 +117,7 @@ class Writer:
         signature = (
             infra.signature_of(outcome.cause, gpu=gpu)
             if outcome is not None and outcome.cause
-            else infra.classify(status=status, exit_code=code, message=reason)
+            else infra.guess_signature(status=status, exit_code=code, message=reason)
         )
         cursor = self.db.execute(
             "INSERT INTO suites (run, name, status, exit_code, duration, reason,"

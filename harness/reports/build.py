@@ -21,7 +21,7 @@ from harness.reports.model import (
     Change,
     HeadroomRow,
     KnownFailureRow,
-    Lane,
+    LaneSummary,
     Report,
     Streak,
     Tonight,
@@ -155,7 +155,7 @@ def _kernel_library(fingerprint: str | None) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _report_lanes(runs: Runs, lanes: list[str]) -> list[Lane]:
+def _report_lanes(runs: Runs, lanes: list[str]) -> list[LaneSummary]:
     out = []
     for lane in lanes:
         rid = runs.latest(lane)
@@ -166,7 +166,7 @@ def _report_lanes(runs: Runs, lanes: list[str]) -> list[Lane]:
                 skipped = row.infra_message or "skipped"
             library = _kernel_library(row.fingerprint)
         out.append(
-            Lane(
+            LaneSummary(
                 lane,
                 row.matrix if row else lane,
                 len(runs.by_lane.get(lane, [])),

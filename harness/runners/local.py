@@ -1,5 +1,5 @@
 """Run a plan's invocations as local subprocesses, one suite after another, and turn how
-each process ended plus what it wrote into its outcome (``classify``, every runner's)."""
+each process ended plus what it wrote into its outcome (``outcome_of``, every runner's)."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ _STOPPED = {
 }
 
 
-def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
+def outcome_of(inv: Invocation, result: ProcResult) -> SuiteOutcome:
     """Turn how the process ended plus what it wrote into an outcome. JUnit is the truth."""
     # a test may have printed a secret's value (or named a test after one)
     for written in (inv.junit, inv.partial, progress_for_partial(inv.partial)):
@@ -197,7 +197,7 @@ class LocalRunner(Runner):
             cwd=inv.cwd,
             echo=self.echo,
         )
-        return classify(inv, result)
+        return outcome_of(inv, result)
 
     def command_line(self, inv: Invocation, run_dir: Path, env: Mapping[str, str]) -> str:
         shown = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(masked(dict(inv.env)).items()))

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from harness.ci.pipeline import CiTarget, fill, load_template
+from harness.ci.providers import CI_PROVIDERS
 from harness.ci.targets import SETUP_MARGIN_MINUTES, suite_minutes, targets_from_matrices
 from harness.cli import main
 from harness.errors import ConfigError
@@ -108,7 +109,8 @@ def test_buildkite_pull_request_selects_at_run_time(capsys: pytest.CaptureFixtur
 
 def test_buildkite_change_that_affects_no_lane_is_never_an_empty_pipeline(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from harness.ci.pipeline import Kind, generate
+    from harness.ci.pipeline import Kind
+    from harness.ci.providers import generate
 
     text = generate([], "buildkite", ROOT / "ci/templates/buildkite.yml", kind=Kind.CHANGED)
     steps = yaml.safe_load(text)["steps"]
@@ -215,7 +217,7 @@ def test_bad_template_is_one_line(tmp_path: Path, text: str, message: str) -> No
     path = tmp_path / "t.yml"
     path.write_text(text)
     with pytest.raises(ConfigError, match=message):
-        load_template(path, "buildkite")
+        load_template(path, CI_PROVIDERS["buildkite"].TEMPLATE_PARTS)
 
 
 def test_github_entries_carry_what_each_job_needs() -> None:
