@@ -75,7 +75,7 @@ COMMANDS = {
                   "there is no change to select by"),
     ("shallow", "no merge base with HEAD in this shallow clone ({root}): fetch the history "
                 "back to it (git fetch --unshallow; actions/checkout: fetch-depth: 0)"),
-])
+], ids=["unrelated", "shallow"])
 def test_no_merge_base_is_refused_in_one_line(request: pytest.FixtureRequest,
                                               capsys: pytest.CaptureFixture[str],
                                               monkeypatch: pytest.MonkeyPatch,
