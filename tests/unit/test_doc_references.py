@@ -1,6 +1,6 @@
 """The docs point only at files in the repository: every relative Markdown link of a tracked
 ``.md`` file resolves, and every document named in capitals anywhere in the tracked text
-(``DESIGN.md``, ``PLATFORMS.md``: the kind a reader goes looking for) is a tracked file."""
+(a design or platform notes file, the kind a reader goes looking for) is a tracked file."""
 
 from __future__ import annotations
 
