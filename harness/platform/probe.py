@@ -150,6 +150,12 @@ class ProbeFailed(InfraError):
     """No command of the probe answered (unlike a fingerprint that contradicts the matrix)."""
 
 
+class ProbeRefused(InfraError):
+    """The probe answered and this host is not the matrix's: an expectation it does not
+    meet (what ``harness run --skip-unavailable`` records as skipped; a probe that could
+    not run or be read is an infrastructure failure, never this)."""
+
+
 # Runs one probe command where the probe runs (here, or in the container): its exit code
 # (0 when it answered) and its output, or why it could not run.
 CommandRunner = Callable[[list[str]], tuple[int, str]]
@@ -174,31 +180,33 @@ def probe(kind: str, expect: Mapping[str, Any], run: CommandRunner) -> DeviceFin
 
 
 def check(kind: str, expect: Mapping[str, Any], fingerprint: Mapping[str, Any]) -> None:
-    """Raise InfraError naming the first expectation the fingerprint does not meet."""
+    """Raise ProbeRefused naming the first expectation the fingerprint does not meet."""
     count = int(fingerprint.get("device_count", 0))
     want = expect.get("min_devices")
     if want is not None and count < int(want):
         what = probe_kind(kind).device
         found = "none" if count == 0 else str(count)
-        raise InfraError(f"probe: expected {want} {what}{'s' if int(want) > 1 else ''}, "
-                         f"found {found}")
+        raise ProbeRefused(f"probe: expected {want} {what}{'s' if int(want) > 1 else ''}, "
+                           f"found {found}")
     arch = expect.get("arch")
     found_arch = [a for a in fingerprint.get("arch", []) if a]
     if arch and arch not in found_arch:
-        raise InfraError(f"probe: expected arch {arch}, found {', '.join(found_arch) or 'none'}")
+        raise ProbeRefused(f"probe: expected arch {arch}, "
+                           f"found {', '.join(found_arch) or 'none'}")
     cap = expect.get("compute_cap")
     if cap:
         caps = {d.get("compute_cap") for d in fingerprint.get("devices", [])}
         if cap not in caps:
             found = ", ".join(sorted(str(c) for c in caps if c)) or "none"
-            raise InfraError(f"probe: expected compute capability {cap}, found {found}")
+            raise ProbeRefused(f"probe: expected compute capability {cap}, found {found}")
     vendor = expect.get("vendor")
     if vendor and vendor != fingerprint.get("vendor"):
-        raise InfraError(f"probe: expected CPU vendor {vendor}, "
-                         f"found {fingerprint.get('vendor') or 'none'}")
+        raise ProbeRefused(f"probe: expected CPU vendor {vendor}, "
+                           f"found {fingerprint.get('vendor') or 'none'}")
     missing = [f for f in expect.get("cpu_flags", []) if f not in fingerprint.get("flags", [])]
     if missing:
-        raise InfraError(f"probe: expected CPU flags {', '.join(missing)}, not reported")
+        raise ProbeRefused(f"probe: expected CPU flags {', '.join(missing)}, not reported")
     order = expect.get("byteorder")
     if order and fingerprint.get("byteorder") and order != fingerprint["byteorder"]:
-        raise InfraError(f"probe: expected byte order {order}, found {fingerprint['byteorder']}")
+        raise ProbeRefused(f"probe: expected byte order {order}, "
+                           f"found {fingerprint['byteorder']}")

@@ -35,7 +35,7 @@ from harness.runners.runner import Runner
 
 
 def describe_exit(code: int | None) -> str:
-    """Name what an exit code means in the field (PLATFORMS.md, failure signatures)."""
+    """Name what an exit code means (a signal by its name): the words of a suite's failure."""
     if code is None:
         return "no exit code"
     if code < 0:
