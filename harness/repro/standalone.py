@@ -23,6 +23,7 @@ from harness.matrix.model import Matrix
 from harness.process.run import run_captured
 from harness.repro.standalone_ops import OPS
 from harness.repro.standalone_render import Script, render
+from harness.repro.standalone_shrink import Shrunk, minimize, same_failure
 
 PARITY = "suites/kernel_parity/test_parity.py::test_parity["
 DUMP_TIMEOUT_S = 300.0
@@ -171,3 +172,24 @@ def write(script: Script, out: Path) -> None:
         out.chmod(0o755)
     except OSError as error:
         raise UsageError(f"--standalone: cannot write {out}: {error.strerror}") from error
+
+
+def shrink_script(setup: Setup, case: CaseId, script: Script, answer: dict[str, Any], *,
+                  budget_s: float, say: Any = print) -> tuple[Script, Shrunk]:
+    """The script of the smallest case that still fails as ``script`` does."""
+
+    def fails(sizes: dict[str, int]) -> bool:
+        seen = observe(setup, script_for(setup, case, dump(setup, case, sizes), script.expected))
+        same = same_failure(script.expected, seen)
+        shown = ", ".join(f"{k} {v}" for k, v in sizes.items())
+        say(f"minimize: {shown}: {describe_signature(seen)}"
+            + ("" if same else " (not the finding)"))
+        return same
+
+    result = minimize(answer["sizes"], answer["steps"], fails, budget_s=budget_s)
+    final = dump(setup, case, result.sizes)
+    seen = observe(setup, script_for(setup, case, final, script.expected))
+    if not same_failure(script.expected, seen):  # a flaky trial: keep the case as built
+        return script, Shrunk(result.start, result.start, result.trials,
+                              "the shrunk case no longer fails the same way")
+    return script_for(setup, case, final, seen, shrunk=result.summary()), result
