@@ -28,6 +28,8 @@ AXES: dict[str, tuple[tuple[int, int, str], ...]] = {
     "linear": ((0, 0, "rows"), (0, -1, "k"), (1, 0, "n"), (1, 1, "k"), (2, 0, "n")),
     "int8_scaled_gemm": ((0, 0, "rows"), (0, -1, "k"), (1, 0, "rows"), (2, 0, "n"),
                          (2, 1, "k"), (3, 0, "n"), (4, 0, "n")),
+    "fused_moe": ((0, 0, "rows"), (1, 0, "rows"), (1, -1, "experts"), (2, 0, "experts"),
+                  (3, 0, "experts")),
 }
 STEP = {"width": 8, "width2": 16}
 

@@ -15,6 +15,55 @@ def _rms(xf, weight, eps):
     return xf * torch.rsqrt(variance + eps) * weight.float()
 '''
 
+MOE = '''
+def route(router_logits, top_k, renormalize):
+    probs = router_logits.float().softmax(dim=-1)
+    weights, ids = probs.topk(top_k, dim=-1)
+    if renormalize:
+        weights = weights / weights.sum(dim=-1, keepdim=True)
+    return weights, ids
+
+
+def reference(x, router_logits, w13, w2, top_k, renormalize):
+    weights, ids = route(router_logits, top_k, renormalize)
+    xf = x.float()
+    out = torch.zeros_like(xf)
+    inter = w2.shape[2]
+    for expert in range(w13.shape[0]):
+        tokens, slot = (ids == expert).nonzero(as_tuple=True)
+        if tokens.numel() == 0:
+            continue
+        hidden = xf[tokens] @ w13[expert].float().t()
+        act = torch.nn.functional.silu(hidden[:, :inter]) * hidden[:, inter:]
+        out.index_add_(0, tokens, (act @ w2[expert].float().t()) * weights[tokens, slot, None])
+    return (out.to(x.dtype),)
+
+
+# --- engine call: vLLM's CPU MoE layer: routing in fp32, the intermediate size padded to 32,
+# prepack_moe_weight + cpu_fused_moe ---
+def engine_call(x, router_logits, w13, w2, top_k, renormalize):
+    pad = torch.nn.functional.pad
+    amx = torch.cpu._is_amx_tile_supported() and x.dtype == torch.bfloat16
+    isa = "amx" if amx else "vec"
+    weights, ids = route(router_logits, top_k, renormalize)
+    inter = w2.shape[2]
+    padded = -(-inter // 32) * 32
+    if padded != inter:
+        grow = (0, 0, 0, padded - inter)
+        w13 = torch.cat((pad(w13[:, :inter], grow), pad(w13[:, inter:], grow)), dim=1)
+        w2 = pad(w2, (0, padded - inter))
+    w13, w2 = w13.contiguous(), w2.contiguous()
+    packed13, packed2 = torch.empty_like(w13), torch.empty_like(w2)
+    torch.ops._C.prepack_moe_weight(w13, packed13, isa)
+    torch.ops._C.prepack_moe_weight(w2, packed2, isa)
+    out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    torch.ops._C.cpu_fused_moe(out, x.contiguous(), packed13, packed2, None, None,
+                               weights.contiguous(), ids.to(torch.int32).contiguous(), False,
+                               "silu", isa)
+    return (out,)
+# --- end of engine call ---
+'''
+
 OPS: dict[str, str] = {
     "rms_norm": RMS + '''
 
@@ -125,4 +174,5 @@ def engine_call(a, a_scales, w, w_scales, bias, out_dtype):
     return (out,)
 # --- end of engine call ---
 ''',
+    "fused_moe": MOE,
 }

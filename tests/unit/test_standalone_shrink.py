@@ -23,7 +23,7 @@ def test_a_case_id_names_op_case_dtype() -> None:
 
 @pytest.mark.parametrize("test_id, says", [
     ("tests/test_x.py::test_y", "not a kernel_parity case"),
-    (ID.format("fused_moe-top1-float32-vllm-cpu"), "no standalone template"),
+    (ID.format("attention_prefill-qkv-strided-float32-vllm-cpu"), "no standalone template"),
     (ID.format("rms_norm-x-strided-float32-native-cpu"), "only the vllm provider"),
 ])
 def test_a_case_without_a_template_is_one_line(test_id: str, says: str) -> None:
