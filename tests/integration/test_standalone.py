@@ -14,6 +14,7 @@ from runs import Runs
 
 from harness.matrix import load_matrix
 
+pytestmark = pytest.mark.timeout(900)  # the environment may be built first; 2 busy cores
 ROOT = Path(__file__).resolve().parents[2]
 ID = "suites/kernel_parity/test_parity.py::test_parity[{}-vllm-cpu]"
 # what torch 2.13.0 imports at start-up beside itself (torchgen ships in its wheel)
@@ -102,6 +103,7 @@ def test_a_finding_as_a_standalone_script(kind: str, bare_python: Path, tmp_path
     assert "passes: headroom" in gone.stdout
 
 
+@pytest.mark.timeout(1500)  # about nine trials, each a case built and a script run
 def test_minimize_shrinks_strided_rms_norm(bare_python: Path, tmp_path: Path) -> None:
     script = tmp_path / "small.py"
     made = make(tmp_path, "--matrix", "vllm-cpu", "--test", ID.format("rms_norm-x-strided-float32"),
