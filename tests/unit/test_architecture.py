@@ -54,7 +54,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     # history: the database's path, and its read API for progress estimates
     "run": frozenset({"filelock", "history", "matrix", "platform", "process", "results",
                       "roots", "runners", "select", "shard"}),
-    "repro": frozenset({"matrix", "platform", "results", "run"}),
+    "repro": frozenset({"matrix", "platform", "process", "results", "run"}),
     # reports: a step's run folder read as `harness report compare` reads one;
     # process: each step is a `harness run` subprocess, the commits come from git
     "bisect": frozenset({"process", "reports"}),
