@@ -35,6 +35,29 @@ class CauseRecord:
     exit_code: int | None = None
 
 
+# The property a case the harness writes (a test a stopped suite was running, the suite's
+# own error case) carries in the sidecar: its cause, so the history need not guess it
+# from the message (a SIGABRT on a CPU is no GPU hang).
+CAUSE_PROPERTY = "harness.cause"
+
+
+def as_property(record: CauseRecord) -> str:
+    """``signal:SIGABRT``, ``timeout``: a cause as one property value."""
+    return f"{record.cause.value}:{record.signal}" if record.signal else record.cause.value
+
+
+def from_property(value: str | None) -> CauseRecord | None:
+    """The cause a case's property records (None for none, or one this version does not
+    know)."""
+    if not value:
+        return None
+    name, _, sig = value.partition(":")
+    try:
+        return CauseRecord(cause=Cause(name), signal=sig or None)
+    except ValueError:
+        return None
+
+
 def signal_name(exit_code: int | None) -> str | None:
     """The signal a process died of: a negative code (Popen), or 134 / 137 / 139."""
     if exit_code is None:
