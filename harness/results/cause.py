@@ -142,6 +142,17 @@ def signal_name(exit_code: int | None) -> str | None:
     return _CRASH_CODES.get(exit_code)
 
 
+def exit_signal(exit_code: int | None) -> str | None:
+    """The signal an exit code names by either convention: negative (Popen) or a shell's
+    128 + N (any N, where :func:`signal_name` knows only the crash codes)."""
+    if exit_code is not None and exit_code > 128:
+        try:
+            return signal.Signals(exit_code - 128).name
+        except ValueError:
+            return None
+    return signal_name(exit_code)
+
+
 def cause_of_exit(
     exit_code: int | None,
     *,

@@ -8,7 +8,7 @@ from pathlib import Path
 from harness.errors import InfraError, Interrupted, TestProcessCrashed, TestsFailed
 from harness.process import cancel
 from harness.results import layout
-from harness.results.cause import Cause, CauseRecord, meaning_of, signal_name
+from harness.results.cause import Cause, CauseRecord, exit_signal, meaning_of
 from harness.results.facts import DeviceFingerprint
 from harness.results.junit_read import suite_properties
 from harness.results.manifest import InfraFailure
@@ -76,7 +76,7 @@ def crashed_itself(outcome: SuiteOutcome) -> bool:
     if outcome.status is not Status.CRASHED:
         return False
     cause = outcome.cause
-    if cause is None and (name := signal_name(outcome.exit_code)):
+    if cause is None and (name := exit_signal(outcome.exit_code)):
         cause = CauseRecord(cause=Cause.SIGNAL, signal=name, exit_code=outcome.exit_code)
     return cause is not None and cause.cause is Cause.SIGNAL and meaning_of(cause).finding
 

@@ -72,7 +72,8 @@ def test_a_container_killed_from_outside_is_no_finding_whatever_its_code() -> No
 
 
 def test_an_outcome_read_without_a_cause_is_judged_by_its_exit_code() -> None:
-    for code, finding in ((-6, True), (134, True), (-11, True), (137, False), (-9, False)):
+    for code, finding in ((-6, True), (134, True), (135, True), (-11, True), (137, False),
+                          (-9, False), (143, False)):
         outcome = SuiteOutcome(suite="s", status=Status.CRASHED, exit_code=code,
                                duration_s=0.0)
         assert crashed_itself(outcome) is finding, code
