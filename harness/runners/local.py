@@ -81,10 +81,10 @@ def outcome_of(inv: Invocation, result: ProcResult) -> SuiteOutcome:
             stopped = _STOPPED.get(status, "stopped")
             if inv.junit.is_file():
                 running = append_error_case(inv.junit, inv.suite, cause, result.tail,
-                                            inv.partial, stopped)
+                                            inv.partial, stopped, ended)
             else:
                 running = write_salvaged_junit(inv.junit, inv.suite, inv.partial, cause,
-                                               result.tail, stopped, result.duration_s)
+                                               result.tail, stopped, result.duration_s, ended)
             if running:  # the test that hung or crashed, by name
                 cause = f"{cause} in {', '.join(running)}"
     except OSError as error:  # what pytest wrote stays as it was
