@@ -11,7 +11,7 @@ from pathlib import Path
 from harness.errors import HarnessError
 from harness.reports.compare_read import read_run
 
-# The outcomes a test gets (results/junit_read.py STATUSES) by what they say of the finding.
+# The outcomes a test gets (results/outcome.py STATUSES) by what they say of the finding.
 _BAD = frozenset({"failed", "error", "xfail"})
 _GOOD = frozenset({"passed", "xpass"})
 

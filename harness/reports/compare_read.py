@@ -31,7 +31,7 @@ _SIGNATURE_LIMIT = 300
 
 @dataclass(frozen=True, kw_only=True)
 class CaseResult:
-    """One test of a run: its outcome (``junit_read.STATUSES``), the one-line message, the
+    """One test of a run: its outcome (``outcome.STATUSES``), the one-line message, the
     failure signature (empty for a pass), and every headroom it recorded."""
 
     suite: str

@@ -23,6 +23,7 @@ from pathlib import Path
 from xml.parsers import expat
 
 from harness.results.junit_expat import NODEID_PROPERTY, Callbacks, Fields, Suite
+from harness.results.outcome import STATUSES
 from harness.results.sidecar import open_sidecar
 from harness.results.testids import case_ids
 from harness.results.xml_clean import XmlCleaner
@@ -31,7 +32,6 @@ __all__ = [
     "COLUMN_PROPERTIES", "NODEID_PROPERTY", "STATUSES", "Case", "Fields", "JunitReader",
     "Suite", "case_ids", "read_junit", "suite_properties",
 ]  # fmt: skip
-STATUSES = ("passed", "failed", "error", "skipped", "xfail", "xpass")
 
 # The properties the report reads get their own columns; the rest stay as text.
 COLUMN_PROPERTIES = (

@@ -28,10 +28,10 @@ from harness.results.cause import CAUSE_PROPERTY, CauseRecord, as_property
 from harness.results.junit_counts import recount
 from harness.results.junit_read import JunitReader, Warn
 from harness.results.layout import progress_for_partial
+from harness.results.outcome import count_key
 from harness.results.sidecar import address, read_records, result_line
 from harness.results.testids import case_ids
 
-_COUNT_NAME = {"xfail": "xfailed", "xpass": "xpassed"}
 NOT_RUN_TYPE = "harness.notrun"  # the <skipped> type of a test a stopped suite never ran
 RUNNING = "running"  # a record's ``when`` for a test the suite was running when it stopped
 NOT_RUN = "notrun"
@@ -49,7 +49,7 @@ def count_junit(path: Path, warn: Warn = _quiet) -> dict[str, int]:
     """Test cases of a JUnit file by outcome (xfailed / xpassed apart from skipped)."""
     counts: Counter[str] = Counter()
     for case in JunitReader(path, warn, sidecar=False):
-        counts[_COUNT_NAME.get(case.status, case.status)] += 1
+        counts[count_key(case.status)] += 1
     return dict(counts)
 
 
