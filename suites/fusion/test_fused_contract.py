@@ -41,6 +41,6 @@ def test_fused_op_contract(case: FusedCase, platform: Any, platform_dtype: str, 
     if case.world > 1:
         record_property("ranks", case.world)
         check_on_ranks(case, getattr(torch, platform_dtype), fp8, seed, platform_registry,
-                       tmp_path)
+                       tmp_path, dtypes=tuple(platform.dtypes))
     else:
         check(case, getattr(torch, platform_dtype), fp8, seed)
