@@ -1,4 +1,5 @@
-"""``harness import buildkite FILE [--step LABEL|KEY ...] [--extends M] [--name N] [--out P]``.
+"""``harness import buildkite FILE [--step LABEL|KEY ...] [--only PATH ...] [--extends M]
+[--name N] [--out P] [--source DIR]``.
 
 Writes a user matrix with one suite per pytest command of the chosen steps, and prints
 one line for each thing the matrix has no place for; nothing is dropped silently. Bad
@@ -9,8 +10,9 @@ nothing written.
 from __future__ import annotations
 
 import argparse
-import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,8 @@ def register(subparsers: Any) -> None:
                     help="the step file, e.g. .buildkite/hardware_tests/cpu.yaml")
     bk.add_argument("--step", action="append", default=[], metavar="LABEL|KEY",
                     help="only this step (repeatable; default: every step)")
+    bk.add_argument("--only", action="append", default=[], metavar="PATH",
+                    help="only the steps' targets at or under this path (repeatable)")
     bk.add_argument("--extends", default="vllm-cpu", metavar="MATRIX",
                     help="the shipped matrix the new one extends (default: vllm-cpu)")
     bk.add_argument("--name", default="imported", help="the new matrix's name")
@@ -42,20 +46,19 @@ def cmd_import_buildkite(args: argparse.Namespace) -> int:
     from harness.importers.matrix_out import render, source_root
     from harness.matrix import load_matrix
 
-    imported = import_steps(args.file, args.step)
+    imported = import_steps(args.file, args.step, args.only)
     if not imported.suites:
         raise UsageError(f"{args.file}: no step with a pytest command to import")
     source = (args.source or source_root(args.file)).resolve()
     text = render(imported, extends=args.extends, name=args.name, source=source)
     out = (args.out or Path("matrices") / f"{args.name}.yaml").resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    scratch = out.with_name(f".{out.name}.{os.getpid()}.tmp.yaml")
-    scratch.write_text(f"name: {args.name}\n" + text, encoding="utf-8")
-    try:
+    named = "" if out.stem == args.name else f"name: {args.name}\n"
+    with tempfile.TemporaryDirectory() as scratch_dir:
+        scratch = Path(scratch_dir) / out.name
+        scratch.write_text(named + text, encoding="utf-8")
         load_matrix(str(scratch))  # what it wrote must load as a matrix, or nothing is kept
-        scratch.replace(out)
-    finally:
-        scratch.unlink(missing_ok=True)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(scratch, out)
     for line in imported.unmapped:
         print(f"harness: unmapped: {line}", file=sys.stderr)
     names = ", ".join(s.name for s in imported.suites)

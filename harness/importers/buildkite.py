@@ -13,6 +13,7 @@ argv, less the shard flags (harness shards by its own plan), is the suite.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 from collections.abc import Sequence
@@ -145,8 +146,27 @@ def parse_pytest(words: list[str]) -> dict[str, Any]:
     return out
 
 
-def import_steps(file: Path, wanted: Sequence[str] = ()) -> Imported:
-    """The chosen steps (default: all) as suites, and what did not map, one line each."""
+def narrow(suites: list[ImportedSuite], only: Sequence[str], unmapped: list[str],
+           file: Path) -> list[ImportedSuite]:
+    """Each suite's targets cut to those under ``only`` (a file or folder of the step's),
+    the cut named; a suite left with none is dropped, and named."""
+    kept = []
+    for suite in suites:
+        targets = tuple(t for t in suite.targets
+                        if any(t == o or t.startswith((o.rstrip("/") + "/", o + "::"))
+                               for o in only))
+        if len(targets) < len(suite.targets):
+            unmapped.append(f"{file}: step {suite.step}: --only leaves out "
+                            f"{len(suite.targets) - len(targets)} of {len(suite.targets)} "
+                            "targets")
+        if targets:
+            kept.append(dataclasses.replace(suite, targets=targets))
+    return kept
+
+
+def import_steps(file: Path, wanted: Sequence[str] = (), only: Sequence[str] = ()) -> Imported:
+    """The chosen steps (default: all) as suites (their targets cut to ``only`` if given),
+    and what did not map, one line each."""
     steps = pick(file, read_steps(file), wanted)
     suites: list[ImportedSuite] = []
     unmapped: list[str] = []
@@ -158,6 +178,10 @@ def import_steps(file: Path, wanted: Sequence[str] = ()) -> Imported:
                 raise UsageError(where)
             unmapped.append(f"{where} (not imported)")
         suites += made
+    if only:
+        suites = narrow(suites, only, unmapped, file)
+        if not suites:
+            raise UsageError(f"{file}: --only {' '.join(only)}: no chosen step runs it")
     return Imported(file=file, suites=tuple(suites), unmapped=tuple(unmapped))
 
 
