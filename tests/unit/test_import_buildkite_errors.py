@@ -68,3 +68,14 @@ def test_whole_file_names_what_it_leaves_out(tmp_path: Path,
     assert code == 0 and out.is_file()
     assert "step smoke: not a pytest command, not run: bash smoke-test.sh tp_pp" in err
     assert "step smoke: commands: no pytest command (not imported)" in err
+
+
+def test_only_a_path_no_step_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    file = tmp_path / "cpu.yaml"
+    file.write_text(STEPS)
+    out = tmp_path / "out" / "m.yaml"
+    code = cli.main(["import", "buildkite", str(file), "--step", "kernels", "--only",
+                     "tests/b.py", "--out", str(out)])
+    line = _one_line(capsys)
+    assert code == 2 and not out.parent.exists()
+    assert line.endswith("cpu.yaml: --only tests/b.py: no chosen step runs it")
