@@ -18,6 +18,10 @@ from harness.ci.pipeline import CiTarget, Kind, fill
 from harness.errors import ConfigError
 
 DURATIONS_KEY = "durations"
+TEMPLATE_PARTS = ("setup", "durations_step", "image_step", "image_load", "shard_step",
+                  "report_step", "check_step", "select_step", "empty_step")
+UPLOADS_AT_RUN_TIME = True  # `buildkite-agent pipeline upload`
+WHY_NO_UPLOAD = ""
 
 
 def _shard_values(target: CiTarget, index: int, parts: Mapping[str, Any]) -> dict[str, Any]:
@@ -42,7 +46,9 @@ def _check_selectable(parts: Mapping[str, Any]) -> None:
 
 
 def build(targets: Sequence[CiTarget], template: Mapping[str, Any], *, kind: Kind,
-          report_queue: str | None = None) -> dict[str, Any]:
+          report_queue: str | None = None, matrices: Sequence[str] = ()) -> dict[str, Any]:
+    """``matrices`` (asked for by name) are already the targets: the steps are static."""
+    del matrices
     parts = template["x-harness"]
     common = {"report_queue": report_queue, "setup": parts["setup"],
               "report_queue_args": f" --report-queue {report_queue}" if report_queue else ""}

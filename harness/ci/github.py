@@ -17,6 +17,13 @@ from typing import Any
 
 from harness.ci.pipeline import GITHUB_DEFAULT_RUNNER, CiTarget, Kind, fill
 
+TEMPLATE_PARTS = ("setup", "nightly", "select_job", "image_job", "test_job", "report_job",
+                  "check_job")
+UPLOADS_AT_RUN_TIME = False
+WHY_NO_UPLOAD = ("a workflow is committed once and cannot be uploaded at run time; generate it "
+                 "without --changed-since (its select job diffs against the pull request's "
+                 "target when it runs)")
+
 
 def build(targets: Sequence[CiTarget], template: Mapping[str, Any], *, kind: Kind,
           report_queue: str | None = None, matrices: Sequence[str] = ()) -> dict[str, Any]:

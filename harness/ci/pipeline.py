@@ -3,7 +3,7 @@
 CI systems are the distributed engine; this only writes their configuration. The
 shape of each step comes from a hand-editable template (``ci/templates/<provider>.yml``)
 whose placeholders are filled per matrix and shard; the generator decides how many
-steps there are and in what order (``buildkite.py``, ``github.py``).
+steps there are and in what order (a provider's module, ``providers.py``).
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ from typing import Any
 
 import yaml
 
-from harness.errors import ConfigError, UsageError
+from harness.errors import ConfigError
 
-PROVIDERS = ("buildkite", "github")
 GITHUB_DEFAULT_RUNNER = "ubuntu-latest"
 _PLACEHOLDER = re.compile(
     r"\{(matrix|matrices|index|count|queue|timeout|shards|shard_args|shard_label|shard_key"
@@ -35,14 +34,6 @@ class Kind(StrEnum):
     NIGHTLY = "nightly"  # the nightly lanes, then the report that keeps the history
     CHANGED = "changed"  # Buildkite: the lanes a change affects, selected now (uploaded)
     PULL_REQUEST = "pull-request"  # selects at run time (GitHub's select job, Buildkite's upload)
-
-
-_REQUIRED = {
-    "buildkite": ("setup", "durations_step", "image_step", "image_load", "shard_step",
-                  "report_step", "check_step", "select_step", "empty_step"),
-    "github": ("setup", "nightly", "select_job", "image_job", "test_job", "report_job",
-               "check_job"),
-}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,7 +71,7 @@ _TemplateLoader.add_implicit_resolver(
 )
 
 
-def load_template(path: Path, provider: str) -> dict[str, Any]:
+def load_template(path: Path, parts: Sequence[str]) -> dict[str, Any]:
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=_TemplateLoader)
     except OSError as error:
@@ -93,7 +84,7 @@ def load_template(path: Path, provider: str) -> dict[str, Any]:
                           file=str(path), line=line) from None
     if not isinstance(data, dict) or not isinstance(data.get("x-harness"), dict):
         raise ConfigError("expected a mapping with an x-harness section", file=str(path))
-    for key in _REQUIRED[provider]:
+    for key in parts:
         if key not in data["x-harness"]:
             raise ConfigError("missing (the generator fills it per step)",
                               file=str(path), key=f"x-harness.{key}")
@@ -139,24 +130,3 @@ def render(doc: Mapping[str, Any], provider: str, template: str,
     header += "".join(f"# {line}\n" for line in notes)
     body = yaml.safe_dump(dict(doc), sort_keys=False, default_flow_style=False, width=1000)
     return header + body
-
-
-def generate(targets: Sequence[CiTarget], provider: str, template_path: Path, *,
-             kind: Kind, report_queue: str | None = None, wanted: Sequence[str] = (),
-             shown_template: str | None = None, notes: Sequence[str] = ()) -> str:
-    """The pipeline text. A CHANGED pipeline may hold no test step at all (a change no
-    lane is affected by). ``wanted``: the matrices asked for by name (GitHub's select job
-    keeps to them)."""
-    from harness.ci import buildkite, github
-
-    if provider not in PROVIDERS:
-        raise UsageError(f"--provider {provider}: expected one of {', '.join(PROVIDERS)}")
-    if not targets and kind is not Kind.CHANGED:
-        raise UsageError("no matrices to put in the pipeline")
-    template = load_template(template_path, provider)
-    if provider == "buildkite":
-        doc = buildkite.build(targets, template, kind=kind, report_queue=report_queue)
-    else:
-        doc = github.build(targets, template, kind=kind, report_queue=report_queue,
-                           matrices=wanted)
-    return render(doc, provider, shown_template or str(template_path), notes)

@@ -49,11 +49,11 @@ def read_plans(paths: Iterable[Path]) -> tuple[list[ShardPlan], list[str]]:
             for file in sorted((run / PLANS_DIR).glob("*.json")):
                 try:
                     data = json.loads(file.read_text(encoding="utf-8"))
-                    index, _, count = str(data["shard"]).partition("/")
+                    shard = layout.Shard.parse(str(data["shard"]))
                     suite, _ = layout.suite_of(file)
                     plans.append(ShardPlan(
                         lane=lane, build=record.build or "(no build id)", suite=suite,
-                        index=int(index), count=int(count),
+                        index=shard.index, count=shard.count,
                         fingerprint=str(data["fingerprint"]), run=run))
                 except (OSError, ValueError, KeyError, TypeError) as error:
                     problems.append(f"{file}: not a shard plan ({error})")

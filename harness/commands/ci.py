@@ -58,7 +58,8 @@ def _register_pipeline(sub: Any) -> None:
     pipeline = sub.add_parser(
         "pipeline", help="print a Buildkite or GitHub Actions pipeline: the shard durations, "
                          "one step per matrix x shard, the nightly report")
-    pipeline.add_argument("--provider", required=True, choices=("buildkite", "github"))
+    pipeline.add_argument("--provider", required=True, metavar="NAME",
+                          help="the CI provider: buildkite or github")
     kind = pipeline  # one of --nightly, --pull-request, --changed-since (checked in _kind)
     kind.add_argument("--nightly", action="store_true",
                       help="only matrices with ci.nightly, then the nightly report job")
@@ -85,7 +86,9 @@ def _register_pipeline(sub: Any) -> None:
 
 def _kind(args: argparse.Namespace) -> Any:
     from harness.ci.pipeline import Kind
+    from harness.ci.providers import ci_provider
 
+    provider = ci_provider(args.provider)
     chosen = [flag for flag, on in (("--nightly", args.nightly),
                                     ("--pull-request", args.pull_request),
                                     ("--changed-since", bool(args.changed_since))) if on]
@@ -96,22 +99,20 @@ def _kind(args: argparse.Namespace) -> Any:
     if args.db is not None and not args.changed_since:
         raise UsageError("--db sizes the shards of a --changed-since pipeline; "
                          "without --changed-since it has no use")
-    if args.provider == "github" and args.changed_since:
-        raise UsageError("--provider github --changed-since: a workflow is committed once and "
-                         "cannot be uploaded at run time; generate it without --changed-since "
-                         "(its select job diffs against the pull request's target when it runs)")
+    if args.changed_since and not provider.UPLOADS_AT_RUN_TIME:
+        raise UsageError(f"--provider {args.provider} --changed-since: {provider.WHY_NO_UPLOAD}")
     if args.nightly:
         return Kind.NIGHTLY
     if args.changed_since:
         return Kind.CHANGED
-    if args.pull_request and args.provider == "buildkite":
+    if args.pull_request and provider.UPLOADS_AT_RUN_TIME:
         return Kind.PULL_REQUEST
     return Kind.FULL
 
 
 def cmd_pipeline(args: argparse.Namespace) -> int:
     from harness.ci.lanes import choose
-    from harness.ci.pipeline import generate
+    from harness.ci.providers import generate
     from harness.history import default_db_path
     from harness.roots import locate, project_root
 

@@ -38,13 +38,23 @@ def parse_since(text: str, now: dt.datetime) -> dt.timedelta:
     return now - start
 
 
+class _DeprecatedHistory(argparse.Action):
+    """``report nightly --history``: the old name of ``--db``, still read, with a note."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        print("harness: report nightly --history is deprecated: use --db (the name "
+              "`harness history ingest` uses)", file=sys.stderr)
+        namespace.db = values
+
+
 def _nightly(args: argparse.Namespace) -> int:
     now = dt.datetime.now(dt.UTC)
     since = parse_since(args.since, now)
     from harness.history.schema import default_db_path
     from harness.reports import build_report, write_reports
 
-    db = Path(args.history) if args.history else default_db_path()
+    db = Path(args.db) if args.db else default_db_path()
     report = build_report(
         db,
         since=since,
@@ -105,10 +115,13 @@ def register(subparsers: Any) -> None:
     sub = parser.add_subparsers(dest="report_command", metavar="KIND", required=True)
     nightly = sub.add_parser("nightly", help="coverage report: HTML, Markdown and JSON")
     nightly.add_argument(
-        "--history",
-        metavar="DB",
-        help="history database (default: $HARNESS_HISTORY or reports/history.sqlite)",
+        "--db",
+        metavar="PATH",
+        help="history database, as `harness history ingest --db` names it "
+        "(default: $HARNESS_HISTORY or reports/history.sqlite)",
     )
+    nightly.add_argument("--history", metavar="PATH", action=_DeprecatedHistory,
+                         help=argparse.SUPPRESS)
     nightly.add_argument(
         "--since",
         default="14d",

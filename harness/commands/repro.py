@@ -21,6 +21,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "target",
         type=Path,
+        nargs="?",
         metavar="RUN_FOLDER|JUNIT_XML",
         help="reports/<matrix>/<run-id>/, one of its junit/*.xml, or a loose JUnit file",
     )
@@ -57,10 +58,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="accept what the run folder records beyond this checkout's matrix (container "
         "options, non-pin requirements, a changed matrix.json) and its whole environment",
     )
+    add_standalone_options(p)
     p.set_defaults(func=run)
 
 
+def add_standalone_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("standalone script (docs/repro.md)")
+    g.add_argument("--standalone", type=Path, metavar="OUT.py",
+                   help="write one kernel_parity case (--test ID) of the vllm provider as a "
+                   "script needing only torch, numpy and the engine")
+    g.add_argument("--matrix", metavar="M", help="with --standalone: the case of matrix M "
+                   "(seed 0) instead of a run folder's")
+    g.add_argument("--minimize", action="store_true",
+                   help="with --standalone: shrink the case while it fails the same way")
+    g.add_argument("--minimize-budget", type=float, default=900.0, metavar="S",
+                   help="with --minimize: start no trial after S seconds (default 900)")
+
+
 def run(args: argparse.Namespace) -> int:
+    from harness.errors import UsageError
     from harness.repro.run import (
         build_request,
         check_checkout,
@@ -75,6 +91,17 @@ def run(args: argparse.Namespace) -> int:
     from harness.run.workflow import run_workflow
 
     root = project_root()
+    if args.standalone is not None:
+        from harness.repro.standalone_main import make_standalone
+
+        return make_standalone(root=root, target=args.target, matrix_name=args.matrix,
+                               tests=list(args.test), out=args.standalone,
+                               minimize=args.minimize, budget_s=args.minimize_budget,
+                               python=args.python, trust=args.trust_run_folder)
+    if args.matrix or args.minimize:
+        raise UsageError("--matrix and --minimize go with --standalone OUT.py")
+    if args.target is None:
+        raise UsageError("harness repro needs a run folder or a JUnit file")
     rec = read_recorded(args.target)
     matrix = load_recorded_matrix(rec, root, trust=args.trust_run_folder)
     check_checkout(rec, root)

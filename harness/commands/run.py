@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -16,7 +15,6 @@ if TYPE_CHECKING:
     from harness.matrix.model import Matrix
     from harness.results.manifest import PinOverride
 
-_SHARD = re.compile(r"^(\d+)/(\d+)$")
 
 
 def add_runner_options(p: argparse.ArgumentParser, *, docker_help: str, local_help: str) -> None:
@@ -124,9 +122,12 @@ def _add_job_options(p: argparse.ArgumentParser) -> None:
 def _check_shard(text: str | None) -> str | None:
     if text is None:
         return None
-    m = _SHARD.match(text)
-    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
-        raise UsageError(f"--shard {text}: expected I/N with 1 <= I <= N, e.g. 2/4")
+    from harness.results.layout import Shard
+
+    try:
+        Shard.parse(text)
+    except ValueError:
+        raise UsageError(f"--shard {text}: expected I/N with 1 <= I <= N, e.g. 2/4") from None
     return text
 
 

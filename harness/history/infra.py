@@ -13,19 +13,10 @@ from __future__ import annotations
 
 import re
 
-from harness.results.cause import Cause, CauseRecord
+from harness.results.cause import Cause, CauseRecord, meaning_of
 
 SIGNATURES = ("gpu-hang", "oom-kill", "timeout", "missing-junit", "image", "docker", "crashed")
 
-_BY_CAUSE = {
-    Cause.TIMEOUT: "timeout",
-    Cause.OOM: "oom-kill",
-    Cause.CONTAINER_GONE: "docker",
-    Cause.NO_JUNIT: "missing-junit",
-}
-# On a GPU an abort is typically a GPU hang (ROCm: exit 134); on a CPU lane it is the test
-# process crashing itself, a finding. An unexplained SIGKILL is the OOM killer.
-_BY_SIGNAL = {"SIGKILL": "oom-kill"}
 # The infra_error kinds the harness writes (run/finish.py: the first infrastructure
 # suite's status; ingest: no-junit) that name a signature on their own; the others
 # ("error", "write-failed", "infra") are named by their message first. A run folder
@@ -83,15 +74,15 @@ def from_message(message: str | None) -> str | None:
 def signature_of(cause: CauseRecord, *, gpu: bool) -> str | None:
     """The signature of a recorded cause (``gpu``: the run's suites ran on a GPU); None
     for one that is no infrastructure failure of its own (cancelled, a pytest error, a
-    failed write)."""
-    if cause.cause is Cause.SIGNAL:
-        if cause.signal == "SIGABRT" and gpu:
-            return "gpu-hang"
-        return _BY_SIGNAL.get(cause.signal or "", "crashed")
-    return _BY_CAUSE.get(cause.cause)
+    failed write): the table's (``results/cause.py``), but that on a GPU an abort is
+    typically a GPU hang (ROCm: exit 134), where on a CPU lane it is the test process
+    crashing itself, a finding."""
+    if cause.cause is Cause.SIGNAL and cause.signal == "SIGABRT" and gpu:
+        return "gpu-hang"
+    return meaning_of(cause).signature
 
 
-def classify(
+def guess_signature(
     *,
     kind: str | None = None,
     status: str | None = None,

@@ -129,7 +129,7 @@ def _not_junit(writer: Writer, run_id: int, file: Parsed, warn: Warn) -> None:
     writer.db.execute(
         "UPDATE runs SET status = 'error', infra_kind = 'no-junit', infra_message = ?,"
         " infra_signature = ? WHERE id = ?",
-        (message, infra.classify(kind="no-junit", message=message), run_id),
+        (message, infra.guess_signature(kind="no-junit", message=message), run_id),
     )
 
 

@@ -12,9 +12,10 @@ A row names only the columns it has a value for, and
 its group goes to the INSERT of exactly those columns (a handful in practice), because
 the sqlite3 module binds ``None`` slowly (it looks for an adapter on every one) and
 most cases have no message and no properties. Judged rows (failed or error) end with
-the infrastructure signature their message carries; the writer decides with the
-suite's outcome whether the row keeps it. A node id's ``key`` and ``params`` travel
-the first time the parser meets it (see :func:`key_and_params`).
+the cause the harness recorded on the case (``results/cause.py``, a case it wrote when
+the suite stopped) or else the infrastructure signature their message carries; the
+writer decides with the suite's outcome what the row keeps. A node id's ``key`` and
+``params`` travel the first time the parser meets it (see :func:`key_and_params`).
 """
 
 from __future__ import annotations
@@ -25,13 +26,15 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from harness.history import infra
+from harness.results.cause import CAUSE_PROPERTY, from_property
 from harness.results.junit_read import COLUMN_PROPERTIES, NODEID_PROPERTY, Fields, Suite
 from harness.results.testids import stable_ids
 
 BATCH = 2048  # cases per batch (and per message from a parse worker)
 _COLUMNS = frozenset(COLUMN_PROPERTIES)
-# Not kept in ``extra`` either: the node id is the case's test (``tests.nodeid``).
-_NOT_EXTRA = _COLUMNS | {NODEID_PROPERTY}
+# Not kept in ``extra`` either: the node id is the case's test (``tests.nodeid``); a
+# harness-written case's cause becomes its signature.
+_NOT_EXTRA = _COLUMNS | {NODEID_PROPERTY, CAUSE_PROPERTY}
 _FLOATS = frozenset({"max_abs_err", "max_rel_err", "atol", "rtol", "headroom"})
 _FAILED = frozenset({"failed", "error"})
 _SEEN_MAX = 1 << 16  # node ids remembered as sent; past this the memory starts again
@@ -148,13 +151,17 @@ class RowMaker:
             else:
                 row = (status, duration, reruns)
                 columns = _PLAIN
+            recorded = props.get(CAUSE_PROPERTY) if props else None
             if props:
                 if "platform" in props and props["platform"] == matrix.get(suite):
                     del props["platform"]
                 columns, row = _with_properties(props, row, bool(message))
             judged = status in _FAILED
             if judged:
-                row = (*row, infra.from_message(message))
+                # A case the harness wrote says why (a CauseRecord, named by the writer
+                # with its suite); only another producer's case is read by its message.
+                cause = from_property(recorded) if recorded else None
+                row = (*row, cause or infra.from_message(message))
             # Most rows share the group of the row before: no key to build then.
             if columns is not group[1] or suite is not group[0] or judged is not group[2]:
                 group = (suite, columns, judged)

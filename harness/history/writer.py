@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from harness.history import infra
 from harness.history.rows import Batch, Columns, key_and_params
+from harness.results.cause import CauseRecord
 from harness.results.manifest import RunRecord
 from harness.results.outcome import SuiteOutcome
 
@@ -47,7 +48,7 @@ def _run_row(record: RunRecord, source: str, matrix_json: str | None) -> tuple[o
         signature = (
             (infra.signature_of(failure.cause, gpu=record.on_gpu) or failure.kind)
             if failure.cause
-            else infra.classify(kind=failure.kind, message=failure.message)
+            else infra.guess_signature(kind=failure.kind, message=failure.message)
         )
     fingerprint = record.device_fingerprint
     return (
@@ -117,7 +118,7 @@ class Writer:
         signature = (
             infra.signature_of(outcome.cause, gpu=gpu)
             if outcome is not None and outcome.cause
-            else infra.classify(status=status, exit_code=code, message=reason)
+            else infra.guess_signature(status=status, exit_code=code, message=reason)
         )
         cursor = self.db.execute(
             "INSERT INTO suites (run, name, status, exit_code, duration, reason,"
@@ -184,12 +185,16 @@ class Writer:
         rows: Iterable[tuple[tuple[Any, ...], int]],
         suite_signature: str | None,
     ) -> None:
-        """Failed and error rows: an error keeps its message's signature, else the
-        suite's; a failure keeps its message's only in a suite that has one."""
+        """Failed and error rows: a case the harness wrote has its suite's signature (the
+        suite's recorded cause, which knows the GPU and the container), else its own
+        cause's; an error keeps its message's signature, else the suite's; a failure
+        keeps its message's only in a suite that has one."""
         plain, signed = [], []
         for row, test in rows:
             found = row[-1]
-            if row[0] == "error":
+            if isinstance(found, CauseRecord):
+                found = suite_signature or infra.signature_of(found, gpu=False)
+            elif row[0] == "error":
                 found = found or suite_signature
             elif not suite_signature:
                 found = None

@@ -21,6 +21,7 @@ from harness.matrix.schema_types import (  # the vocabulary the declarations bel
     Str,
     Type,
 )
+from harness.results.facts import PROBE_KINDS
 
 __all__ = ["IDENT", "Bool", "Date", "Dict", "Int", "Num", "Obj", "OneOf", "Seq", "Str", "Type"]
 
@@ -47,8 +48,7 @@ OPS = (
 )
 # Tolerance layers that are not single ops: e2e_logits for a whole model's logits.
 TOL_OPS = (*OPS, "e2e_logits")
-PROVIDERS = ("native", "torch", "inductor", "triton", "zentorch", "vllm")
-PROBES = ("nvidia-smi", "amd-smi", "xpu-smi", "lscpu", "s390x", "none")
+KERNEL_PROVIDERS = ("native", "torch", "inductor", "triton", "zentorch", "vllm")
 ACTIONS = ("xfail", "skip", "quarantine")
 # The CPU flags a run records of its host (manifest host.cpu_flags) and a known failure's
 # host condition may name: the ones torch, oneDNN and the engines' kernel libraries choose by.
@@ -246,7 +246,7 @@ MATRIX = Obj(
         ),
         "kernels": Dict(
             keys=Str(enum=OPS, what="op"),
-            value=Seq(item=Str(enum=PROVIDERS, what="kernel provider")),
+            value=Seq(item=Str(enum=KERNEL_PROVIDERS, what="kernel provider")),
             doc="op -> provider priority (first = primary)",
         ),
         "tolerances": Obj(
@@ -334,7 +334,8 @@ MATRIX = Obj(
                 "test_timeout_s": Int(minimum=1),
             }
         ),
-        "probe": Obj(fields={"kind": Str(enum=PROBES, what="probe"), "expect": PROBE_EXPECT}),
+        "probe": Obj(fields={"kind": Str(enum=tuple(PROBE_KINDS), what="probe"),
+                             "expect": PROBE_EXPECT}),
         "caches": Obj(
             fields={
                 "root": Str(doc="may start with ~ or ${VAR}"),

@@ -21,7 +21,7 @@ from pathlib import Path
 from harness.errors import HostUnavailable, InfraError
 from harness.matrix.model import Matrix
 from harness.platform.probe import CommandRunner
-from harness.results.facts import GPU_NAMES, GPU_PROBES
+from harness.results.facts import probe_kind
 
 # Shipped suites that compile with torch.compile (inductor builds C++ on the CPU).
 COMPILING_SUITES = frozenset({"kernel_parity", "fusion", "e2e"})
@@ -174,7 +174,7 @@ def device_present(kind: str) -> tuple[bool, str]:
 
 def check_device(matrix: Matrix) -> Check:
     kind = matrix.probe.kind
-    label = GPU_NAMES.get(kind, "device")
+    label = probe_kind(kind).device
     ok, detail = device_present(kind)
     return Check(
         what=f"{label} for matrix {matrix.name}",
@@ -186,13 +186,13 @@ def check_device(matrix: Matrix) -> Check:
 
 def require_device(matrix: Matrix, *, command: str) -> None:
     """Exit 3 in one line when a GPU matrix's GPU is absent, pointing at --emulate."""
-    if matrix.probe.kind not in GPU_PROBES:
+    if not probe_kind(matrix.probe.kind).gpu:
         return
     ok, detail = device_present(matrix.probe.kind)
     if not ok:
         raise HostUnavailable(
-            f"no {GPU_NAMES[matrix.probe.kind]} here ({detail}); to run the {matrix.name} profile "
-            f"on this CPU: {command} --emulate"
+            f"no {probe_kind(matrix.probe.kind).device} here ({detail}); to run the "
+            f"{matrix.name} profile on this CPU: {command} --emulate"
         )
 
 
@@ -231,7 +231,7 @@ def run_checks(
     ``probe_cpu``: include the CPU matrix's probe (``harness run`` probes it itself, to
     keep the fingerprint)."""
     checks = [check_python()]
-    if matrix is not None and not emulate and matrix.probe.kind in GPU_PROBES:
+    if matrix is not None and not emulate and probe_kind(matrix.probe.kind).gpu:
         checks.append(check_device(matrix))
         if not checks[-1].ok:
             return checks  # nothing else matters until there is a device (or --emulate)

@@ -1,7 +1,7 @@
 """Device probes: what hardware the container actually sees, checked against the matrix.
 
 Parsers are pure functions over the tools' machine-readable output (tested on captured
-outputs); ``commands`` says what to run inside the container; ``check`` compares a
+outputs); ``TOOLS`` says what each kind runs and parses; ``check`` compares a
 fingerprint with the matrix's ``probe.expect`` and raises InfraError naming the gap.
 """
 
@@ -11,10 +11,11 @@ import csv
 import io
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import InfraError
-from harness.results.facts import GPU_NAMES, DeviceFingerprint
+from harness.results.facts import DeviceFingerprint, probe_kind
 
 NVIDIA_QUERY = "index,name,uuid,memory.total,compute_cap,driver_version"
 NVIDIA_FALLBACK = "index,name,uuid,memory.total,driver_version"  # R470-era drivers
@@ -32,17 +33,6 @@ S390X_SCRIPT = (
     "hw=next((v for k,v in pairs if k==16),0)\n"
     "print(json.dumps({'machine':platform.machine(),'byteorder':sys.byteorder,'hwcap':hw}))\n"
 )
-
-COMMANDS: dict[str, list[list[str]]] = {
-    "nvidia-smi": [["nvidia-smi", f"--query-gpu={NVIDIA_QUERY}", "--format=csv,noheader,nounits"],
-                   ["nvidia-smi", f"--query-gpu={NVIDIA_FALLBACK}",
-                    "--format=csv,noheader,nounits"]],
-    "amd-smi": [["amd-smi", "static", "--asic", "--vram", "--json"]],
-    "xpu-smi": [["xpu-smi", "discovery", "-j"]],
-    "lscpu": [["lscpu", "-J"]],
-    "s390x": [["python3", "-c", S390X_SCRIPT]],
-}
-
 
 def parse_nvidia_smi(text: str) -> dict[str, Any]:
     rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
@@ -134,12 +124,36 @@ def parse_s390x(text: str) -> dict[str, Any]:
             "device_count": 0}
 
 
-PARSERS = {"nvidia-smi": parse_nvidia_smi, "amd-smi": parse_amd_smi,
-           "xpu-smi": parse_xpu_smi, "lscpu": parse_lscpu, "s390x": parse_s390x}
+@dataclass(frozen=True, kw_only=True)
+class ProbeTool:
+    """How one probe kind (``results/facts.py PROBE_KINDS``, every kind but "none") runs:
+    its commands, tried in turn, and the parser of the first that answers."""
+
+    commands: list[list[str]]
+    parse: Callable[[str], dict[str, Any]]
+
+
+TOOLS: Mapping[str, ProbeTool] = {
+    "nvidia-smi": ProbeTool(commands=[
+        ["nvidia-smi", f"--query-gpu={NVIDIA_QUERY}", "--format=csv,noheader,nounits"],
+        ["nvidia-smi", f"--query-gpu={NVIDIA_FALLBACK}", "--format=csv,noheader,nounits"],
+    ], parse=parse_nvidia_smi),
+    "amd-smi": ProbeTool(commands=[["amd-smi", "static", "--asic", "--vram", "--json"]],
+                         parse=parse_amd_smi),
+    "xpu-smi": ProbeTool(commands=[["xpu-smi", "discovery", "-j"]], parse=parse_xpu_smi),
+    "lscpu": ProbeTool(commands=[["lscpu", "-J"]], parse=parse_lscpu),
+    "s390x": ProbeTool(commands=[["python3", "-c", S390X_SCRIPT]], parse=parse_s390x),
+}
 
 
 class ProbeFailed(InfraError):
     """No command of the probe answered (unlike a fingerprint that contradicts the matrix)."""
+
+
+class ProbeRefused(InfraError):
+    """The probe answered and this host is not the matrix's: an expectation it does not
+    meet (what ``harness run --skip-unavailable`` records as skipped; a probe that could
+    not run or be read is an infrastructure failure, never this)."""
 
 
 # Runs one probe command where the probe runs (here, or in the container): its exit code
@@ -154,10 +168,11 @@ def probe(kind: str, expect: Mapping[str, Any], run: CommandRunner) -> DeviceFin
     if kind in ("none", ""):
         return DeviceFingerprint({"kind": "none"})
     last = ""
-    for argv in COMMANDS[kind]:
+    tool = TOOLS[kind]
+    for argv in tool.commands:
         code, text = run(argv)
         if code == 0:
-            fingerprint = PARSERS[kind](text)
+            fingerprint = tool.parse(text)
             check(kind, expect, fingerprint)
             return DeviceFingerprint(fingerprint)
         last = text
@@ -165,31 +180,33 @@ def probe(kind: str, expect: Mapping[str, Any], run: CommandRunner) -> DeviceFin
 
 
 def check(kind: str, expect: Mapping[str, Any], fingerprint: Mapping[str, Any]) -> None:
-    """Raise InfraError naming the first expectation the fingerprint does not meet."""
+    """Raise ProbeRefused naming the first expectation the fingerprint does not meet."""
     count = int(fingerprint.get("device_count", 0))
     want = expect.get("min_devices")
     if want is not None and count < int(want):
-        what = GPU_NAMES.get(kind, "device")
+        what = probe_kind(kind).device
         found = "none" if count == 0 else str(count)
-        raise InfraError(f"probe: expected {want} {what}{'s' if int(want) > 1 else ''}, "
-                         f"found {found}")
+        raise ProbeRefused(f"probe: expected {want} {what}{'s' if int(want) > 1 else ''}, "
+                           f"found {found}")
     arch = expect.get("arch")
     found_arch = [a for a in fingerprint.get("arch", []) if a]
     if arch and arch not in found_arch:
-        raise InfraError(f"probe: expected arch {arch}, found {', '.join(found_arch) or 'none'}")
+        raise ProbeRefused(f"probe: expected arch {arch}, "
+                           f"found {', '.join(found_arch) or 'none'}")
     cap = expect.get("compute_cap")
     if cap:
         caps = {d.get("compute_cap") for d in fingerprint.get("devices", [])}
         if cap not in caps:
             found = ", ".join(sorted(str(c) for c in caps if c)) or "none"
-            raise InfraError(f"probe: expected compute capability {cap}, found {found}")
+            raise ProbeRefused(f"probe: expected compute capability {cap}, found {found}")
     vendor = expect.get("vendor")
     if vendor and vendor != fingerprint.get("vendor"):
-        raise InfraError(f"probe: expected CPU vendor {vendor}, "
-                         f"found {fingerprint.get('vendor') or 'none'}")
+        raise ProbeRefused(f"probe: expected CPU vendor {vendor}, "
+                           f"found {fingerprint.get('vendor') or 'none'}")
     missing = [f for f in expect.get("cpu_flags", []) if f not in fingerprint.get("flags", [])]
     if missing:
-        raise InfraError(f"probe: expected CPU flags {', '.join(missing)}, not reported")
+        raise ProbeRefused(f"probe: expected CPU flags {', '.join(missing)}, not reported")
     order = expect.get("byteorder")
     if order and fingerprint.get("byteorder") and order != fingerprint["byteorder"]:
-        raise InfraError(f"probe: expected byte order {order}, found {fingerprint['byteorder']}")
+        raise ProbeRefused(f"probe: expected byte order {order}, "
+                           f"found {fingerprint['byteorder']}")

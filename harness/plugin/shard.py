@@ -25,7 +25,8 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.shard.durations import DurationSet, align, load
-from harness.shard.plan import make_plan, module_of, parse_shard
+from harness.shard.estimate import module_of
+from harness.shard.plan import make_plan, parse_shard
 
 MARKER = "same_process"
 _PLAN_KEY = pytest.StashKey[str]()

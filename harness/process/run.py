@@ -40,7 +40,7 @@ TAIL_LINES = 40
 @dataclass(kw_only=True)
 class ProcResult:
     """How one streamed command ended, a local subprocess or a command exec'd in a
-    container alike: what ``runners/local.py classify`` turns into a suite's outcome."""
+    container alike: what ``runners/local.py outcome_of`` turns into a suite's outcome."""
 
     exit_code: int | None
     duration_s: float

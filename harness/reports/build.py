@@ -21,7 +21,7 @@ from harness.reports.model import (
     Change,
     HeadroomRow,
     KnownFailureRow,
-    Lane,
+    LaneSummary,
     Report,
     Streak,
     Tonight,
@@ -83,6 +83,17 @@ def _night_record(
     return passed, len(outcomes)
 
 
+def _passing(entry: Entry, covered: list[tuple[int, str, str]]) -> list[str]:
+    """The node ids by which ``entry`` now passes on the latest night. A quarantined
+    (intermittent) entry passes a night only when every case it covers that ran passed,
+    as its record over the nights counts one (``_night_record``): never "now passing"
+    with "passed 0 of the last 1 nights"."""
+    ran = [(n, s) for _, n, s in covered if s != "skipped"]
+    if entry.action == "quarantine" and any(s not in GOOD for _, s in ran):
+        return []
+    return sorted(n for n, s in ran if s in GOOD)
+
+
 def _known_failures(
     db: WindowReader, runs: Runs, facts: dict[str, MatrixFacts], today: dt.date
 ) -> list[KnownFailureRow]:
@@ -98,7 +109,7 @@ def _known_failures(
                 (test, n, s) for test, n, s, applied in outcomes
                 if entry.covers(n) and (applied or not entry.host)
             ]
-            passing = sorted(n for _, n, s in covered if s in GOOD)
+            passing = _passing(entry, covered)
             expiry = entry.expires
             state = None
             record: tuple[int, int] | None = None
@@ -155,7 +166,7 @@ def _kernel_library(fingerprint: str | None) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _report_lanes(runs: Runs, lanes: list[str]) -> list[Lane]:
+def _report_lanes(runs: Runs, lanes: list[str]) -> list[LaneSummary]:
     out = []
     for lane in lanes:
         rid = runs.latest(lane)
@@ -166,7 +177,7 @@ def _report_lanes(runs: Runs, lanes: list[str]) -> list[Lane]:
                 skipped = row.infra_message or "skipped"
             library = _kernel_library(row.fingerprint)
         out.append(
-            Lane(
+            LaneSummary(
                 lane,
                 row.matrix if row else lane,
                 len(runs.by_lane.get(lane, [])),

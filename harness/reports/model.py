@@ -37,7 +37,9 @@ def anchor(kind: str, *parts: str) -> str:
 
 
 @dataclass
-class Lane:
+class LaneSummary:
+    """One row of the report's lanes table: a lane's runs in the window and its latest."""
+
     name: str  # matrix, plus " (emulated)"
     matrix: str
     runs: int
@@ -241,7 +243,7 @@ class Report:
     until: str
     database: str
     headline: str
-    lanes: list[Lane]
+    lanes: list[LaneSummary]
     suites: list[str]
     suite_grid: list[SuiteCell]
     test_grid: list[TestRow]  # see GRID_ROWS: not every test, the ones worth a row

@@ -1,9 +1,14 @@
-"""Why a suite (or a run) ended abnormally, as data: one vocabulary for every producer.
+"""Why a suite (or a run) ended abnormally, as data: one vocabulary for every producer,
+and one table of what each cause means.
 
-The runners set a :class:`CauseRecord` on the outcome beside its prose reason; the
-manifest records it (``cause``); the history names the infrastructure failure from it
-(``history/infra.py``), and keeps its regexes for loose JUnit from other producers and
-for run folders written before causes were recorded.
+The runners set a :class:`CauseRecord` on the outcome beside its prose reason (a status
+plus a reason, as nox's ``Result``); the manifest records it (``cause``), and so does
+each case the harness writes when a suite stops (:data:`CAUSE_PROPERTY`). What a cause
+means is :data:`MEANINGS` (:func:`meaning_of` for a record): the exit code ``harness run``
+gives for it, whether CI tries the step again, whether it is a finding about the code
+under test, its words and the history's infrastructure signature (``history/infra.py``,
+which keeps its regexes for JUnit from other producers and for run folders written
+before causes were recorded).
 """
 
 from __future__ import annotations
@@ -26,6 +31,66 @@ class Cause(StrEnum):
     PYTEST_ERROR = "pytest-error"  # pytest's usage or internal error (exit 2, 3, 4)
     CANCELLED = "cancelled"  # Ctrl-C, SIGTERM or SIGHUP
     WRITE_FAILED = "write-failed"  # the harness could not write (full disk, read-only)
+    # Not a suite's end, but the same table's rows: a run's other ways to fail.
+    TEST_FAILED = "test-failed"  # a test failed (or strictly xpassed)
+    COLLECTION_ERROR = "collection-error"  # a test module failed to import
+    INFRA_REFUSAL = "infra-refusal"  # a prerequisite, image, docker, probe or cache refused
+    UNAVAILABLE = "unavailable"  # the matrix's device or probe refuses this host
+
+
+@dataclass(frozen=True, kw_only=True)
+class Meaning:
+    """What a cause means; the words are derived where it is shown."""
+
+    exit_code: int  # harness run's, when this is the worst of the run
+    retried: bool  # CI tries the step again (the exit codes in RETRIED_EXIT_CODES)
+    finding: bool  # about the code under test, not the infrastructure
+    words: str
+    signature: str | None = None  # the history's infrastructure signature, if any
+
+
+# The signals a test process raises itself (os.abort(), a segfaulting kernel, an illegal
+# instruction): a finding a retry would only repeat. SIGKILL comes from outside (the
+# out-of-memory killer, the agent), and so does any other.
+SELF_INFLICTED = ("SIGABRT", "SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE")
+_INFRA = 3
+MEANINGS: dict[Cause, Meaning] = {
+    Cause.TEST_FAILED: Meaning(exit_code=1, retried=False, finding=True,
+                               words="a test failed"),
+    Cause.COLLECTION_ERROR: Meaning(exit_code=1, retried=False, finding=True,
+                                    words="a test module failed to import"),
+    Cause.SIGNAL: Meaning(exit_code=4, retried=False, finding=True, signature="crashed",
+                          words="a test process crashed by its own signal"),
+    Cause.TIMEOUT: Meaning(exit_code=_INFRA, retried=True, finding=False, signature="timeout",
+                           words="ran past its time limit and was killed"),
+    Cause.OOM: Meaning(exit_code=_INFRA, retried=True, finding=False, signature="oom-kill",
+                       words="killed by the out-of-memory killer"),
+    Cause.CONTAINER_GONE: Meaning(exit_code=_INFRA, retried=True, finding=False,
+                                  signature="docker",
+                                  words="its container was killed from outside"),
+    Cause.NO_JUNIT: Meaning(exit_code=_INFRA, retried=True, finding=False,
+                            signature="missing-junit", words="ended without writing JUnit"),
+    Cause.PYTEST_ERROR: Meaning(exit_code=_INFRA, retried=True, finding=False,
+                                words="pytest's usage or internal error"),
+    Cause.CANCELLED: Meaning(exit_code=130, retried=False, finding=False,
+                             words="cancelled (Ctrl-C, SIGTERM, SIGHUP)"),
+    Cause.WRITE_FAILED: Meaning(exit_code=_INFRA, retried=True, finding=False,
+                                words="the harness could not write its results"),
+    Cause.INFRA_REFUSAL: Meaning(exit_code=_INFRA, retried=True, finding=False,
+                                 words="the infrastructure refused (prerequisite, image, "
+                                       "docker, probe, cold cache)"),
+    Cause.UNAVAILABLE: Meaning(exit_code=_INFRA, retried=True, finding=False,
+                               words="this host is not the matrix's (--skip-unavailable: "
+                                     "a skipped run, exit 0)"),
+}
+# A signal from outside: the run's results are incomplete, not wrong.
+_KILLED = Meaning(exit_code=_INFRA, retried=True, finding=False, signature="crashed",
+                  words="a test process was killed from outside")
+_BY_SIGNAL = {"SIGKILL": Meaning(exit_code=_INFRA, retried=True, finding=False,
+                                 signature="oom-kill",
+                                 words="killed by SIGKILL (the out-of-memory killer, the "
+                                       "agent)")}
+RETRIED_EXIT_CODES = tuple(sorted({m.exit_code for m in MEANINGS.values() if m.retried}))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,6 +98,36 @@ class CauseRecord:
     cause: Cause
     signal: str | None = None  # "SIGABRT", for Cause.SIGNAL and Cause.OOM
     exit_code: int | None = None
+
+
+def meaning_of(record: CauseRecord) -> Meaning:
+    """What a recorded cause means: a signal's by who sent it."""
+    if record.cause is Cause.SIGNAL and record.signal not in SELF_INFLICTED:
+        return _BY_SIGNAL.get(record.signal or "", _KILLED)
+    return MEANINGS[record.cause]
+
+
+# The property a case the harness writes (a test a stopped suite was running, the suite's
+# own error case) carries in the sidecar: its cause, so the history need not guess it
+# from the message (a SIGABRT on a CPU is no GPU hang).
+CAUSE_PROPERTY = "harness.cause"
+
+
+def as_property(record: CauseRecord) -> str:
+    """``signal:SIGABRT``, ``timeout``: a cause as one property value."""
+    return f"{record.cause.value}:{record.signal}" if record.signal else record.cause.value
+
+
+def from_property(value: str | None) -> CauseRecord | None:
+    """The cause a case's property records (None for none, or one this version does not
+    know)."""
+    if not value:
+        return None
+    name, _, sig = value.partition(":")
+    try:
+        return CauseRecord(cause=Cause(name), signal=sig or None)
+    except ValueError:
+        return None
 
 
 def signal_name(exit_code: int | None) -> str | None:
@@ -45,6 +140,17 @@ def signal_name(exit_code: int | None) -> str | None:
         except ValueError:
             return f"signal {-exit_code}"
     return _CRASH_CODES.get(exit_code)
+
+
+def exit_signal(exit_code: int | None) -> str | None:
+    """The signal an exit code names by either convention: negative (Popen) or a shell's
+    128 + N (any N, where :func:`signal_name` knows only the crash codes)."""
+    if exit_code is not None and exit_code > 128:
+        try:
+            return signal.Signals(exit_code - 128).name
+        except ValueError:
+            return None
+    return signal_name(exit_code)
 
 
 def cause_of_exit(

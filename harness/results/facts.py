@@ -82,13 +82,32 @@ class ThreadsRecord:
         )  # fmt: skip
 
 
-# The probe kinds (platform/probe.py) that are a GPU's own tool, and the GPU each finds,
-# as the doctor's and the probe's messages name it. A fingerprint of one of these kinds is
-# a GPU's (``DeviceFingerprint.is_gpu``); the doctor looks for the device of these kinds.
-GPU_NAMES: Mapping[str, str] = {
-    "nvidia-smi": "NVIDIA GPU", "amd-smi": "AMD GPU", "xpu-smi": "Intel GPU",
-}
-GPU_PROBES = frozenset(GPU_NAMES)
+@dataclass(frozen=True, kw_only=True)
+class ProbeKind:
+    """One kind of device probe (a matrix's ``probe.kind``; how it runs and parses is
+    ``platform/probe.py TOOLS``): the words for what it finds, as the doctor's and the
+    probe's messages name it, and whether it is a GPU's own tool (a fingerprint of it is
+    a GPU's, ``DeviceFingerprint.is_gpu``; the doctor looks for its device)."""
+
+    kind: str
+    device: str = "device"
+    gpu: bool = False
+
+
+# Every probe kind, once: the matrix schema's choices (in this order), the probe, the doctor.
+PROBE_KINDS: Mapping[str, ProbeKind] = {p.kind: p for p in (
+    ProbeKind(kind="nvidia-smi", device="NVIDIA GPU", gpu=True),
+    ProbeKind(kind="amd-smi", device="AMD GPU", gpu=True),
+    ProbeKind(kind="xpu-smi", device="Intel GPU", gpu=True),
+    ProbeKind(kind="lscpu"),
+    ProbeKind(kind="s390x"),
+    ProbeKind(kind="none"),
+)}
+
+
+def probe_kind(kind: str) -> ProbeKind:
+    """The record of ``kind``; one the schema does not know (an old manifest's) is no GPU."""
+    return PROBE_KINDS.get(kind) or ProbeKind(kind=kind)
 
 
 @dataclass(frozen=True)
@@ -130,7 +149,7 @@ class DeviceFingerprint:
     @property
     def is_gpu(self) -> bool:
         """Probed by a GPU's own tool (nvidia-smi, amd-smi, xpu-smi): a GPU was there."""
-        return self.kind in GPU_PROBES
+        return probe_kind(self.kind).gpu
 
     def with_kernel_library(self, library: str) -> DeviceFingerprint:
         return DeviceFingerprint({**self.data, "kernel_library": library})

@@ -24,10 +24,12 @@ from pathlib import Path
 from typing import Any
 from xml.parsers import expat
 
+from harness.results.cause import CAUSE_PROPERTY, CauseRecord, as_property
 from harness.results.junit_counts import recount
 from harness.results.junit_read import JunitReader, Warn
 from harness.results.layout import progress_for_partial
 from harness.results.sidecar import address, read_records, result_line
+from harness.results.testids import case_ids
 
 _COUNT_NAME = {"xfail": "xfailed", "xpass": "xpassed"}
 NOT_RUN_TYPE = "harness.notrun"  # the <skipped> type of a test a stopped suite never ran
@@ -117,7 +119,8 @@ def read_progress(path: Path) -> Progress:
     return progress
 
 
-def settle_partial(partial: Path, cause: str, stopped: str) -> tuple[list[str], list[str]]:
+def settle_partial(partial: Path, cause: str, stopped: str,
+                   recorded: CauseRecord | None = None) -> tuple[list[str], list[str]]:
     """Add to the partial file a line for each test the suite was running when it
     stopped (an error: ``cause`` while it ran) and each collected test it never ran
     (``not run: the suite <stopped> in <test>``). Returns (running, the lines added)."""
@@ -126,7 +129,8 @@ def settle_partial(partial: Path, cause: str, stopped: str) -> tuple[list[str], 
     collected, started = progress.collected, progress.started
     running = [test for test in dict.fromkeys(started) if test not in finished]
     where = f" in {', '.join(running)}" if running else ""
-    lines = [result_line(test, RUNNING, "failed", 0.0, f"{cause} while this test ran", ())
+    props = _cause_properties(recorded)
+    lines = [result_line(test, RUNNING, "failed", 0.0, f"{cause} while this test ran", props)
              for test in running]
     done = finished | set(running)
     lines += [result_line(test, NOT_RUN, "skipped", 0.0, f"not run: the suite {stopped}{where}", ())
@@ -159,13 +163,15 @@ def _suite_element(suite: str, facts: dict[str, Any], seconds: float) -> ET.Elem
 
 def write_salvaged_junit(
     junit: Path, suite: str, partial: Path, cause: str, log_tail: Iterable[str],
-    stopped: str = "stopped", seconds: float = 0.0,
+    stopped: str = "stopped", seconds: float = 0.0, recorded: CauseRecord | None = None,
 ) -> list[str]:
     """Write ``junit`` from the partial records plus one error case naming ``cause``;
-    returns the tests that were running. ``seconds``: how long the suite ran."""
-    running, _ = settle_partial(partial, cause, stopped)
+    returns the tests that were running. ``seconds``: how long the suite ran;
+    ``recorded``: the cause as data, which the cases the harness adds carry."""
+    running, _ = settle_partial(partial, cause, stopped, recorded)
     cases = [_case_from_record(r) for r in read_records(partial)]
     cases.append(error_case(suite, cause, log_tail, running))
+    _record_error_case(partial, cases, recorded)
     facts = read_progress(progress_for_partial(partial)).suite
     suite_el = _suite_element(suite, facts, seconds)
     suite_el.extend(cases)
@@ -178,7 +184,7 @@ def write_salvaged_junit(
 
 def append_error_case(
     junit: Path, suite: str, cause: str, log_tail: Iterable[str],
-    partial: Path | None = None, stopped: str = "stopped",
+    partial: Path | None = None, stopped: str = "stopped", recorded: CauseRecord | None = None,
 ) -> list[str]:
     """Add an error case to a JUnit file pytest did write (e.g. exit 0 but a crash after),
     with the tests it was running and never ran; the suite's counts follow. Returns the
@@ -188,10 +194,11 @@ def append_error_case(
     at = text.rfind("</testsuite>")
     if at < 0:  # an empty <testsuite/> or no suite at all: write it whole instead
         return write_salvaged_junit(junit, suite, partial or junit.with_suffix(".none"),
-                                    cause, log_tail, stopped)
-    running, lines = settle_partial(partial, cause, stopped) if partial else ([], [])
+                                    cause, log_tail, stopped, recorded=recorded)
+    running, lines = settle_partial(partial, cause, stopped, recorded) if partial else ([], [])
     added = [_case_from_record(json.loads(line)) for line in lines]
     added.append(error_case(suite, cause, log_tail, running))
+    _record_error_case(partial, added, recorded)
     cases = "".join(ET.tostring(case, encoding="unicode") for case in added)
     data = (text[:at] + cases + text[at:]).encode("utf-8")
     with contextlib.suppress(expat.ExpatError):  # damaged by pytest already: as it is
@@ -209,3 +216,29 @@ def _replace(path: Path, data: bytes) -> None:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+# Below the functions bench/mutation.py's salvage target lists (its equivalent mutants
+# are numbered by their place in this module).
+def _cause_properties(recorded: CauseRecord | None) -> tuple[tuple[str, object], ...]:
+    """What a case the harness writes records of why its suite stopped."""
+    return ((CAUSE_PROPERTY, as_property(recorded)),) if recorded else ()
+
+
+def _record_error_case(partial: Path | None, cases: list[ET.Element],
+                       recorded: CauseRecord | None) -> None:
+    """The suite's own error case (the last of ``cases``) in the sidecar too, with its
+    cause: JUnit and sidecar stay one-to-one and the history reads the case's cause, not
+    its message. Its node id is the one its attributes give (``address`` gives them back)."""
+    if partial is None or recorded is None:
+        return
+    case = cases[-1]
+    nodeid = case_ids(case.get("classname", ""), case.get("name", ""))[0]
+    message = next(iter(case)).get("message", "")
+    line = result_line(nodeid, RUNNING, "failed", 0.0, message, _cause_properties(recorded))
+    with partial.open("a+b") as handle:
+        if handle.seek(0, os.SEEK_END):
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) != b"\n":
+                handle.write(b"\n")  # after a line a crash cut short
+        handle.write(line.encode("utf-8"))

@@ -58,6 +58,30 @@ class Lane:
         return cls(matrix=text)
 
 
+_SHARD = re.compile(r"(\d+)/(\d+)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Shard:
+    """One shard of a suite, 1-based: ``"i/N"`` in ``--shard``, the manifest and the plans."""
+
+    index: int
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """``"2/4"`` -> Shard(index=2, count=4); ValueError unless digits with 1 <= i <= N.
+
+        The one parser of the shard spelling: each caller words its own refusal."""
+        found = _SHARD.fullmatch(text)
+        if not found or not 1 <= int(found[1]) <= int(found[2]):
+            raise ValueError(f"{text!r}: expected i/N with 1 <= i <= N, e.g. 2/4")
+        return cls(index=int(found[1]), count=int(found[2]))
+
+
 def run_dir(reports: Path, matrix: str, run_id: str) -> Path:
     return reports / matrix / run_id
 

@@ -3,13 +3,12 @@ the summary table, and the exit code with its one line."""
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 
 from harness.errors import InfraError, Interrupted, TestProcessCrashed, TestsFailed
 from harness.process import cancel
 from harness.results import layout
-from harness.results.cause import Cause, CauseRecord
+from harness.results.cause import Cause, CauseRecord, exit_signal, meaning_of
 from harness.results.facts import DeviceFingerprint
 from harness.results.junit_read import suite_properties
 from harness.results.manifest import InfraFailure
@@ -70,18 +69,16 @@ def print_table(run: Started) -> None:
     print(f"run folder: {run.plan.run_dir}")
 
 
-# A test process that raised one of these itself (os.abort(), a segfaulting kernel, an
-# illegal instruction) crashed on the code under test: a finding, which a retry would only
-# repeat. SIGKILL is left out: the out-of-memory killer or the agent sent it.
-_SELF_INFLICTED = {int(s) for s in (signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS,
-                                    signal.SIGILL, signal.SIGFPE)}
-
-
 def crashed_itself(outcome: SuiteOutcome) -> bool:
-    code = outcome.exit_code
-    if outcome.status is not Status.CRASHED or code is None:
+    """A test process that died of its own signal (os.abort(), a segfaulting kernel): a
+    finding, which a retry would only repeat (the table in results/cause.py says which
+    signals; SIGKILL, the out-of-memory killer or the agent, is not one)."""
+    if outcome.status is not Status.CRASHED:
         return False
-    return -code in _SELF_INFLICTED or code - 128 in _SELF_INFLICTED
+    cause = outcome.cause
+    if cause is None and (name := exit_signal(outcome.exit_code)):
+        cause = CauseRecord(cause=Cause.SIGNAL, signal=name, exit_code=outcome.exit_code)
+    return cause is not None and cause.cause is Cause.SIGNAL and meaning_of(cause).finding
 
 
 def _infra_failure(write_error: str, first: SuiteOutcome | None) -> InfraFailure | None:

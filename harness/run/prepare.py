@@ -11,10 +11,11 @@ import secrets
 import shutil
 from pathlib import Path
 
-from harness.errors import HostUnavailable, InfraError
+from harness.errors import HostUnavailable
 from harness.history.schema import default_db_path
 from harness.platform.cache import cache_root
 from harness.platform.doctor import preflight, require_device, run_checks
+from harness.platform.probe import ProbeRefused
 from harness.results import layout
 from harness.results.writefail import make_reserve
 from harness.roots import import_path
@@ -63,9 +64,12 @@ def preflight_step(ctx: RunContext) -> None:
     command = f"harness run --matrix {ctx.request.matrix}"
     if not ctx.request.emulate:
         require_device(ctx.matrix, command=command)
+    # A local CPU matrix's probe (start_runner records it). Only its refusal says this host
+    # is not the matrix's (what --skip-unavailable skips); a probe that could not run or be
+    # read stays an infrastructure failure, as does every check below.
     try:
-        ctx.runner.preflight()  # a local CPU matrix's probe (start_runner records it)
-    except InfraError as error:
+        ctx.runner.preflight()
+    except ProbeRefused as error:
         raise HostUnavailable(
             f"{error}; to run the {ctx.matrix.name} profile on this CPU: {command} --emulate"
         ) from None

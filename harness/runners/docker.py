@@ -41,7 +41,7 @@ from harness.runners.docker_spec import (
     sdk_options,
     suite_mounts,
 )
-from harness.runners.local import classify
+from harness.runners.local import outcome_of
 from harness.runners.runner import Runner
 from harness.runners.suite_env import suite_env
 
@@ -236,8 +236,8 @@ def run_one(box: Container, inv: Invocation, base_env: Mapping[str, str], user: 
         code, notes, seen = container_notes(box, inv, result, ooms_before)
         for note in notes:
             sink.line(note)
-    outcome = classify(inv, dataclasses.replace(result, exit_code=code, write_error=sink.error,
-                                                tail=list(sink.tail)))
+    outcome = outcome_of(inv, dataclasses.replace(result, exit_code=code, write_error=sink.error,
+                                                  tail=list(sink.tail)))
     outcome.cause = seen or outcome.cause
     extra = [n.removeprefix("harness: ") for n in notes if "step timeout" not in n]
     if extra:

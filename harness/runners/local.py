@@ -1,5 +1,5 @@
 """Run a plan's invocations as local subprocesses, one suite after another, and turn how
-each process ended plus what it wrote into its outcome (``classify``, every runner's)."""
+each process ended plus what it wrote into its outcome (``outcome_of``, every runner's)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ from harness.runners.runner import Runner
 
 
 def describe_exit(code: int | None) -> str:
-    """Name what an exit code means in the field (PLATFORMS.md, failure signatures)."""
+    """Name what an exit code means (a signal by its name): the words of a suite's failure."""
     if code is None:
         return "no exit code"
     if code < 0:
@@ -64,7 +64,7 @@ _STOPPED = {
 }
 
 
-def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
+def outcome_of(inv: Invocation, result: ProcResult) -> SuiteOutcome:
     """Turn how the process ended plus what it wrote into an outcome. JUnit is the truth."""
     # a test may have printed a secret's value (or named a test after one)
     for written in (inv.junit, inv.partial, progress_for_partial(inv.partial)):
@@ -81,10 +81,10 @@ def classify(inv: Invocation, result: ProcResult) -> SuiteOutcome:
             stopped = _STOPPED.get(status, "stopped")
             if inv.junit.is_file():
                 running = append_error_case(inv.junit, inv.suite, cause, result.tail,
-                                            inv.partial, stopped)
+                                            inv.partial, stopped, ended)
             else:
                 running = write_salvaged_junit(inv.junit, inv.suite, inv.partial, cause,
-                                               result.tail, stopped, result.duration_s)
+                                               result.tail, stopped, result.duration_s, ended)
             if running:  # the test that hung or crashed, by name
                 cause = f"{cause} in {', '.join(running)}"
     except OSError as error:  # what pytest wrote stays as it was
@@ -197,7 +197,7 @@ class LocalRunner(Runner):
             cwd=inv.cwd,
             echo=self.echo,
         )
-        return classify(inv, result)
+        return outcome_of(inv, result)
 
     def command_line(self, inv: Invocation, run_dir: Path, env: Mapping[str, str]) -> str:
         shown = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(masked(dict(inv.env)).items()))

@@ -103,7 +103,7 @@ class Runner(ABC):
 
     @abstractmethod
     def run_one(self, inv: Invocation) -> SuiteOutcome:
-        """One suite's process, classified (JUnit is the truth, runners/local.py classify)."""
+        """One suite's process, classified (JUnit is the truth, runners/local.py outcome_of)."""
 
     @abstractmethod
     def command_line(self, inv: Invocation, run_dir: Path, env: Mapping[str, str]) -> str:

@@ -18,12 +18,12 @@ from pathlib import Path
 
 from harness.matrix import list_matrices
 from harness.select.changes import changed_files, merge_base
-from harness.select.derive import Lane, derive, lanes_from_matrices
+from harness.select.derive import MatrixFootprint, derive, lanes_from_matrices
 from harness.select.engine import EngineLayout, read_engine
 from harness.select.imports import build_graph
 from harness.select.rules import LaneSelection, Rule, Selection, dump_lane, load_lane
 
-__all__ = ["Lane", "LaneSelection", "Rule", "Selection", "dump_lane", "load_lane",
+__all__ = ["LaneSelection", "MatrixFootprint", "Rule", "Selection", "dump_lane", "load_lane",
            "select_changes", "select_files"]
 
 
@@ -38,7 +38,7 @@ def select_files(root: Path, changed: Sequence[str], *, ref: str = "",
     graph = build_graph(root, [t for t in layout.sources if (root / t).exists()],
                         cache=graph_cache())
     engine = read_engine(graph, layout)
-    lanes: list[Lane] = lanes_from_matrices(root, list(matrices) or list_matrices(root))
+    lanes: list[MatrixFootprint] = lanes_from_matrices(root, list(matrices) or list_matrices(root))
     return derive(changed, lanes, graph, engine, ref=ref)
 
 

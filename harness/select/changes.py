@@ -46,9 +46,14 @@ def merge_base(root: Path, ref: str) -> str:
         raise InfraError(f"git merge-base {ref} HEAD: {error}") from None
     base = proc.stdout.strip()
     if proc.returncode != 0 or not base:
-        # exit 1 and no output: no common ancestor (a shallow clone, an unrelated ref)
-        raise UsageError(f"--changed-since {ref}: no merge base with HEAD in {root} "
-                         "(a shallow clone? fetch the history back to it)")
+        # exit 1 and no output: no common ancestor. Never a fallback (REF's tip would claim
+        # its own newer commits as the change; every lane would select the wrong tests).
+        if _git(root, "rev-parse", "--is-shallow-repository").strip() == "true":
+            raise UsageError(f"--changed-since {ref}: no merge base with HEAD in this shallow "
+                             f"clone ({root}): fetch the history back to it (git fetch "
+                             "--unshallow; actions/checkout: fetch-depth: 0)")
+        raise UsageError(f"--changed-since {ref}: {ref} and HEAD share no history in {root} "
+                         "(unrelated histories): there is no change to select by")
     return base
 
 

@@ -41,7 +41,9 @@ QUIET_TOPS = {"docs": "documentation", "bench": "a benchmark script",
 
 
 @dataclass(frozen=True, kw_only=True)
-class Lane:
+class MatrixFootprint:
+    """What change selection reads of one matrix (a lane): its files, suites, kernels, image."""
+
     name: str
     file: str  # repo-relative matrix file
     chain: tuple[str, ...]  # its file, then the files it extends
@@ -63,12 +65,12 @@ class _Acc:
         self.rules.setdefault(lane, []).append(rule)
 
 
-def lanes_from_matrices(root: Path, names: Sequence[str]) -> list[Lane]:
+def lanes_from_matrices(root: Path, names: Sequence[str]) -> list[MatrixFootprint]:
     out = []
     for name in names:
         matrix = load_matrix(name, root)
         file = _rel(Path(matrix.file), root)
-        out.append(Lane(
+        out.append(MatrixFootprint(
             name=matrix.name, file=file, chain=_chain(root, file),
             suites={s.name: s.path.rstrip("/") for s in matrix.suites.values() if s.enabled},
             kernels={op: tuple(p) for op, p in matrix.kernels.items()},
@@ -126,8 +128,8 @@ def _root_rule(root_file: str, source: str, why: str) -> Rule:
     return Rule(kind="module", source=source, why=why, path=path)
 
 
-def derive(changed: Sequence[str], lanes: Sequence[Lane], graph: ImportGraph, engine: Engine,
-           *, ref: str = "", layout: EngineLayout | None = None) -> Selection:
+def derive(changed: Sequence[str], lanes: Sequence[MatrixFootprint], graph: ImportGraph,
+           engine: Engine, *, ref: str = "", layout: EngineLayout | None = None) -> Selection:
     acc = _Acc()
     plugin = _plugin_closure(graph)
     for path in changed:
@@ -149,7 +151,7 @@ def _plugin_closure(graph: ImportGraph) -> frozenset[str]:
     return frozenset(seen)
 
 
-def _classify(path: str, lanes: Sequence[Lane], graph: ImportGraph, engine: Engine,
+def _classify(path: str, lanes: Sequence[MatrixFootprint], graph: ImportGraph, engine: Engine,
               plugin: frozenset[str], acc: _Acc) -> None:
     top = path.split("/", 1)[0]
     hit_lane = [lane for lane in lanes if path in lane.chain]
@@ -191,7 +193,7 @@ def _classify(path: str, lanes: Sequence[Lane], graph: ImportGraph, engine: Engi
     acc.everything.append((path, why))
 
 
-def _image(path: str, lanes: Sequence[Lane], acc: _Acc) -> None:
+def _image(path: str, lanes: Sequence[MatrixFootprint], acc: _Acc) -> None:
     folder = path.rsplit("/", 1)[0] + "/"
     users = [lane for lane in lanes if lane.dockerfile and lane.dockerfile.startswith(folder)]
     if not users:
@@ -201,7 +203,7 @@ def _image(path: str, lanes: Sequence[Lane], acc: _Acc) -> None:
         acc.docker.add(lane.name)
 
 
-def _harness(path: str, lanes: Sequence[Lane], graph: ImportGraph, engine: Engine,
+def _harness(path: str, lanes: Sequence[MatrixFootprint], graph: ImportGraph, engine: Engine,
              plugin: frozenset[str], acc: _Acc) -> None:
     if path.endswith(".py") and path in graph.files:
         _engine_file(path, lanes, graph, engine, acc)  # suite modules that import it
@@ -246,7 +248,7 @@ def _self_tests_naming(path: str, graph: ImportGraph) -> list[str]:
     return out
 
 
-def _engine_file(path: str, lanes: Sequence[Lane], graph: ImportGraph, engine: Engine,
+def _engine_file(path: str, lanes: Sequence[MatrixFootprint], graph: ImportGraph, engine: Engine,
                  acc: _Acc) -> bool:
     """Module and kernel rules for a Python file of the engine or suites; False if none."""
     found = False
@@ -286,7 +288,7 @@ def _engine_file(path: str, lanes: Sequence[Lane], graph: ImportGraph, engine: E
     return found
 
 
-def _finish(ref: str, changed: Sequence[str], lanes: Sequence[Lane], graph: ImportGraph,
+def _finish(ref: str, changed: Sequence[str], lanes: Sequence[MatrixFootprint], graph: ImportGraph,
             engine: Engine, acc: _Acc) -> Selection:
     dispatching = tuple(sorted(
         f for lane in lanes for s in lane.suites.values() for f in suite_roots(graph, s)

@@ -22,7 +22,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from harness.shard.plan import module_of
+
+def module_of(test_id: str) -> str:
+    """The file (or JUnit classname) part of a test id."""
+    return test_id.split("::", 1)[0]
+
 
 RIDGE = 0.05  # pulls rare tokens' effects toward zero (in units of tests)
 ITERATIONS = 30

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import UsageError
+from harness.results.layout import Shard
+from harness.shard.estimate import module_of
 
 # A sibling needs this many tests in common before its speed ratio is trusted.
 MIN_COMMON = 3
@@ -56,19 +58,11 @@ PLANS_DIR = "shard-plans"
 
 def parse_shard(spec: str) -> tuple[int, int]:
     """``"i/N"`` (1-based) -> (i, N)."""
-    index, sep, count = spec.partition("/")
     try:
-        i, n = int(index), int(count)
+        shard = Shard.parse(spec)
     except ValueError:
-        i = n = 0
-    if not sep or n < 1 or not 1 <= i <= n:
-        raise UsageError(f"--shard {spec!r}: expected i/N with 1 <= i <= N, e.g. 2/4")
-    return i, n
-
-
-def module_of(test_id: str) -> str:
-    """The file (or JUnit classname) part of a test id."""
-    return test_id.split("::", 1)[0]
+        raise UsageError(f"--shard {spec!r}: expected i/N with 1 <= i <= N, e.g. 2/4") from None
+    return shard.index, shard.count
 
 
 def _usable(value: float) -> bool:

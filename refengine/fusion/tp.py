@@ -11,7 +11,9 @@ alone moves a normed output by more than bfloat16's tolerance where the partials
 while a wrong shard moves it by far more in any dtype.
 
 The block is named ``module:attribute`` (default TP_BLOCK), so a test can run a block
-that shards its weights differently.
+that shards its weights differently. ``run_ranks`` runs any ``module:attribute`` function
+on N gloo ranks and hands back what each returned (the fusion suite's contract check of a
+collective fused op).
 """
 
 from __future__ import annotations
@@ -75,20 +77,58 @@ def run_tp(
 ) -> list[dict[str, Any]]:
     """``kernels``: the refengine Registry each rank installs (None: native only);
     ``block``: the sharded block, ``module:attribute``."""
-    from torch.multiprocessing.spawn import spawn
-
     workdir.mkdir(parents=True, exist_ok=True)
     names = [str(d).removeprefix("torch.") if d is not None else "" for d in (dtype, fp8_dtype)]
+    _spawn(_rank_main, (world, str(workdir), *names, kernels, block), world)
+    return [torch.load(workdir / f"rank{r}.pt") for r in range(world)]
+
+
+def _spawn(main: Any, args: tuple[Any, ...], world: int) -> None:
+    from torch.multiprocessing.spawn import spawn
+
     # one thread per rank, for the ranks only: the caller's environment is left as it was
     # (a process that ran this once must not hand OMP_NUM_THREADS=1 to what it starts next)
     unset = "OMP_NUM_THREADS" not in os.environ
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     try:
         spawn(  # type: ignore[no-untyped-call]  # torch.multiprocessing.spawn: no annotations
-            _rank_main, args=(world, str(workdir), *names, kernels, block), nprocs=world,
-            join=True,
+            main, args=args, nprocs=world, join=True,
         )
     finally:
         if unset:
             os.environ.pop("OMP_NUM_THREADS", None)
-    return [torch.load(workdir / f"rank{r}.pt") for r in range(world)]
+
+
+def _call_main(rank: int, world: int, workdir: str, fn: str, args: tuple[Any, ...]) -> None:
+    import pickle
+
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group(
+        "gloo", init_method=f"file://{workdir}/rendezvous", rank=rank, world_size=world
+    )
+    try:
+        try:
+            result: dict[str, Any] = {"value": load_block(fn)(rank, world, *args)}
+        except Exception as exc:  # handed to the caller, raised there as it was
+            result = {"error": exc}
+        (Path(workdir) / f"call{rank}.pkl").write_bytes(pickle.dumps(result))
+    finally:
+        dist.destroy_process_group()
+
+
+def run_ranks(world: int, workdir: Path, fn: str, args: tuple[Any, ...] = ()) -> list[Any]:
+    """``fn(rank, world, *args)`` on each of ``world`` gloo ranks (``fn`` is
+    ``module:attribute``, importable in the ranks, which inherit sys.path); what each rank
+    returned, in rank order. An exception a rank raised is raised here, as it was (the
+    first rank's first), so a caller sees the op's own error, not the spawn's."""
+    import pickle
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    _spawn(_call_main, (world, str(workdir), fn, args), world)
+    results = [pickle.loads((workdir / f"call{r}.pkl").read_bytes()) for r in range(world)]
+    for result in results:
+        if "error" in result:
+            raise result["error"]
+    return [result["value"] for result in results]

@@ -21,7 +21,11 @@ vLLM's own Python layer calls the kernel, and no further:
 - ``int8_scaled_gemm``: ``create_onednn_scaled_mm_handler(w.t(), w_scales, out_dtype,
   dynamic=per-token activation scales, azp=False)`` + ``onednn_scaled_mm``.
 - ``fp8_quant``: vLLM's fp8 quantizers as vLLM's CUDA layer calls them (``out, x,
-  scale``); in the CPU build they are registered as ``() -> ()`` placeholders.
+  scale``).
+
+A kernel the library registers as a placeholder (its schema takes no argument and
+returns nothing, ``() -> ()``: vLLM's CPU build so registers its fp8 quantizers) is no
+kernel: ``supports`` declines the op with that reason, read from the schema.
 - attention and fused_moe: see refengine/providers/vllm_paged.py.
 """
 
@@ -198,6 +202,44 @@ NONE_IN_CPU_BUILD = {
 }
 
 
+# The kernels of the library each op calls (fp8_quant: by mode, in _FP8_KERNELS); the
+# attention and MoE ops' are vllm_paged's.
+_CALLS = {"linear": ("create_onednn_mm_handler", "onednn_mm"), "rms_norm": ("rms_norm",),
+          "add_rms_norm": ("fused_add_rms_norm",), "silu_and_mul": ("silu_and_mul",),
+          "gelu_and_mul": ("gelu_and_mul", "gelu_tanh_and_mul"),
+          "rotary_embedding": ("rotary_embedding",),
+          "int8_scaled_gemm": ("create_onednn_scaled_mm_handler", "onednn_scaled_mm")}
+
+
+@functools.cache
+def placeholder(kernel: str) -> bool:
+    """Whether the loaded library registers ``kernel`` as a placeholder: a schema with no
+    arguments and no returns (``() -> ()``), which any call fails."""
+    if not _load()[0]:
+        return False
+    try:
+        schema = getattr(_c(), kernel).default._schema
+    except (AttributeError, RuntimeError):  # not registered at all: the call says so
+        return False
+    return not schema.arguments and not schema.returns
+
+
+def _placeholder_reason(op: str, shapes: Mapping[str, Any]) -> str:
+    """Why ``op`` is declined when a kernel it calls is a placeholder, else ""."""
+    if op == "fp8_quant":
+        mode = shapes.get("mode")
+        calls = (_FP8_KERNELS[mode],) if mode in _FP8_KERNELS else tuple(_FP8_KERNELS.values())
+    else:
+        calls = _CALLS.get(op, ())
+    found = [kernel for kernel in calls if placeholder(kernel)]
+    # Without a mode, fp8_quant is declined only when no quantizer is a kernel.
+    if not found or (op == "fp8_quant" and "mode" not in shapes and len(found) < len(calls)):
+        return ""
+    what = "a placeholder" if len(found) == 1 else "placeholders"
+    return (f"vLLM's CPU build registers {', '.join(found)} as {what} `() -> ()`: "
+            "no kernel behind the name")
+
+
 def _vector_width(op: str, shapes: Mapping[str, Any]) -> int:
     """The row width vLLM's vectorised norm / activation kernels step through (else 0)."""
     x = shapes.get("x")
@@ -232,6 +274,9 @@ class VllmProvider:
             mode = shapes.get("mode")
             if mode == "block":
                 return False, "vLLM's CPU build has no per-group fp8 quantizer"
+        if why := _placeholder_reason(op, shapes):
+            return False, why
+        if op == "fp8_quant":
             return True, ""
         if op != "int8_scaled_gemm" and dtype not in FLOATS:
             return False, f"vllm {op} takes float32/bfloat16/float16, not {dtype}"

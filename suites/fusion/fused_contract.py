@@ -4,8 +4,15 @@ checks a kernel (suites/kernel_parity/parity_check.py), with the platform's kern
 A fused op is a ``refengine::`` custom op: the graph trusts its schema. So for each one,
 on fresh seeded inputs, through the op itself (whichever provider the platform's registry
 picks for it):
-- it writes only the arguments its schema declares written (none do: every fused op is
-  functional): every other input is bit-identical, strides included, after the call;
+- it writes only the arguments its case declares written (``fused_writes``, as data, which
+  must be what its schema declares: none so far, every refengine fused op is functional),
+  and those hold the values the case says; every other input is bit-identical, strides
+  included, after the call. The same for the eager reference the outputs are checked
+  against (``reference_writes``: refengine.ops.reference.add_rms_norm, like vLLM's
+  fused_add_rms_norm, writes its residual in place by design), so a failure names the
+  side that wrote;
+- a collective op's case runs on ``world`` gloo ranks (two) with inputs seeded per rank,
+  so that a reduction written into an input changes it (on one rank it is the identity);
 - it returns what the unfused computation returns (refengine.ops.reference composed):
   as many outputs, each of that dtype, shape and device;
 - its fake (the shapes the compiler plans with) says the same;
@@ -18,11 +25,13 @@ check exists. tests/integration/test_fusion_contract_catches_bugs.py runs it on 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed as dist
 
 from refengine.fusion import fused_ops  # noqa: F401  (registers the refengine::* fused ops)
 from refengine.ops import reference
@@ -30,6 +39,10 @@ from refengine.ops.collective import world_group_name
 from refengine.ops.spec import FP8_BLOCK
 
 Tensor = torch.Tensor
+# an argument a side may write in place -> what it must hold after the call, from the
+# pristine arguments
+Written = Mapping[str, Callable[..., Tensor]]
+RANK_FN = "fused_contract:contract_rank"
 QUANT_MODES = ("per_tensor_static", "per_tensor_dynamic", "per_token_dynamic", "block")
 
 
@@ -47,9 +60,18 @@ class FusedCase:
     build: Callable[[torch.dtype, torch.dtype | None, torch.Generator], tuple[Any, ...]]
     reference: Callable[..., tuple[Tensor, ...]]
     fp8: bool = False  # needs the platform's fp8 dtype
+    world: int = 1  # gloo ranks the case runs on (a collective op's: two)
+    fused_writes: Written = field(default_factory=dict)
+    reference_writes: Written = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"{self.fused_op}/{self.id}"
 
     def args(self, dtype: torch.dtype, fp8: torch.dtype | None, seed: int) -> tuple[Any, ...]:
-        return self.build(dtype, fp8, torch.Generator().manual_seed(seed))
+        """Seeded per rank: on a process group the ranks' inputs differ."""
+        rank = dist.get_rank() if self.world > 1 and dist.is_initialized() else 0
+        return self.build(dtype, fp8, torch.Generator().manual_seed(seed + 7919 * rank))
 
 
 def _randn(gen: torch.Generator, *shape: int, dtype: torch.dtype, scale: float = 1.0) -> Tensor:
@@ -70,11 +92,15 @@ def _add_norm(shape: tuple[int, ...], strided_residual: bool) -> FusedCase:
         return x, residual, _norm_weight(g, shape[-1], dt), 1e-6
 
     def ref(x: Tensor, residual: Tensor, weight: Tensor, eps: float) -> tuple[Tensor, ...]:
-        summed = residual.clone()
-        return reference.add_rms_norm(x, summed, weight, eps), summed
+        # the unfused op, as the engine calls it: it writes the sum into ``residual``
+        return reference.add_rms_norm(x, residual, weight, eps), residual.clone()
+
+    def summed(x: Tensor, residual: Tensor, *_: Any) -> Tensor:
+        return (x.float() + residual.float()).to(residual.dtype)
 
     layout = "residual-strided" if strided_residual else "contiguous"
-    return FusedCase("fused_add_rms_norm", f"{len(shape)}d-{layout}", build, ref)
+    return FusedCase("fused_add_rms_norm", f"{len(shape)}d-{layout}", build, ref,
+                     reference_writes={"residual": summed})
 
 
 def _quant_args(fp8: Any, mode: str) -> tuple[Any, ...]:
@@ -104,17 +130,17 @@ def _silu_quant(mode: str, shape: tuple[int, ...]) -> FusedCase:
 
 
 def _all_reduce_norm() -> FusedCase:
-    """On a process group of one rank (the all-reduce is the identity there): the contract
-    is about writes, dtypes and shapes; the sums over ranks are the tensor-parallel test's."""
+    """On two gloo ranks whose inputs differ: an all-reduce written into ``x`` changes it.
+    The reference is the unfused eager path, refengine::all_reduce then rms_norm."""
 
     def build(dt: torch.dtype, fp8: Any, g: torch.Generator) -> tuple[Any, ...]:
         x = _randn(g, 7, 96, dtype=dt)
         return x, _norm_weight(g, 96, dt), 1e-6, world_group_name()
 
     def ref(x: Tensor, weight: Tensor, eps: float, group: str) -> tuple[Tensor, ...]:
-        return (reference.rms_norm(x, weight, eps),)
+        return (reference.rms_norm(torch.ops.refengine.all_reduce(x, group), weight, eps),)
 
-    return FusedCase("all_reduce_rms_norm", "one-rank", build, ref)
+    return FusedCase("all_reduce_rms_norm", "2ranks", build, ref, world=2)
 
 
 # Odd sizes; 3-D inputs; each quantisation mode with a partial last block in block mode.
@@ -165,23 +191,79 @@ def _structure(label: str, got: tuple[Any, ...], want: tuple[Tensor, ...]) -> li
     return problems
 
 
-def check(case: FusedCase, dtype: torch.dtype, fp8: torch.dtype | None, seed: int) -> None:
-    """The whole contract of one fused op on one case; raises ContractError."""
+def _written(side: str, declared: str, names: list[str], args: tuple[Any, ...],
+             pristine: tuple[Any, ...], writes: Written) -> list[str]:
+    """What ``side`` did to its inputs against what it may: ``writes`` (name -> the value
+    it must hold after the call, from the pristine arguments); all else bit-identical."""
+    problems = []
+    for name, arg, before in zip(names, args, pristine, strict=True):
+        if not isinstance(arg, Tensor):
+            continue
+        if name in writes:
+            want = writes[name](*pristine).contiguous()
+            if not (arg.stride() == before.stride() and _same_bits(arg.contiguous(), want)):
+                problems.append(f"{side} left its input {name!r} other than {declared} "
+                                "declares it written")
+        elif not _same_bits(arg, before):
+            problems.append(f"{side} wrote its input {name!r}, which {declared} does not "
+                            "declare written")
+    return problems
+
+
+def problems(case: FusedCase, dtype: torch.dtype, fp8: torch.dtype | None,
+             seed: int) -> list[str]:
+    """How one fused op breaks its contract on one case (empty: it keeps it)."""
     op = getattr(torch.ops.refengine, case.fused_op).default
     names = [a.name for a in op._schema.arguments]
-    args, pristine = case.args(dtype, fp8, seed), case.args(dtype, fp8, seed)
-    want = _tuple(case.reference(*case.args(dtype, fp8, seed)))
+    found = []
+    if set(case.fused_writes) != set(writable(case.fused_op)):
+        found.append(f"the case declares {sorted(case.fused_writes)} written, the schema "
+                     f"{sorted(writable(case.fused_op))}")
+    ref_args, pristine = case.args(dtype, fp8, seed), case.args(dtype, fp8, seed)
+    want = _tuple(case.reference(*ref_args))
+    found += _written("the eager reference", "the contract", names, ref_args, pristine,
+                      case.reference_writes)
+    args = case.args(dtype, fp8, seed)
     got = _tuple(op(*args))
-    problems = _structure("returned", got, want)
-    allowed = writable(case.fused_op)
-    problems += [f"wrote its input {name!r}, which its schema does not declare written"
-                 for name, arg, before in zip(names, args, pristine, strict=True)
-                 if isinstance(arg, Tensor) and name not in allowed
-                 and not _same_bits(arg, before)]
-    problems += _structure("its fake returned", _fake_outputs(op, pristine), want)
+    found += _structure("returned", got, want)
+    found += _written("the fused op", "its schema", names, args, pristine, case.fused_writes)
+    found += _structure("its fake returned", _fake_outputs(op, pristine), want)
     again = _tuple(op(*case.args(dtype, fp8, seed)))
-    problems += [f"output {i} differs between two calls on the same inputs"
-                 for i, (a, b) in enumerate(zip(got, again, strict=False))
-                 if isinstance(a, Tensor) and isinstance(b, Tensor) and not _same_bits(a, b)]
-    if problems:
-        raise ContractError(f"{case.fused_op}/{case.id}: " + "; ".join(problems))
+    found += [f"output {i} differs between two calls on the same inputs"
+              for i, (a, b) in enumerate(zip(got, again, strict=False))
+              if isinstance(a, Tensor) and isinstance(b, Tensor) and not _same_bits(a, b)]
+    return found
+
+
+def check(case: FusedCase, dtype: torch.dtype, fp8: torch.dtype | None, seed: int) -> None:
+    """The whole contract of one fused op on one case, in this process (a collective op's:
+    on the process group already started); raises ContractError."""
+    found = problems(case, dtype, fp8, seed)
+    if found:
+        raise ContractError(f"{case.name}: " + "; ".join(found))
+
+
+def contract_rank(rank: int, world: int, name: str, dtype: str, fp8: str, seed: int,
+                  kernels: Any) -> list[str]:
+    """One rank's share of ``check_on_ranks``: the case's problems seen from this rank."""
+    from refengine import registry
+
+    case = next(c for c in CASES if c.name == name)
+    with registry.using(kernels or registry.Registry({})):
+        found = problems(case, getattr(torch, dtype), getattr(torch, fp8) if fp8 else None,
+                         seed)
+    return [f"rank {rank}: {p}" for p in found]
+
+
+def check_on_ranks(case: FusedCase, dtype: torch.dtype, fp8: torch.dtype | None, seed: int,
+                   kernels: Any, workdir: Path, rank_fn: str = RANK_FN) -> None:
+    """``check`` on ``case.world`` gloo ranks (refengine.fusion.tp.run_ranks), each with its
+    own inputs and ``kernels`` (the registry) installed; raises ContractError naming the
+    rank, or what a rank raised."""
+    from refengine.fusion.tp import run_ranks
+
+    names = [str(d).removeprefix("torch.") if d is not None else "" for d in (dtype, fp8)]
+    ranks = run_ranks(case.world, workdir, rank_fn, (case.name, *names, seed, kernels))
+    found = [p for rank in ranks for p in rank]
+    if found:
+        raise ContractError(f"{case.name}: " + "; ".join(found))

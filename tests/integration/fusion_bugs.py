@@ -84,3 +84,25 @@ class GateRowsOnlyTPMLP(TPMLPBlock):
         part = INTER // world
         merged = w13.reshape(2 * INTER, HIDDEN)
         return merged[rank * 2 * part:(rank + 1) * 2 * part], w2[:, rank * part:(rank + 1) * part]
+
+
+def all_reduce_rms_norm_in_place(x: torch.Tensor, weight: torch.Tensor, eps: float,
+                                 group_name: str) -> torch.Tensor:
+    # the fused kernel reduces the caller's tensor instead of a copy
+    import torch.distributed as dist
+
+    from refengine.fusion import fused_ops
+    from refengine.ops.collective import process_group
+
+    dist.all_reduce(x, group=process_group(group_name))
+    return fused_ops._run("rms_norm", x, weight, eps)  # type: ignore[no-any-return]
+
+
+def contract_rank_all_reduce_in_place(rank: int, world: int, *args: Any) -> list[str]:
+    """fused_contract.contract_rank with all_reduce_in_place as the native fused kernel."""
+    from fused_contract import contract_rank
+
+    from refengine.fusion import fused_ops
+
+    fused_ops.FUSED_KERNELS["all_reduce_rms_norm"][1]["native"] = all_reduce_rms_norm_in_place
+    return contract_rank(rank, world, *args)

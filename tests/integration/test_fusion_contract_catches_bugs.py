@@ -1,10 +1,14 @@
 """The fusion suite's contract check of fused ops (suites/fusion/fused_contract.py) fails
 a fused kernel that writes its input in place, returns another dtype, or whose fake plans
 other shapes; the first passes the fused-vs-eager check (asserted), which is why the
-contract check exists. Each bug is patched into refengine.fusion.fused_ops."""
+contract check exists. Each bug is patched into refengine.fusion.fused_ops (in the ranks,
+for the collective op: fusion_bugs.contract_rank_all_reduce_in_place). An eager reference
+that writes what the contract does not declare, or not what it does, fails too, named as
+the eager side."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,7 +18,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "suites" / "fusion"))
-from fused_contract import CASES, ContractError, check  # noqa: E402
+from fused_contract import CASES, ContractError, check, check_on_ranks  # noqa: E402
 from fusion_check import check as fusion_check  # noqa: E402
 from fusion_check import run_block  # noqa: E402
 
@@ -58,8 +62,9 @@ def test_a_fused_op_that_writes_its_input_passes_fused_vs_eager_but_not_the_cont
         assert result.report.passes["add_rms_norm"].matched == 2
         assert fusion_check("decoder_layer", result, Tol()) == []  # the hole
         for case_id in ("2d-contiguous", "3d-residual-strided"):
-            with pytest.raises(ContractError, match=f"fused_add_rms_norm/{case_id}: wrote its "
-                               "input 'residual', which its schema does not declare written"):
+            with pytest.raises(ContractError, match=f"fused_add_rms_norm/{case_id}: the fused "
+                               "op wrote its input 'residual', which its schema does not "
+                               "declare written"):
                 check(_case("fused_add_rms_norm", case_id), dtype, None, 0)
 
 
@@ -86,5 +91,43 @@ def test_a_fake_that_plans_other_shapes_fails(monkeypatch: pytest.MonkeyPatch) -
 def test_the_correct_fused_ops_keep_the_contract() -> None:
     with registry.using(NATIVE):
         for case in CASES:
-            if case.fused_op != "all_reduce_rms_norm":  # needs a process group: the suite's
+            if case.world == 1:  # the collective op's: on ranks, below
                 check(case, torch.bfloat16, FP8 if case.fp8 else None, 0)
+
+
+BUGGY_RANK = "fusion_bugs:contract_rank_all_reduce_in_place"
+
+
+def test_an_all_reduce_into_its_input_passes_one_rank_but_not_two(tmp_path: Path) -> None:
+    case = _case("all_reduce_rms_norm", "2ranks")
+    dtype = torch.float32  # what every platform's gloo reduces (s390x's not bf16)
+    check_on_ranks(dataclasses.replace(case, world=1), dtype, None, 0, NATIVE,
+                   tmp_path / "one", BUGGY_RANK)  # the hole: one rank sums to itself
+    with pytest.raises(ContractError, match="all_reduce_rms_norm/2ranks: rank 0: the fused op "
+                       "wrote its input 'x', which its schema does not declare written; "
+                       "rank 1: the fused op wrote its input 'x'"):
+        check_on_ranks(case, dtype, None, 0, NATIVE, tmp_path / "two", BUGGY_RANK)
+    check_on_ranks(case, dtype, None, 0, NATIVE, tmp_path / "fixed")  # the real kernel
+
+
+def test_an_eager_reference_that_writes_undeclared_or_not_as_declared_fails() -> None:
+    case = _case("fused_add_rms_norm", "2d-contiguous")
+
+    def writes_x(x: Any, residual: Any, weight: Any, eps: float) -> Any:
+        x.mul_(2)
+        return case.reference(x, residual, weight, eps)
+
+    def writes_a_copy(x: Any, residual: Any, weight: Any, eps: float) -> Any:
+        return case.reference(x, residual.clone(), weight, eps)
+
+    with registry.using(NATIVE):
+        with pytest.raises(ContractError, match="the eager reference wrote its input 'x', "
+                           "which the contract does not declare written"):
+            check(dataclasses.replace(case, reference=writes_x), torch.bfloat16, None, 0)
+        with pytest.raises(ContractError, match="the eager reference left its input "
+                           "'residual' other than the contract declares it written"):
+            check(dataclasses.replace(case, reference=writes_a_copy), torch.bfloat16, None, 0)
+        with pytest.raises(ContractError, match=r"the case declares \['residual'\] written, "
+                           r"the schema \[\]"):
+            check(dataclasses.replace(case, fused_writes=case.reference_writes),
+                  torch.bfloat16, None, 0)

@@ -236,7 +236,7 @@ def test_a_read_only_reports_folder_is_one_line_and_exit_3(tmp_path: Path) -> No
         run = subprocess.run(harness_cmd(write_matrix(tmp_path), reports), cwd=ROOT,
                              capture_output=True, text=True, timeout=120, check=False)
         report = subprocess.run([sys.executable, "-m", "harness", "report", "nightly",
-                                 "--history", str(tmp_path / "none.sqlite"), "--out",
+                                 "--db", str(tmp_path / "none.sqlite"), "--out",
                                  str(reports / "out")], cwd=ROOT, capture_output=True,
                                 text=True, timeout=120, check=False)
     finally:
@@ -268,7 +268,7 @@ def test_a_secret_printed_by_a_test_is_in_no_file_nor_the_report(tmp_path: Path)
     assert "token leaked: ***" in (run_dir / "merged.xml").read_text()
     db, out = tmp_path / "h.sqlite", tmp_path / "report"
     for argv in (["history", "ingest", str(run_dir), "--db", str(db)],
-                 ["report", "nightly", "--history", str(db), "--out", str(out)]):
+                 ["report", "nightly", "--db", str(db), "--out", str(out)]):
         step = subprocess.run([sys.executable, "-m", "harness", *argv], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=300, check=False)
         assert step.returncode == 0, step.stdout[-2000:] + step.stderr[-2000:]

@@ -20,7 +20,7 @@ from harness.errors import ConfigError, InfraError
 from harness.history import SCHEMA_VERSION, connect, ingest_paths, parse_pool
 from harness.history import ingest as ingest_mod
 from harness.history import schema as schema_mod
-from harness.history.infra import classify
+from harness.history.infra import guess_signature
 from harness.results.cause import Cause, CauseRecord
 from harness.results.manifest import RunRecord
 
@@ -97,7 +97,7 @@ def test_not_a_database(tmp_path: Path) -> None:
     ],
 )
 def test_infra_signatures(kwargs: dict[str, object], signature: str | None) -> None:
-    assert classify(**kwargs) == signature  # type: ignore[arg-type]
+    assert guess_signature(**kwargs) == signature  # type: ignore[arg-type]
 
 
 def test_loose_files_ingest_once_and_keep_truncated_cases(tmp_path: Path) -> None:

@@ -70,7 +70,7 @@ def test_skip_unavailable_records_the_lane_as_skipped(tmp_path: Path) -> None:
     ingest = _harness(tmp_path, "zen3", "history", "ingest", str(tmp_path / "r"), "--db", db)
     assert ingest.returncode == 0, ingest.stderr
     out = tmp_path / "nightly"
-    report = _harness(tmp_path, "zen3", "report", "nightly", "--history", db, "--out", str(out))
+    report = _harness(tmp_path, "zen3", "report", "nightly", "--db", db, "--out", str(out))
     assert report.returncode == 0, report.stderr
     data = json.loads((out / "report.json").read_text())
     lanes = {lane["name"]: lane for lane in data["lanes"]}

@@ -85,7 +85,8 @@ def strict_readers_accept(xsd: Path, folder: Path) -> None:
 
 def results(folder: Path) -> dict[str, tuple[str, str]]:
     """node id -> (result element or "passed", its message), read plainly; a case's node
-    id is the sidecar's line at its address (the harness's own case keeps its name)."""
+    id is the sidecar's line at its address (the harness's own case too:
+    ``harness.<suite>::<its name>``)."""
     side = {}
     for line in (folder / "junit" / "outcomes.partial.jsonl").read_text().splitlines():
         nodeid = json.loads(line)["nodeid"]
@@ -145,7 +146,8 @@ def _stopped(folder: Path, how: str, said: str, *, after_may_run: bool = False) 
     # Under xdist the test after the stop runs on the other worker unless xdist had already
     # queued it behind the stopped test on the same worker (its scheduler decides).
     assert got[AFTER] in ({("passed", ""), not_run} if after_may_run else {not_run})
-    harness_case = next(v for k, v in got.items() if k.startswith("outcomes: "))
+    # the harness's own case has a sidecar line too (with the cause it records)
+    harness_case = next(v for k, v in got.items() if k.startswith("harness.outcomes::outcomes: "))
     assert harness_case[0] == "error" and harness_case[1].endswith(f" in {STOPPER}")
     assert said in harness_case[1] and suite["reason"].endswith(f" in {STOPPER}")
     # the tests never run are not skips of the suite's own

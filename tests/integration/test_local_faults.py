@@ -47,6 +47,9 @@ def invocation(tmp_path: Path, fault: str, timeout_s: float = 60.0) -> Invocatio
         str(suite_dir),
         "-p",
         "no:cacheprovider",
+        # node ids relative to the suite, wherever the checkout lives: without it, a checkout
+        # in the temp folder makes pytest's rootdir the common ancestor of both
+        f"--rootdir={suite_dir}",
         f"--junitxml={junit}",
         f"--harness-partial={partial}",
         "-q",

@@ -37,7 +37,7 @@ def test_not_applicable_fusion_is_recorded_with_its_reason(tmp_path: Path) -> No
     db = str(tmp_path / "history.sqlite")
     assert _harness(tmp_path, "history", "ingest", str(tmp_path / "r"), "--db", db).returncode == 0
     out = tmp_path / "nightly"
-    report = _harness(tmp_path, "report", "nightly", "--history", db, "--out", str(out))
+    report = _harness(tmp_path, "report", "nightly", "--db", db, "--out", str(out))
     assert report.returncode == 0, report.stderr
     cells = [c for c in json.loads((out / "report.json").read_text())["suite_grid"]
              if c["lane"] == "vllm-cpu" and c["suite"] == "fusion"]

@@ -168,7 +168,7 @@ def test_window_before_the_last_night(nightly_history: History, db: Path) -> Non
 
 def test_report_md_names_every_change(db: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    code = cli.main(["report", "nightly", "--history", str(db), "--out", str(out)])
+    code = cli.main(["report", "nightly", "--db", str(db), "--out", str(out)])
     assert code == 0
     md = (out / "report.md").read_text()
     sections = re.findall(r"^### (.+)$", md, flags=re.M)
@@ -215,7 +215,7 @@ def test_cli_bad_since_is_one_line(
     db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = cli.main(
-        ["report", "nightly", "--history", str(db), "--since", "fortnight", "--out", str(tmp_path)]
+        ["report", "nightly", "--db", str(db), "--since", "fortnight", "--out", str(tmp_path)]
     )
     assert code == 2
     assert capsys.readouterr().err.strip().count("\n") == 0

@@ -1,6 +1,7 @@
 """The layout stays readable: rooms (packages) import only what ``ALLOWED`` lets them (so
-one way, no cycle), few loose modules, no module over 400 lines and no function over 60,
-except the exceptions listed here.
+one way, no cycle), the modules inside a room import each other one way too, few loose
+modules, no module over 400 lines and no function over 60, except the exceptions listed
+here.
 
 docs/architecture.md describes the rooms and states the same map. An exception is a debt
 with a reason; the test fails when one is no longer needed, so the list only shrinks.
@@ -53,7 +54,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     # history: the database's path, and its read API for progress estimates
     "run": frozenset({"filelock", "history", "matrix", "platform", "process", "results",
                       "roots", "runners", "select", "shard"}),
-    "repro": frozenset({"matrix", "platform", "results", "run"}),
+    "repro": frozenset({"matrix", "platform", "process", "results", "run"}),
     # reports: a step's run folder read as `harness report compare` reads one;
     # process: each step is a `harness run` subprocess, the commits come from git
     "bisect": frozenset({"process", "reports"}),
@@ -123,6 +124,18 @@ def room_graph(root: Path = HARNESS) -> dict[str, dict[str, tuple[str, str]]]:
             a, b = room(name), room(target)
             if a != b and a != "harness" and b != "harness":
                 graph.setdefault(a, {}).setdefault(b, (name, target))
+    return graph
+
+
+@functools.cache
+def module_graph(root: Path = HARNESS) -> dict[str, dict[str, str]]:
+    """module -> {module of the same room it imports: that room}: the imports inside a room."""
+    known = _modules(root)
+    graph: dict[str, dict[str, str]] = {}
+    for name, path in known.items():
+        for target in _imported(name, path, known):
+            if target != name and room(target) == room(name) != "harness":
+                graph.setdefault(name, {})[target] = room(name)
     return graph
 
 
@@ -220,6 +233,23 @@ def test_rooms_import_each_other_one_way() -> None:
     if cycle:
         edges = [f"{a} -> {b} ({' imports '.join(graph[a][b])})" for a, b in pairwise(cycle)]
         raise AssertionError("import cycle between rooms:\n" + "\n".join(edges))
+
+
+def test_modules_inside_a_room_import_each_other_one_way(tmp_path: Path) -> None:
+    """No module cycle inside a room either (a function-level import counts: it is how a
+    cycle hides), and the check sees one."""
+    tree = tmp_path / "harness" / "ci"
+    tree.mkdir(parents=True)
+    (tree / "__init__.py").write_text("")
+    (tree / "pipeline.py").write_text("def generate() -> None:\n    from harness.ci import gh\n")
+    (tree / "gh.py").write_text("from harness.ci.pipeline import generate\n")
+    assert find_cycle(module_graph(tmp_path / "harness")) == [
+        "harness.ci.gh", "harness.ci.pipeline", "harness.ci.gh"]
+
+    graph = module_graph()
+    assert "harness.run.workflow" in graph  # the graph sees real imports
+    cycle = find_cycle(graph)
+    assert not cycle, "import cycle inside a room: " + " -> ".join(cycle or ())
 
 
 def test_sql_stays_in_the_history_and_the_report() -> None:

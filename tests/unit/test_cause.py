@@ -8,7 +8,7 @@ import json
 import pytest
 
 from harness.errors import ConfigError
-from harness.history.infra import classify, signature_of
+from harness.history.infra import guess_signature, signature_of
 from harness.results.cause import Cause, CauseRecord, cause_of_exit
 from harness.results.facts import DeviceFingerprint
 from harness.results.manifest import InfraFailure, MatrixRef, RunRecord
@@ -70,7 +70,7 @@ def test_signature_of_a_recorded_cause(cause: CauseRecord, signature: str | None
     ("infra", "image build failed", "image"),
 ])
 def test_kinds_the_harness_writes(kind: str, message: str, signature: str) -> None:
-    assert classify(kind=kind, message=message) == signature
+    assert guess_signature(kind=kind, message=message) == signature
 
 
 def _record(**suite: object) -> RunRecord:

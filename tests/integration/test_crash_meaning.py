@@ -1,0 +1,100 @@
+"""One meaning per failure, end to end: a test process that aborts itself on a CPU lane is
+``crashed`` (a finding, exit 4) for the suite and for every case the harness wrote, in
+the manifest, the sidecar, the history and the nightly report (real ``harness run``).
+
+The cases' messages say "SIGABRT", which the history's regexes read as a GPU hang (an
+infrastructure failure): only the cause the harness recorded on each case tells them
+apart."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.history import ingest_paths
+from harness.results.cause import CAUSE_PROPERTY, Cause, CauseRecord
+from harness.results.manifest import RunRecord
+from harness.roots import project_root
+
+ROOT = project_root()
+
+SUITE = """
+import os
+
+def test_before():
+    assert True
+
+def test_aborts():
+    os.abort()
+
+def test_after():
+    assert True
+"""
+
+
+def harness(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
+def test_an_abort_on_a_cpu_lane_is_crashed_for_the_suite_and_its_cases(tmp_path: Path) -> None:
+    suite = tmp_path / "aborting"
+    suite.mkdir()
+    (suite / "test_aborting.py").write_text(textwrap.dedent(SUITE))
+    matrix = tmp_path / "aborts.yaml"
+    matrix.write_text("\n".join([
+        "extends: cpu.yaml",
+        "name: aborts",
+        "suites:",
+        *(f"  {name}: {{enabled: false}}" for name in ("platform", "kernel_parity", "fusion",
+                                                       "e2e")),
+        f"  aborting: {{path: {suite}, workers: 1, timeout_s: 300}}",
+    ]) + "\n")
+    reports = tmp_path / "reports"
+    done = harness("run", "--matrix", str(matrix), "--python", "current", "--local",
+                   "--reports", str(reports))
+    assert done.returncode == 4, done.stdout[-3000:] + done.stderr[-2000:]
+    (run_dir,) = (reports / "aborts").iterdir()
+
+    # the manifest: the suite crashed of its own SIGABRT, a finding
+    record = RunRecord.read(run_dir)
+    assert (record.status, record.exit_code) == ("crashed", 4)
+    (outcome,) = record.suites
+    assert outcome.status.value == "crashed"
+    assert outcome.cause == CauseRecord(cause=Cause.SIGNAL, signal="SIGABRT", exit_code=-6)
+
+    # the sidecar: each case the harness wrote records the same cause
+    lines = [json.loads(line) for line in
+             (run_dir / "junit" / "aborting.partial.jsonl").read_text().splitlines()]
+    written = {line["nodeid"].rpartition("::")[2]: line["properties"].get(CAUSE_PROPERTY)
+               for line in lines if line["when"] == "running"}
+    assert written == {"test_aborts": "signal:SIGABRT",
+                       "aborting: crashed: killed by SIGABRT (exit -6)": "signal:SIGABRT"}
+    messages = " ".join(line["message"] for line in lines if line["when"] == "running")
+    assert "SIGABRT" in messages  # what the regexes would have named a GPU hang
+
+    # the history: run, suite and every error case agree
+    db = tmp_path / "history.sqlite"
+    ingest_paths(db, [reports], pytest.fail)
+    with sqlite3.connect(db) as conn:
+        (run_sig,) = conn.execute("SELECT infra_signature FROM runs").fetchone()
+        (suite_sig,) = conn.execute("SELECT infra_signature FROM suites").fetchone()
+        cases = dict(conn.execute(
+            "SELECT t.nodeid, c.infra_signature FROM cases c JOIN tests t ON t.id = c.test"
+            " WHERE c.status = 'error'").fetchall())
+    assert run_sig == suite_sig == "crashed"
+    assert len(cases) == 2 and set(cases.values()) == {"crashed"}, cases
+
+    # the nightly report: the case-level events say crashed too, never gpu-hang
+    out = tmp_path / "report"
+    done = harness("report", "nightly", "--history", str(db), "--out", str(out))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    report = json.loads((out / "report.json").read_text())
+    by_scope = {(e["scope"], e["signature"]) for e in report["infra"]}
+    assert by_scope == {("run", "crashed"), ("suite", "crashed"), ("case", "crashed")}, by_scope

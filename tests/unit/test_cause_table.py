@@ -1,0 +1,91 @@
+"""The one table of failure meaning (harness/results/cause.py) and what reads it: the exit
+codes of errors.py, the run's crash rule, the history's signatures and the CI templates'
+retries all say what the table says."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from harness import errors
+from harness.history.infra import signature_of
+from harness.results.cause import (
+    MEANINGS,
+    RETRIED_EXIT_CODES,
+    SELF_INFLICTED,
+    Cause,
+    CauseRecord,
+    meaning_of,
+)
+from harness.results.outcome import Status, SuiteOutcome
+from harness.roots import shipped_root
+from harness.run.finish import crashed_itself
+
+
+def test_every_cause_has_a_meaning_and_only_infrastructure_is_retried() -> None:
+    assert set(MEANINGS) == set(Cause)
+    assert RETRIED_EXIT_CODES == (3,)
+    for cause, meaning in MEANINGS.items():
+        assert meaning.retried == (meaning.exit_code in RETRIED_EXIT_CODES), cause
+        assert not (meaning.finding and meaning.retried), cause
+        assert meaning.words, cause
+
+
+def test_the_exceptions_exit_with_the_table_s_codes() -> None:
+    assert errors.TestsFailed.exit_code == MEANINGS[Cause.TEST_FAILED].exit_code == 1
+    assert errors.TestProcessCrashed.exit_code == MEANINGS[Cause.SIGNAL].exit_code == 4
+    assert errors.InfraError.exit_code == MEANINGS[Cause.TIMEOUT].exit_code == 3
+    assert errors.HostUnavailable.exit_code == MEANINGS[Cause.UNAVAILABLE].exit_code
+    assert errors.Interrupted("x").exit_code == MEANINGS[Cause.CANCELLED].exit_code
+
+
+@pytest.mark.parametrize(
+    ("signal", "exit_code", "finding", "signature"),
+    [
+        *((name, 4, True, "crashed") for name in SELF_INFLICTED),
+        ("SIGKILL", 3, False, "oom-kill"),
+        ("SIGTERM", 3, False, "crashed"),
+    ],
+)
+def test_a_signal_means_what_its_sender_says(
+    signal: str, exit_code: int, finding: bool, signature: str
+) -> None:
+    record = CauseRecord(cause=Cause.SIGNAL, signal=signal)
+    meaning = meaning_of(record)
+    assert (meaning.exit_code, meaning.finding) == (exit_code, finding)
+    assert signature_of(record, gpu=False) == signature
+    outcome = SuiteOutcome(suite="s", status=Status.CRASHED, exit_code=None, duration_s=0.0,
+                           cause=record)
+    assert crashed_itself(outcome) is finding
+    # an abort on a GPU is the one signature the history names otherwise
+    assert signature_of(record, gpu=True) == ("gpu-hang" if signal == "SIGABRT" else signature)
+
+
+def test_a_container_killed_from_outside_is_no_finding_whatever_its_code() -> None:
+    record = CauseRecord(cause=Cause.CONTAINER_GONE, exit_code=139)
+    outcome = SuiteOutcome(suite="s", status=Status.CRASHED, exit_code=139, duration_s=0.0,
+                           cause=record)
+    assert not crashed_itself(outcome)
+    assert signature_of(record, gpu=False) == "docker"
+
+
+def test_an_outcome_read_without_a_cause_is_judged_by_its_exit_code() -> None:
+    for code, finding in ((-6, True), (134, True), (135, True), (-11, True), (137, False),
+                          (-9, False), (143, False)):
+        outcome = SuiteOutcome(suite="s", status=Status.CRASHED, exit_code=code,
+                               duration_s=0.0)
+        assert crashed_itself(outcome) is finding, code
+
+
+def test_the_ci_templates_retry_what_the_table_retries() -> None:
+    templates = shipped_root() / "ci" / "templates"
+    steps = yaml.safe_load((templates / "buildkite.yml").read_text())["x-harness"]
+    for name in ("image_step", "shard_step"):
+        codes = {rule["exit_status"] for rule in steps[name]["retry"]["automatic"]}
+        # -1: Buildkite's lost agent, not an exit code of harness
+        assert tuple(sorted(codes - {-1})) == RETRIED_EXIT_CODES, name
+    github = (templates / "github.yml").read_text()
+    retried = re.findall(r'if \[ "\$status" != (\d+) \]; then break; fi', github)
+    assert tuple(int(code) for code in retried) == RETRIED_EXIT_CODES

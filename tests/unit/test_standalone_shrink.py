@@ -1,0 +1,81 @@
+"""--standalone's pure parts: the case id, the shrinking search, the failure's sameness."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from harness.errors import UsageError
+from harness.repro.standalone import parse_test_id
+from harness.repro.standalone_render import Script, render
+from harness.repro.standalone_shrink import MAX_TRIALS, minimize, same_failure
+
+ID = "suites/kernel_parity/test_parity.py::test_parity[{}]"
+
+
+def test_a_case_id_names_op_case_dtype() -> None:
+    case = parse_test_id(ID.format("add_rms_norm-eps-small-strided-2d-bfloat16-vllm-cpu"))
+    assert (case.op, case.case, case.dtype) == ("add_rms_norm", "eps-small-strided-2d",
+                                                "bfloat16")
+    assert parse_test_id(ID.format("rms_norm-x-strided-float32-vllm-cpu")).op == "rms_norm"
+
+
+@pytest.mark.parametrize("test_id, says", [
+    ("tests/test_x.py::test_y", "not a kernel_parity case"),
+    (ID.format("attention_prefill-qkv-strided-float32-vllm-cpu"), "no standalone template"),
+    (ID.format("rms_norm-x-strided-float32-native-cpu"), "only the vllm provider"),
+])
+def test_a_case_without_a_template_is_one_line(test_id: str, says: str) -> None:
+    with pytest.raises(UsageError, match=says):
+        parse_test_id(test_id)
+
+
+def test_minimize_finds_the_smallest_failing_sizes_in_steps() -> None:
+    asked: list[dict[str, int]] = []
+
+    def fails(sizes: dict[str, int]) -> bool:  # the bug needs two rows; any width shows it
+        asked.append(sizes)
+        return sizes["rows"] >= 2 and sizes["width"] >= 8
+
+    got = minimize({"rows": 9, "width": 96}, {"width": 8}, fails, budget_s=60)
+    assert got.sizes == {"rows": 2, "width": 8}
+    assert got.summary() == "rows 9 -> 2, width 96 -> 8"
+    assert all(s["width"] % 8 == 0 for s in asked)
+    first = list(asked)
+    asked.clear()
+    minimize({"rows": 9, "width": 96}, {"width": 8}, fails, budget_s=60)
+    assert asked == first  # the same trials, in the same order
+
+
+def test_minimize_keeps_an_odd_size_and_stops_at_its_bounds() -> None:
+    got = minimize({"rows": 7, "width": 130}, {"width": 8}, lambda s: True, budget_s=60)
+    assert got.sizes == {"rows": 1, "width": 130}
+    many = minimize({"rows": 10**9}, {}, lambda s: False, budget_s=60)
+    assert many.trials == MAX_TRIALS and "trials" in many.stopped
+    ticks = itertools.count(0, 10.0)
+    late = minimize({"rows": 64}, {}, lambda s: True, budget_s=15, clock=lambda: next(ticks))
+    assert late.trials < 6 and "budget" in late.stopped
+
+
+def test_the_same_failure() -> None:
+    boom = {"kind": "exception", "type": "RuntimeError", "message": "width 96 % 8"}
+    assert same_failure(boom, {**boom, "message": "width 16 % 8"})
+    assert not same_failure(boom, {**boom, "type": "ValueError"})
+    assert not same_failure(boom, {"kind": "mismatch", "headroom": 9.0})
+    assert same_failure({"kind": "signal", "signal": "SIGSEGV"},
+                        {"kind": "signal", "signal": "SIGSEGV"})
+    assert not same_failure({"kind": "signal", "signal": "SIGSEGV"},
+                            {"kind": "signal", "signal": "SIGABRT"})
+
+
+def test_the_script_needs_no_harness() -> None:
+    text = render(Script(test_id="t", op="rms_norm", args=[], tolerance={"atol": 1.0, "rtol": 0.0},
+                         env={"ONEDNN_MAX_CPU_ISA": "AVX2"}, expected={"kind": "mismatch"},
+                         origin="matrix m"))
+    compile(text, "repro.py", "exec")
+    imported = {line.split()[1].split(".")[0] for line in text.splitlines()
+                if line.startswith(("import ", "from "))}
+    assert imported <= {"base64", "importlib", "json", "os", "re", "signal", "subprocess",
+                        "sys", "torch"}
+    assert "'ONEDNN_MAX_CPU_ISA': 'AVX2'" in text or '"ONEDNN_MAX_CPU_ISA": "AVX2"' in text
