@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
 """vLLM's own CPU kernel tests, pinned to v0.32.0, through the bring-your-own-suite path.
 
-The tests come from vLLM's source distribution on the package index (pinned by URL and
-sha256, fetched once into the harness's download cache; nothing of vLLM is kept in this
-repository): ``tests/`` is unpacked beside a project of the user's own
+The tests come from vLLM's source distribution, fetched with ``pip download --no-deps
+--no-binary vllm vllm==VERSION`` (the user's pip configuration applies: an index mirror,
+a proxy, a wheel folder), checked against the recorded sha256 and kept in the harness's
+download cache (a mismatch: one line, exit 3, nothing kept; nothing of vLLM is kept in
+this repository): ``tests/`` is unpacked beside a project of the user's own
 (``[tool.harness]`` in its pyproject.toml) whose matrix extends the shipped ``vllm-cpu``
 and names two suites, and ``harness run`` runs them as it runs any user's tree:
 
 - tests/kernels/core/test_cpu_activation.py (silu/gelu/... against vLLM's torch refs)
-- tests/kernels/test_onednn.py (oneDNN linear and int8 W8A8), its three largest GEMM
+- tests/kernels/test_onednn.py (oneDNN linear and int8 W8A8) through vLLM's own step
+  definition: ``harness import buildkite`` of the sdist's .buildkite/hardware_tests/cpu.yaml,
+  the "CPU-Kernel Tests" step narrowed to this file (``--only``), its three largest GEMM
   shapes (N x K = 4096 x 4096, 16384 x 4096, 64128 x 4096) left out for time
 
     python ci/vllm_upstream.py --out DIR [-- HARNESS_RUN_ARGS]
@@ -19,24 +23,31 @@ Exit: harness run's.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.platform.images_fetch import cache_dir, fetch_verified  # noqa: E402
+from harness.digest import file_sha256  # noqa: E402
+from harness.platform.images_fetch import cache_dir  # noqa: E402
 
 VERSION = "0.32.0"
-SDIST = ("https://files.pythonhosted.org/packages/d5/df/"
-         "5471312c76e335eaa2b8333e87ea39f0d37bfe24f10a582620e34ff12e33/vllm-0.32.0.tar.gz")
 SHA256 = "d2c957d5eee3d0985012151315ddc62cbe0cd368fc96a5fc3510438d9dddf2ad"
 BIG = ("4096-4096", "16384-4096", "64128-4096")
 
+STEP_FILE = ".buildkite/hardware_tests/cpu.yaml"
+STEP = "cpu-kernel-tests"  # vLLM's "CPU-Kernel Tests" step: 18 files, Intel CPUs only
+ONLY = "tests/kernels/test_onednn.py"  # the step narrowed to the file run here
+
+# The user's matrix on top of the imported one: vLLM's activation test (in no step of
+# cpu.yaml) as a suite of its own, the step's oneDNN file without its largest shapes.
 MATRIX = """\
-extends: vllm-cpu.yaml
+extends: vllm-kernels.yaml
 description: vLLM {version}'s own CPU kernel tests on vLLM's CPU build.
 suites:
   vllm_activation:
@@ -46,14 +57,8 @@ suites:
     timeout_s: 1800
     tier: full
     enabled: true
-  vllm_onednn:
-    path: {tests}/kernels/test_onednn.py
-    rootdir: {src}
-    workers: 1
-    timeout_s: 1800
+  cpu_kernel_tests:
     k: "{keyword}"
-    tier: full
-    enabled: true
 known_failures+:
   - id: tests/kernels/test_onednn.py::test_onednn_gemm[*]
     reason: >-
@@ -73,17 +78,54 @@ known_failures+:
 """
 
 
+class SdistMismatch(Exception):
+    """The sdist could not be had as recorded (pip failed, the sha256 differs) or its step
+    file did not import: one line, exit 3."""
+
+
+def sdist(version: str = VERSION, sha256: str = SHA256) -> Path:
+    """vLLM's sdist in the harness's download cache, through pip, checked by sha256.
+
+    ``--no-binary vllm`` (not ``:all:``, which would build vLLM's build dependencies,
+    torch included, from source); pip prepares the sdist's metadata in an isolated build
+    environment: ``VLLM_TARGET_DEVICE=empty`` keeps that device-free and
+    ``VLLM_SKIP_VERSION_SUFFIX=1`` keeps its version the one asked (else ``+empty``).
+    """
+    archive = cache_dir() / f"vllm-{version}.tar.gz"
+    if archive.is_file():
+        if file_sha256(archive) == sha256:
+            return archive
+        archive.unlink()  # not the recorded file: fetched again, never used
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "VLLM_TARGET_DEVICE": "empty", "VLLM_SKIP_VERSION_SUFFIX": "1"}
+    with tempfile.TemporaryDirectory(dir=archive.parent) as scratch:
+        argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", "vllm",
+                f"vllm=={version}", "-d", scratch]
+        print(f"vllm-upstream: {' '.join(argv[1:])}", flush=True)
+        done = subprocess.run(argv, env=env, check=False, capture_output=True, text=True)
+        got = Path(scratch) / archive.name
+        if done.returncode != 0 or not got.is_file():
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:]
+            raise SdistMismatch(f"vllm-upstream: error: pip download vllm=={version} failed: "
+                                f"{tail[0] if tail else done.returncode}")
+        digest = file_sha256(got)
+        if digest != sha256:
+            raise SdistMismatch(f"vllm-upstream: error: {archive.name}: sha256 {digest}, "
+                                f"expected {sha256}; nothing kept")
+        got.replace(archive)
+    return archive
+
+
 def unpack_tests(dest: Path) -> Path:
-    """vLLM's ``tests/`` (and nothing else) under ``dest``: the sdist's root folder."""
+    """vLLM's ``tests/`` and its CPU step file (nothing else) under ``dest``: the sdist's
+    root folder."""
     src = dest / f"vllm-{VERSION}"
     if (src / "tests" / "conftest.py").is_file():
         return src
-    archive = cache_dir() / f"vllm-{VERSION}.tar.gz"
-    if not archive.is_file():
-        fetch_verified(SDIST, SHA256, archive, matrix="vllm-upstream", out=sys.stdout)
-    prefix = f"vllm-{VERSION}/tests/"
+    archive = sdist()
+    prefixes = (f"vllm-{VERSION}/tests/", f"vllm-{VERSION}/{STEP_FILE}")
     with tarfile.open(archive) as tar:
-        members = [m for m in tar.getmembers() if m.name.startswith(prefix)]
+        members = [m for m in tar.getmembers() if m.name.startswith(prefixes)]
         tar.extractall(dest, members=members, filter="data")
     return src
 
@@ -95,6 +137,13 @@ def project(out: Path) -> Path:
     (top / "matrices").mkdir(parents=True, exist_ok=True)
     (top / "pyproject.toml").write_text('[project]\nname = "vllm-upstream"\nversion = "0"\n\n'
                                         "[tool.harness]\n")
+    imported = subprocess.run(
+        [sys.executable, "-m", "harness", "import", "buildkite", str(src / STEP_FILE),
+         "--step", STEP, "--only", ONLY, "--extends", "vllm-cpu", "--name", "vllm-kernels",
+         "--out", str(top / "matrices" / "vllm-kernels.yaml")], cwd=top, check=False)
+    if imported.returncode != 0:
+        raise SdistMismatch(f"vllm-upstream: error: harness import buildkite {STEP_FILE} "
+                            f"--step {STEP}: exit {imported.returncode}")
     keyword = " and ".join(f"not {shape}" for shape in BIG)
     (top / "matrices" / "vllm-upstream.yaml").write_text(
         MATRIX.format(version=VERSION, tests=src / "tests", src=src, keyword=keyword))
@@ -106,10 +155,14 @@ def main() -> int:
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args()
-    top = project(args.out.resolve())
+    try:
+        top = project(args.out.resolve())
+    except SdistMismatch as error:
+        print(error, file=sys.stderr)
+        return 3
     extra = [a for a in args.rest if a != "--"]
     argv = [sys.executable, "-m", "harness", "run", "--matrix", "vllm-upstream", "--suite",
-            "vllm_activation", "--suite", "vllm_onednn", *extra]
+            "vllm_activation", "--suite", "cpu_kernel_tests", *extra]
     print(f"vllm-upstream: {' '.join(argv[1:])} (in {top})", flush=True)
     return subprocess.run(argv, cwd=top, check=False).returncode
 

@@ -29,6 +29,7 @@ COMMANDS: tuple[str, ...] = (
     "kernels",
     "select",
     "doctor",
+    "importer",
 )
 
 

@@ -1,0 +1,66 @@
+"""``harness import buildkite FILE [--step LABEL|KEY ...] [--only PATH ...] [--extends M]
+[--name N] [--out P] [--source DIR]``.
+
+Writes a user matrix with one suite per pytest command of the chosen steps, and prints
+one line for each thing the matrix has no place for; nothing is dropped silently. Bad
+input (not YAML, no such step, a step with no pytest) is one line and exit 2, with
+nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "import", help="another CI's test definition as a matrix",
+        description="Read another CI system's test steps and write a matrix of your own "
+                    "that runs them as suites.")
+    kinds = parser.add_subparsers(dest="kind", metavar="KIND", required=True)
+    bk = kinds.add_parser("buildkite", help="a Buildkite step file (vLLM's format)")
+    bk.add_argument("file", type=Path,
+                    help="the step file, e.g. .buildkite/hardware_tests/cpu.yaml")
+    bk.add_argument("--step", action="append", default=[], metavar="LABEL|KEY",
+                    help="only this step (repeatable; default: every step)")
+    bk.add_argument("--only", action="append", default=[], metavar="PATH",
+                    help="only the steps' targets at or under this path (repeatable)")
+    bk.add_argument("--extends", default="vllm-cpu", metavar="MATRIX",
+                    help="the shipped matrix the new one extends (default: vllm-cpu)")
+    bk.add_argument("--name", default="imported", help="the new matrix's name")
+    bk.add_argument("--out", type=Path, metavar="PATH",
+                    help="where to write it (default: matrices/NAME.yaml here)")
+    bk.add_argument("--source", type=Path, metavar="DIR",
+                    help="the tree the steps run in (default: the folder above .buildkite)")
+    bk.set_defaults(func=cmd_import_buildkite)
+
+
+def cmd_import_buildkite(args: argparse.Namespace) -> int:
+    from harness.errors import UsageError
+    from harness.importers.buildkite import import_steps
+    from harness.importers.matrix_out import render, source_root
+    from harness.matrix import load_matrix
+
+    imported = import_steps(args.file, args.step, args.only)
+    if not imported.suites:
+        raise UsageError(f"{args.file}: no step with a pytest command to import")
+    source = (args.source or source_root(args.file)).resolve()
+    text = render(imported, extends=args.extends, name=args.name, source=source)
+    out = (args.out or Path("matrices") / f"{args.name}.yaml").resolve()
+    named = "" if out.stem == args.name else f"name: {args.name}\n"
+    with tempfile.TemporaryDirectory() as scratch_dir:
+        scratch = Path(scratch_dir) / out.name
+        scratch.write_text(named + text, encoding="utf-8")
+        load_matrix(str(scratch))  # what it wrote must load as a matrix, or nothing is kept
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(scratch, out)
+    for line in imported.unmapped:
+        print(f"harness: unmapped: {line}", file=sys.stderr)
+    names = ", ".join(s.name for s in imported.suites)
+    print(f"harness: wrote {out}: matrix {args.name} (extends {args.extends}), suites {names}")
+    return 0

@@ -1,0 +1,1 @@
+"""Other CI systems' test definitions read as matrices: ``harness import buildkite``."""

@@ -1,0 +1,226 @@
+"""A Buildkite step file in vLLM's format (``.buildkite/hardware_tests/cpu.yaml``) read as
+the pytest runs its steps make: one ``ImportedSuite`` per pytest command, and one line for
+each thing the matrix has no place for. Pure: reads one file, runs nothing.
+
+A step's command is a runner script with the test command as its quoted argument::
+
+    bash .buildkite/scripts/hardware_ci/run-cpu-test.sh 30m "
+    pytest -x -v -s --num-shards=$$BUILDKITE_PARALLEL_JOB_COUNT --shard-id=... tests/a.py"
+
+The runner (its image build, its time limit) is the lane's business here; the pytest
+argv, less the shard flags (harness shards by its own plan), is the suite.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.errors import UsageError
+
+SHARD_FLAGS = ("--num-shards", "--shard-id")
+RUNNER_TIMEOUT = re.compile(r"^(\d+)([smh])$")
+ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+UNIT_S = {"s": 1, "m": 60, "h": 3600}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImportedSuite:
+    """One pytest command of one step, as the matrix's suite keys say it."""
+
+    name: str
+    step: str  # the step's key (else its label)
+    label: str
+    targets: tuple[str, ...]  # files, folders and node ids, relative to the source root
+    markers: str = ""
+    k: str = ""
+    ignores: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()  # the step's other pytest flags (-x -v -s), in order
+    timeout_s: int | None = None
+    shards: int = 1
+    soft_fail: bool = False
+    device: str | None = None
+    source_file_dependencies: tuple[str, ...] = ()
+
+    def pytest_args(self, path: str) -> list[str]:
+        """What the suite's ``pytest_args`` carry beside its ``path``: the other targets,
+        the ignores, the step's flags."""
+        rest = list(self.targets)
+        rest.remove(path)
+        return [*rest, *(f"--ignore={i}" for i in self.ignores), *self.options]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Imported:
+    file: Path
+    suites: tuple[ImportedSuite, ...]
+    unmapped: tuple[str, ...]  # one line each: what the matrix has no place for
+
+
+def read_steps(file: Path) -> list[dict[str, Any]]:
+    """Every step of the file (groups walked), or a UsageError naming the file."""
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise UsageError(f"{file}: cannot read: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise UsageError(f"{file}{where}: not YAML: {getattr(error, 'problem', error)}") from None
+    if isinstance(data, list):
+        data = {"steps": data}
+    if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
+        raise UsageError(f"{file}: steps: a Buildkite step file has a list of steps")
+    steps: list[dict[str, Any]] = []
+    for step in data["steps"]:
+        if isinstance(step, dict) and isinstance(step.get("steps"), list):  # a group
+            steps += [s for s in step["steps"] if isinstance(s, dict)]
+        elif isinstance(step, dict):
+            steps.append(step)
+    return steps
+
+
+def step_id(step: dict[str, Any]) -> str:
+    return str(step.get("key") or step.get("label") or "?")
+
+
+def pick(file: Path, steps: list[dict[str, Any]], wanted: Sequence[str]) -> list[dict[str, Any]]:
+    if not wanted:
+        return steps
+    chosen = []
+    for want in wanted:
+        match = [s for s in steps if want in (s.get("key"), s.get("label"))]
+        if not match:
+            known = ", ".join(step_id(s) for s in steps)
+            raise UsageError(f"{file}: step {want!r}: no step has this label or key "
+                             f"(it has: {known})")
+        chosen += match
+    return chosen
+
+
+def _suite_name(step: dict[str, Any], index: int) -> str:
+    base = re.sub(r"[^a-z0-9]+", "_", step_id(step).lower()).strip("_") or "step"
+    return base if index == 0 else f"{base}_{index + 1}"
+
+
+def _runner_parts(command: str) -> tuple[list[str], int | None]:
+    """The test command's lines inside the runner script's quoted argument, and the
+    runner's time limit (``30m``); a command that is no runner call is its own line."""
+    command = command.replace("\\\n", " ")  # a shell line continuation
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command.splitlines(), None
+    if len(words) >= 4 and words[0] == "bash" and words[1].endswith(".sh"):
+        limit = RUNNER_TIMEOUT.match(words[2])
+        timeout = int(limit[1]) * UNIT_S[limit[2]] if limit else None
+        inner = " ".join(words[3:]).replace("\\\n", " ")
+        return [line for line in inner.splitlines() if line.strip()], timeout
+    return [line for line in command.splitlines() if line.strip()], None
+
+
+def parse_pytest(words: list[str]) -> dict[str, Any]:
+    """pytest's argv (after ``pytest``) split into targets, -m, -k, ignores, shards, flags."""
+    out: dict[str, Any] = {"targets": [], "markers": "", "k": "", "ignores": [], "options": []}
+    it = iter(words)
+    for word in it:
+        flag, eq, value = word.partition("=")
+        if word in ("-m", "-k"):
+            out["markers" if word == "-m" else "k"] = next(it, "")
+        elif flag == "--ignore":
+            out["ignores"].append(value if eq else next(it, ""))
+        elif flag in SHARD_FLAGS:
+            if not eq:
+                next(it, None)
+        elif word.startswith("-"):
+            out["options"].append(word)
+        else:
+            out["targets"].append(word)
+    return out
+
+
+def narrow(suites: list[ImportedSuite], only: Sequence[str], unmapped: list[str],
+           file: Path) -> list[ImportedSuite]:
+    """Each suite's targets cut to those under ``only`` (a file or folder of the step's),
+    the cut named; a suite left with none is dropped, and named."""
+    kept = []
+    for suite in suites:
+        targets = tuple(t for t in suite.targets
+                        if any(t == o or t.startswith((o.rstrip("/") + "/", o + "::"))
+                               for o in only))
+        if len(targets) < len(suite.targets):
+            unmapped.append(f"{file}: step {suite.step}: --only leaves out "
+                            f"{len(suite.targets) - len(targets)} of {len(suite.targets)} "
+                            "targets")
+        if targets:
+            kept.append(dataclasses.replace(suite, targets=targets))
+    return kept
+
+
+def import_steps(file: Path, wanted: Sequence[str] = (), only: Sequence[str] = ()) -> Imported:
+    """The chosen steps (default: all) as suites (their targets cut to ``only`` if given),
+    and what did not map, one line each."""
+    steps = pick(file, read_steps(file), wanted)
+    suites: list[ImportedSuite] = []
+    unmapped: list[str] = []
+    for step in steps:
+        made = _one_step(file, step, unmapped)
+        if not made:
+            where = f"{file}: step {step_id(step)}: commands: no pytest command"
+            if wanted:
+                raise UsageError(where)
+            unmapped.append(f"{where} (not imported)")
+        suites += made
+    if only:
+        suites = narrow(suites, only, unmapped, file)
+        if not suites:
+            raise UsageError(f"{file}: --only {' '.join(only)}: no chosen step runs it")
+    return Imported(file=file, suites=tuple(suites), unmapped=tuple(unmapped))
+
+
+def _one_step(file: Path, step: dict[str, Any], unmapped: list[str]) -> list[ImportedSuite]:
+    sid = step_id(step)
+    where = f"{file}: step {sid}"
+    commands = step.get("commands") or step.get("command") or []
+    commands = [commands] if isinstance(commands, str) else list(commands)
+    found: list[dict[str, Any]] = []
+    timeout = int(step["timeout_in_minutes"]) * 60 if step.get("timeout_in_minutes") else None
+    for command in commands:
+        lines, limit = _runner_parts(str(command))
+        timeout = timeout or limit
+        for line in lines:
+            try:
+                words = shlex.split(line)
+            except ValueError as error:
+                unmapped.append(f"{where}: not read as a shell line ({error}): {line.strip()}")
+                continue
+            env = [w for w in words if ENV_WORD.match(w)]
+            rest = words[len(env):] if words[: len(env)] == env else words
+            if rest[:1] == ["pytest"] or rest[:3] == ["python", "-m", "pytest"]:
+                if env:
+                    unmapped.append(f"{where}: env set inline, not kept: {' '.join(env)}")
+                found.append(parse_pytest(rest[1:] if rest[0] == "pytest" else rest[3:]))
+            elif words:
+                unmapped.append(f"{where}: not a pytest command, not run: {line.strip()}")
+    for key in ("device", "source_file_dependencies", "env", "agents", "depends_on"):
+        if step.get(key):
+            unmapped.append(f"{where}: {key}: no place in a matrix suite, kept as a comment")
+    return [
+        ImportedSuite(
+            name=_suite_name(step, i), step=sid, label=str(step.get("label", sid)),
+            targets=tuple(f["targets"]), markers=f["markers"], k=f["k"],
+            ignores=tuple(f["ignores"]), options=tuple(f["options"]), timeout_s=timeout,
+            shards=int(step.get("parallelism") or 1), soft_fail=step.get("soft_fail") is True,
+            device=step.get("device"),
+            source_file_dependencies=tuple(str(d) for d in step.get("source_file_dependencies")
+                                           or ()),
+        )
+        for i, f in enumerate(found) if f["targets"]
+    ]

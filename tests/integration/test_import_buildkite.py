@@ -1,0 +1,107 @@
+"""``harness import buildkite`` on vLLM 0.32.0's own ``.buildkite/hardware_tests/cpu.yaml``,
+read from its sdist (through pip, sha256-checked, cached under the harness download cache
+by ci/vllm_upstream.py; nothing of vLLM is kept in this repository). The round trip: the
+pytest argv harness plans for the imported suite is the step's own, less the runner
+script and the shard flags."""
+
+from __future__ import annotations
+
+import importlib.util
+import shlex
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import cli
+from harness.matrix import load_matrix
+from harness.run.plan import PlanOptions, plan_suite
+
+pytestmark = pytest.mark.timeout(900)  # a cold cache downloads the sdist through pip
+
+ROOT = Path(__file__).resolve().parents[2]
+STEP_FILE = ".buildkite/hardware_tests/cpu.yaml"
+SHARDS = ("--num-shards", "--shard-id")
+OWN = ("--junitxml=", "--rootdir=", "--harness-", "--timeout=")
+
+
+@pytest.fixture(scope="module")
+def vllm_tree(shared_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    spec = importlib.util.spec_from_file_location("vllm_upstream", ROOT / "ci/vllm_upstream.py")
+    assert spec and spec.loader
+    upstream = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(upstream)
+    dest = tmp_path_factory.mktemp("vllm")
+    with tarfile.open(upstream.sdist()) as tar:
+        top = f"vllm-{upstream.VERSION}/"
+        tar.extractall(dest, members=[m for m in tar.getmembers() if m.name.startswith(
+            (top + ".buildkite/", top + "tests/"))], filter="data")
+    return dest / top
+
+
+def _step_argv(tree: Path, key: str) -> list[str]:
+    """The step's pytest argv as its own command writes it (runner and shards left out)."""
+    (step,) = [s for s in yaml.safe_load((tree / STEP_FILE).read_text())["steps"]
+               if s.get("key") == key]
+    inner = shlex.split(step["commands"][0].replace("\\\n", " "))[3]
+    words = shlex.split(inner.replace("\\\n", " "))
+    assert words[0] == "pytest"
+    return [w for w in words[1:] if not w.startswith(SHARDS)]
+
+
+def _planned_argv(matrix_file: Path, suite: str) -> tuple[list[str], Path]:
+    matrix = load_matrix(str(matrix_file))
+    inv = plan_suite(matrix, matrix.suites[suite], matrix_file.parent / "run", ROOT,
+                     PlanOptions(python="python", platform_spec=str(matrix_file)))
+    argv, kept = list(inv.argv[3:]), []
+    while argv:
+        word = argv.pop(0)
+        if word in ("-p", "-o", "--platform"):
+            argv.pop(0)
+        elif not (word.startswith(OWN) or word in ("-q", "-ra")):
+            kept.append(word)
+    assert inv.rootdir is not None
+    kept[0] = str(Path(kept[0]).relative_to(inv.rootdir))
+    return kept, inv.rootdir
+
+
+def test_cpu_kernel_tests_round_trip(vllm_tree: Path, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "matrices" / "vllm-kernels.yaml"
+    assert cli.main(["import", "buildkite", str(vllm_tree / STEP_FILE), "--step",
+                     "cpu-kernel-tests", "--name", "vllm-kernels", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    planned, rootdir = _planned_argv(out, "cpu_kernel_tests")
+    own = _step_argv(vllm_tree, "cpu-kernel-tests")
+    files = [w for w in own if not w.startswith("-")]
+    assert len({f.partition("::")[0] for f in files}) == 18
+    assert sorted(planned) == sorted(own)
+    assert [w for w in planned if w.startswith("-")] == [w for w in own if w.startswith("-")]
+    assert rootdir == vllm_tree.resolve()
+    matrix = load_matrix(str(out))
+    assert matrix.suites["cpu_kernel_tests"].timeout_s == 1800  # the runner's 30m
+    assert matrix.resolved["ci"]["shards"] == 2  # parallelism: 2
+    text = out.read_text()
+    assert "#   device: intel_cpu" in text and "source_file_dependency: csrc/cpu/" in text
+    assert "step cpu-kernel-tests: device: no place in a matrix suite" in err
+    assert "step cpu-kernel-tests: source_file_dependencies: no place" in err
+
+
+def test_whole_file_maps_markers_ignores_soft_fail_and_names_the_rest(
+        vllm_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "all.yaml"
+    assert cli.main(["import", "buildkite", str(vllm_tree / STEP_FILE), "--name", "all",
+                     "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    matrix = load_matrix(str(out))
+    mm = matrix.suites["cpu_multi_modal_model_tests_n"]
+    assert mm.markers == "cpu_model" and mm.timeout_s == 45 * 60
+    assert "--ignore=tests/models/multimodal/generation/test_pixtral.py" in mm.pytest_args
+    assert matrix.resolved["ci"]["shards"] == 4
+    quarantined = [k for k in matrix.known_failures if k.action == "quarantine"]
+    assert any(k.id.startswith("tests/v1/spec_decode/test_ngram.py") for k in quarantined)
+    assert "spec-decode-tests: not a pytest command, not run: unset VLLM_CPU_CI_ENV" in err
+    assert "qwen2-5-vl-multimodal-tests: env set inline, not kept: VLLM_CI_ENV=0" in err
+    assert "cpu-distributed-tests-pp-tp: commands: no pytest command (not imported)" in err
+    assert "arm-cpu-test: not a pytest command, not run: " in err
