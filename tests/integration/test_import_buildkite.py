@@ -105,3 +105,31 @@ def test_whole_file_maps_markers_ignores_soft_fail_and_names_the_rest(
     assert "qwen2-5-vl-multimodal-tests: env set inline, not kept: VLLM_CI_ENV=0" in err
     assert "cpu-distributed-tests-pp-tp: commands: no pytest command (not imported)" in err
     assert "arm-cpu-test: not a pytest command, not run: " in err
+
+
+def test_the_imported_step_runs_in_both_providers_nightly_on_both_cpu_lanes(
+        vllm_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A maintainer's project: the step imported once per CPU lane (the host's library and
+    the AVX2 cap); the nightly pipeline of each provider runs both lanes."""
+    project = tmp_path / "project"
+    (project / "matrices").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[project]\nname = "m"\nversion = "0"\n\n'
+                                            "[tool.harness]\n")
+    for lane, base in (("vllm-kernels", "vllm-cpu"), ("vllm-kernels-avx2", "vllm-cpu-avx2")):
+        assert cli.main(["import", "buildkite", str(vllm_tree / STEP_FILE), "--step",
+                         "cpu-kernel-tests", "--extends", base, "--name", lane, "--out",
+                         str(project / "matrices" / f"{lane}.yaml")]) == 0
+    capsys.readouterr()
+    root = ["--root", str(project)]
+    assert cli.main([*root, "ci", "pipeline", "--provider", "buildkite", "--nightly"]) == 0
+    buildkite = capsys.readouterr().out
+    for lane in ("vllm-kernels", "vllm-kernels-avx2"):
+        assert f"harness run --matrix {lane} --shard 1/2" in buildkite
+    assert cli.main([*root, "ci", "pipeline", "--provider", "github", "--nightly"]) == 0
+    github = capsys.readouterr().out  # its select job runs `harness ci select --nightly`
+    assert "--nightly --durations-dir" in github and "harness ci select $args" in github
+    assert cli.main([*root, "ci", "select", "--nightly"]) == 0
+    matrix_line = next(line for line in capsys.readouterr().out.splitlines()
+                       if line.startswith("matrix="))
+    lanes = {entry["lane"] for entry in yaml.safe_load(matrix_line[len("matrix="):])["include"]}
+    assert {"vllm-kernels", "vllm-kernels-avx2"} <= lanes
