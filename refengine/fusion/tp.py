@@ -84,19 +84,30 @@ def run_tp(
 
 
 def _spawn(main: Any, args: tuple[Any, ...], world: int) -> None:
-    from torch.multiprocessing.spawn import spawn
+    """``main(rank, *args)`` on ``world`` ranks. The ranks fork from a server that imported
+    torch once for this process (multiprocessing's forkserver), not a fresh interpreter a
+    rank: the first call pays one import of torch and dynamo, the next ones almost nothing
+    (a test process's collective contract cases and TP block share it). Each rank gets the caller's
+    environment as it is now (a forked rank would otherwise see the server's), and its
+    sys.path, as a spawned one would."""
+    import multiprocessing
 
+    from torch.multiprocessing.spawn import start_processes
+
+    # torch._dynamo: the custom ops' eager calls import it on first use (about 6 s a rank)
+    multiprocessing.set_forkserver_preload(["torch", "torch.distributed", "torch._dynamo"])
     # one thread per rank, for the ranks only: the caller's environment is left as it was
     # (a process that ran this once must not hand OMP_NUM_THREADS=1 to what it starts next)
-    unset = "OMP_NUM_THREADS" not in os.environ
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    try:
-        spawn(  # type: ignore[no-untyped-call]  # torch.multiprocessing.spawn: no annotations
-            main, args=args, nprocs=world, join=True,
-        )
-    finally:
-        if unset:
-            os.environ.pop("OMP_NUM_THREADS", None)
+    env = dict(os.environ)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    start_processes(  # type: ignore[no-untyped-call]  # torch.multiprocessing: no annotations
+        _in_env, args=(env, main, args), nprocs=world, join=True, start_method="forkserver")
+
+
+def _in_env(rank: int, env: dict[str, str], main: Any, args: tuple[Any, ...]) -> None:
+    os.environ.clear()
+    os.environ.update(env)
+    main(rank, *args)
 
 
 def _call_main(rank: int, world: int, workdir: str, fn: str, args: tuple[Any, ...]) -> None:
