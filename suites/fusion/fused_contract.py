@@ -295,7 +295,7 @@ def check_on_ranks(case: FusedCase, dtype: torch.dtype, fp8: torch.dtype | None,
     fp8_name = str(fp8).removeprefix("torch.") if fp8 is not None else ""
     wanted = tuple(dict.fromkeys((*dtypes, name)))
     # the registry by content: each test installs its own, made alike from the platform
-    key = (case.name, wanted, fp8_name, seed, pickle.dumps(kernels), rank_fn)
+    key = (case.name, case.world, wanted, fp8_name, seed, pickle.dumps(kernels), rank_fn)
     if key not in _BY_DTYPE:
         ranks = run_ranks(case.world, workdir, BATCH_FN,
                           (rank_fn, case.name, list(wanted), fp8_name, seed, kernels))
