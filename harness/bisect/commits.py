@@ -5,26 +5,21 @@ bisect run`` walks them: each probed commit checked out in a detached worktree o
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 from harness.bisect.verdict import Step, Verdict
-from harness.errors import UsageError
-from harness.process.run import run_captured
+from harness.errors import HarnessError, UsageError
+from harness.process.git import git as run_git
 
 Probe = Callable[[str, Path], Step]  # (commit, its worktree) -> the step's verdict
 
 
 def git(repo: Path, *args: str) -> str:
     try:
-        done = run_captured(["git", "-C", str(repo), *args], timeout_s=120)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise UsageError(f"--commits: git {args[0]} in {repo}: {exc}") from None
-    if done.returncode != 0:
-        why = (done.stderr.strip().splitlines() or ["failed"])[-1]
-        raise UsageError(f"--commits: git {' '.join(args)} in {repo}: {why}")
-    return done.stdout
+        return run_git(repo, *args, timeout_s=120)
+    except HarnessError as error:  # the same kind, named for the flag and the checkout
+        raise type(error)(f"--commits: {error} (in {repo})") from None
 
 
 def commits_between(repo: Path, span: str) -> tuple[str, list[str]]:

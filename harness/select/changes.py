@@ -12,18 +12,12 @@ import subprocess
 from pathlib import Path
 
 from harness.errors import InfraError, UsageError
+from harness.process.git import git
 from harness.process.run import run_captured
 
 
 def _git(root: Path, *args: str) -> str:
-    try:
-        proc = run_captured(["git", "-C", str(root), *args], timeout_s=60)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise InfraError(f"git {' '.join(args)}: {error}") from None
-    if proc.returncode != 0:
-        message = (proc.stderr.strip().splitlines() or ["failed"])[-1]
-        raise UsageError(f"git {' '.join(args)}: {message}")
-    return proc.stdout
+    return git(root, *args, timeout_s=60)
 
 
 def resolve_ref(root: Path, ref: str) -> str:
