@@ -68,12 +68,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    before = os.environ.get("HARNESS_ROOT")
     if args.root:
         root = Path(args.root).expanduser().resolve()
         if not root.is_dir():
             print(f"harness: error: --root {args.root}: no such folder", file=sys.stderr)
             return 2
         os.environ["HARNESS_ROOT"] = str(root)  # children (suites, kernels) see it too
+    try:
+        return _call(args)
+    finally:  # main() called in-process (a test, a script) leaves the environment as it was
+        if before is None:
+            os.environ.pop("HARNESS_ROOT", None)
+        else:
+            os.environ["HARNESS_ROOT"] = before
+
+
+def _call(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args))
     except HarnessError as error:

@@ -112,6 +112,33 @@ def _isolated_home(request: pytest.FixtureRequest,
         yield home
 
 
+# Set by libraries themselves, once per process, not by a test: inductor writes the cache
+# folder it picked into the environment on its first compile (for its compile workers).
+LIBRARY_SET_ENV = frozenset({"PYTEST_CURRENT_TEST", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"})
+
+
+@pytest.fixture(autouse=True)
+def _environment_kept(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test leaves the process environment as it found it (monkeypatch gives back what it
+    set): a variable left behind (HARNESS_ROOT from an in-process ``cli.main(["--root",
+    ...])``) would steer every later ``harness run`` of this xdist worker. Put back, and
+    the test that left it fails."""
+    before = dict(os.environ)
+    yield
+    after = dict(os.environ)
+    changed = sorted(k for k in before.keys() | after.keys()
+                     if before.get(k) != after.get(k) and k not in LIBRARY_SET_ENV)
+    if not changed or not _own_tests(request.config):
+        return
+    for key in changed:
+        if key in before:
+            os.environ[key] = before[key]
+        else:
+            del os.environ[key]
+    pytest.fail(f"{request.node.nodeid} left the environment changed: {', '.join(changed)}",
+                pytrace=False)
+
+
 @pytest.fixture(scope="module")
 def shared_cache() -> Iterator[Path]:
     """The real home and its caches, for this test module (and the module fixtures that ask

@@ -100,3 +100,24 @@ def test_history_defaults_under_the_project(
 def test_import_path_in_a_checkout_is_the_checkout(tmp_path: Path) -> None:
     assert import_path(tmp_path) == ROOT
     assert (ROOT / "harness" / "__init__.py").is_file()
+
+
+@pytest.mark.parametrize("outer", [None, "outer"])
+def test_root_flag_in_process_leaves_the_environment_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    outer: str | None,
+) -> None:
+    """``cli.main(["--root", P, ...])`` in a test or a script: P is the root for that call
+    (its children see it), and the caller's HARNESS_ROOT is its own again afterwards."""
+    import os
+
+    from harness import cli
+
+    proj = _project(tmp_path, "harness.toml")
+    if outer is None:
+        monkeypatch.delenv("HARNESS_ROOT", raising=False)
+    else:
+        monkeypatch.setenv("HARNESS_ROOT", str(ROOT))
+    assert cli.main(["--root", str(proj), "matrix", "list"]) == 0
+    assert "\nmine " in "\n" + capsys.readouterr().out
+    assert os.environ.get("HARNESS_ROOT") == (None if outer is None else str(ROOT))
