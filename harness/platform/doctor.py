@@ -14,7 +14,7 @@ import os
 import shutil
 import sys
 import sysconfig
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,18 +158,34 @@ def _drm_vendors() -> set[str]:
     return vendors
 
 
+def _nvidia_nodes() -> tuple[bool, str]:
+    nodes = glob.glob("/dev/nvidia[0-9]*")
+    return bool(nodes), (", ".join(nodes[:2]) if nodes else "no /dev/nvidia0")
+
+
+def _rocm_driver() -> tuple[bool, str]:
+    ok = Path("/dev/kfd").exists()
+    return ok, "/dev/kfd present" if ok else "no /dev/kfd (the ROCm kernel driver)"
+
+
+def _intel_render_node() -> tuple[bool, str]:
+    ok = "0x8086" in _drm_vendors()
+    return ok, "an Intel render node" if ok else "no Intel render node in /dev/dri"
+
+
+# How each GPU probe kind's device shows in /dev (a GPU kind without one here is an error,
+# tests/unit/test_doctor_devices.py); the other kinds have no device to look for.
+DEVICE_FILES: dict[str, Callable[[], tuple[bool, str]]] = {
+    "nvidia-smi": _nvidia_nodes,
+    "amd-smi": _rocm_driver,
+    "xpu-smi": _intel_render_node,
+}
+
+
 def device_present(kind: str) -> tuple[bool, str]:
     """Is the matrix's device on this host? Files only: no driver call, no Docker."""
-    if kind == "nvidia-smi":
-        nodes = glob.glob("/dev/nvidia[0-9]*")
-        return bool(nodes), (", ".join(nodes[:2]) if nodes else "no /dev/nvidia0")
-    if kind == "amd-smi":
-        ok = Path("/dev/kfd").exists()
-        return ok, "/dev/kfd present" if ok else "no /dev/kfd (the ROCm kernel driver)"
-    if kind == "xpu-smi":
-        ok = "0x8086" in _drm_vendors()
-        return ok, "an Intel render node" if ok else "no Intel render node in /dev/dri"
-    return True, "no device to probe"
+    look = DEVICE_FILES.get(kind)
+    return look() if look else (True, "no device to probe")
 
 
 def check_device(matrix: Matrix) -> Check:

@@ -39,9 +39,27 @@ class Status(StrEnum):
     NOT_APPLICABLE = "not-applicable"  # the matrix declares why the suite does not apply
 
     @property
-    def is_infra(self) -> bool:
-        return self in (Status.ERROR, Status.TIMEOUT, Status.CRASHED, Status.NO_JUNIT,
-                        Status.WRITE_FAILED)
+    def unfinished(self) -> bool:
+        """The suite stopped before all its tests ran (its results are incomplete). Not a
+        meaning: whether that is a finding or the infrastructure's is its cause's
+        (``results/cause.py MEANINGS``: a crash by its own SIGABRT is a finding)."""
+        return self in STOPPED_WORDS and self is not Status.INTERRUPTED
+
+    @property
+    def stopped_words(self) -> str:
+        """How the case the harness writes for a stopped suite says it ended."""
+        return STOPPED_WORDS.get(self, "stopped")
+
+
+# The statuses of a suite that stopped, and how its written case says so ("crashed").
+STOPPED_WORDS: Mapping[Status, str] = {
+    Status.CRASHED: "crashed",
+    Status.TIMEOUT: "timed out",
+    Status.INTERRUPTED: "was interrupted",
+    Status.NO_JUNIT: "ended without JUnit",
+    Status.ERROR: "stopped with a pytest error",
+    Status.WRITE_FAILED: "could not write its results",
+}
 
 
 @dataclass(kw_only=True)

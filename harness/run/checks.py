@@ -45,7 +45,7 @@ def fully_collected(run: Started) -> set[str]:
     ctx = run.ctx
     if ctx.request.keyword or ctx.request.shard or _selects(ctx.request.pytest_args):
         return set()
-    done = {o.suite for o in run.outcomes if not o.status.is_infra}
+    done = {o.suite for o in run.outcomes if not o.status.unfinished}
     return {
         s.name
         for s in select_suites(ctx.matrix, ctx.request.suites)

@@ -104,7 +104,7 @@ def finish(run: Started, write_error: str = "") -> int:
     empty = [o.suite for o in outcomes if o.status is Status.NO_TESTS]
     failed = tests_failed or bool(empty and not run.ctx.request.allow_empty)
     crashes = [o for o in outcomes if crashed_itself(o)]
-    infra = [o for o in outcomes if o.status.is_infra and o not in crashes]
+    infra = [o for o in outcomes if o.status.unfinished and o not in crashes]
     stopped = cancel.received() is not None or any(
         o.status is Status.INTERRUPTED for o in outcomes
     )

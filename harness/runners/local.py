@@ -53,17 +53,6 @@ def describe_exit(code: int | None) -> str:
     return f"exit {code}"
 
 
-# How the cases of tests a stopped suite never ran say it: "not run: the suite <...> in T"
-_STOPPED = {
-    Status.CRASHED: "crashed",
-    Status.TIMEOUT: "timed out",
-    Status.INTERRUPTED: "was interrupted",
-    Status.NO_JUNIT: "ended without JUnit",
-    Status.ERROR: "stopped with a pytest error",
-    Status.WRITE_FAILED: "could not write its results",
-}
-
-
 def outcome_of(inv: Invocation, result: ProcResult) -> SuiteOutcome:
     """Turn how the process ended plus what it wrote into an outcome. JUnit is the truth."""
     # a test may have printed a secret's value (or named a test after one)
@@ -78,7 +67,7 @@ def outcome_of(inv: Invocation, result: ProcResult) -> SuiteOutcome:
     ended = _cause(inv, result)
     try:
         if cause:
-            stopped = _STOPPED.get(status, "stopped")
+            stopped = status.stopped_words
             if inv.junit.is_file():
                 running = append_error_case(inv.junit, inv.suite, cause, result.tail,
                                             inv.partial, stopped, ended)

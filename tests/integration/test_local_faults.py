@@ -131,7 +131,7 @@ def test_hang_past_step_timeout_is_killed(tmp_path: Path) -> None:
 def test_plain_failure_is_failed_not_infra(tmp_path: Path) -> None:
     inv = invocation(tmp_path, "assert 1 == 2")
     outcome = run_one(inv)
-    assert outcome.status is Status.FAILED and not outcome.status.is_infra
+    assert outcome.status is Status.FAILED and not outcome.status.unfinished
     assert cases(inv.junit)["test_fault"] == "failure"
     assert outcome.counts == Counts(passed=2, failed=2)
 
@@ -140,7 +140,7 @@ def test_exit_zero_without_junit_is_infra(tmp_path: Path) -> None:
     inv = invocation(tmp_path, "assert True")
     inv = Invocation(**{**inv.__dict__, "argv": (sys.executable, "-c", "print('hi')")})
     outcome = run_one(inv)
-    assert outcome.status is Status.NO_JUNIT and outcome.status.is_infra
+    assert outcome.status is Status.NO_JUNIT and outcome.status.unfinished
     assert "without writing JUnit" in outcome.reason
 
 

@@ -239,7 +239,7 @@ def test_what_counts_as_failing_and_as_infrastructure() -> None:
     assert failing({"failed": 1}) and failing({"xpassed": 2, "passed": 3})
     assert not failing({"passed": 3, "error": 1, "xfailed": 2, "skipped": 1})
     assert not failing({"failed": 0}) and not failing({})
-    assert {s for s in Status if s.is_infra} == {
+    assert {s for s in Status if s.unfinished} == {
         Status.ERROR, Status.TIMEOUT, Status.CRASHED, Status.NO_JUNIT, Status.WRITE_FAILED}
 
 
