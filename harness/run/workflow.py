@@ -15,6 +15,7 @@ from pathlib import Path
 from harness.errors import HostUnavailable, InfraError
 from harness.process import cancel
 from harness.results import layout
+from harness.results.cause import Cause, CauseRecord
 from harness.results.manifest import InfraFailure
 from harness.results.outcome import Status
 from harness.results.writefail import describe as describe_write_failure
@@ -127,7 +128,9 @@ def _run_suites(run: Started) -> str:
         with cancel.shield():
             release_reserve(run_dir)
             run.manifest.finish(status="error", exit_code=3,
-                                infra_error=InfraFailure(kind="infra", message=str(error)))
+                                infra_error=InfraFailure(kind="infra", message=str(error),
+                                                          cause=CauseRecord(
+                                                              cause=Cause.INFRA_REFUSAL)))
         raise
     except OSError as error:
         if not is_write_failure(error):
