@@ -47,6 +47,7 @@ class Recorded:
     workers: int | None = None
     env: dict[str, str] = field(default_factory=dict)
     planned: tuple[str, ...] = ()
+    pins: tuple[str, ...] = ()  # the run's --pin overrides (its matrix.json has them in place)
 
     @property
     def resolved(self) -> Path | None:
@@ -94,6 +95,7 @@ def read_recorded(target: Path) -> Recorded:
         workers=workers if isinstance(workers, int) else None,
         env=dict(record.env),
         planned=() if in_junit else tuple(record.suites_planned),
+        pins=tuple(p.requirement for p in record.pins),
     )
 
 

@@ -113,7 +113,7 @@ def script_for(setup: Setup, case: CaseId, answer: dict[str, Any],
     return Script(test_id=PARITY + case.name.removeprefix("test_parity["), op=case.op,
                   args=answer["args"], tolerance=tolerance(setup.matrix, case, answer["args"]),
                   env=dict(setup.matrix.runtime.env), expected=expected, origin=setup.origin,
-                  shrunk=shrunk)
+                  shrunk=shrunk, pins=tuple(setup.matrix.python.requirements))
 
 
 def observe(setup: Setup, script: Script) -> dict[str, Any]:

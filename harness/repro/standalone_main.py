@@ -33,7 +33,9 @@ def make_standalone(*, root: Path, target: Path | None, matrix_name: str | None,
         matrix = load_recorded_matrix(rec, root, trust=trust)
         if rec.run_dir is None or not in_run_folder(rec.run_dir, case):
             raise UsageError(f"{target}: run {rec.run_id} has no case {case.name}")
-        seed, origin = rec.seed, f"run {rec.run_id} of matrix {matrix.name} (seed {rec.seed})"
+        pinned = f", --pin {' '.join(rec.pins)}" if rec.pins else ""
+        seed, origin = rec.seed, (f"run {rec.run_id} of matrix {matrix.name} "
+                                  f"(seed {rec.seed}{pinned})")
         if rec.emulate:
             raise UsageError(f"{target}: run {rec.run_id} was emulated; --standalone needs "
                              "the vllm provider's own run")

