@@ -35,9 +35,7 @@ def bisect_pins(matrix: str, test: str, pins: list[str], *, python: str, root: P
         step = run_step(where, pin, slug, ["--pin", pin])
         _say(step)
         steps.append(step)
-    return _conclude(steps, unit="release", infra=any(s.verdict is Verdict.UNRUN
-                                                       and s.status.startswith("could not")
-                                                       for s in steps))
+    return _conclude(steps, unit="release", infra=any(s.infra for s in steps))
 
 
 def bisect_commits(matrix: str, test: str, repo: Path, good: str, shas: list[str], *,

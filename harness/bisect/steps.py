@@ -50,5 +50,5 @@ def run_step(where: Where, label: str, slug: str, extra: Sequence[str] = ()) -> 
     if result.exit_code == _INFRA or not runs:
         why = _last_error(result.tail).removeprefix("harness: error: ")
         return Step(label=label, verdict=Verdict.UNRUN,
-                    status=f"could not run (exit {result.exit_code}): {why}")
+                    status=f"could not run (exit {result.exit_code}): {why}", infra=True)
     return read_verdict(label, runs[-1].parent, where.test)

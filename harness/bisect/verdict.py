@@ -29,6 +29,7 @@ class Step:
     status: str  # the test's outcome, or why it did not run
     signature: str = ""
     run_dir: Path | None = None
+    infra: bool = False  # harness run itself could not run (exit 3): a pin pip cannot install
 
     def line(self) -> str:
         sig = f": {self.signature}" if self.signature else ""
