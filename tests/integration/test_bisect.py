@@ -3,6 +3,7 @@ breaks a kernel, found by --commits; and the lines bad input gets."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -97,3 +98,21 @@ def test_a_test_in_no_suite_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stdout + done.stderr
     assert "nowhere/test_x.py is not in this checkout" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_pin_pip_cannot_install_is_an_unrun_step_and_exit_3(tmp_path: Path) -> None:
+    """No index and no wheel folder: pip installs nothing, at once and offline. Each step is
+    unrun with harness run's own line, never counted good or bad; the bisect exits 3."""
+    env = {**os.environ, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": "",
+           "HOME": str(tmp_path / "home")}
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "bisect", "--matrix", "cpu", "--test",
+         "suites/platform/test_host.py::test_machine_matches_arch", "--pins",
+         "torch==0.0.1,0.0.2", "--reports", str(tmp_path / "r")], cwd=ROOT, env=env,
+        capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 3, done.stdout + done.stderr
+    steps = [line for line in done.stdout.splitlines() if line.startswith("harness: bisect: ")]
+    assert [s.split()[2:4] for s in steps[:2]] == [["unrun", "torch==0.0.1:"],
+                                                   ["unrun", "torch==0.0.2:"]], done.stdout
+    assert all("could not run (exit 3): --pin torch==0.0." in s for s in steps[:2]), steps
+    assert steps[-1] == "harness: bisect: no change: every release judged is unjudged"
