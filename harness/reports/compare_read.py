@@ -10,7 +10,6 @@ shown (compare_render.py).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from harness.errors import UsageError
 from harness.results import layout
 from harness.results.junit_read import JunitReader
 from harness.results.manifest import RunRecord
+from harness.results.sidecar import iter_records
 
 Warn = Callable[[str], None]
 KNOWN = ("xfail", "xpass")  # the outcomes a known failure gives a test
@@ -102,20 +102,10 @@ def _inside(path: Path, folder: Path, warn: Warn) -> bool:
 
 def _details(partial: Path, wanted: set[str]) -> dict[str, str]:
     """The report tails of ``wanted`` node ids from a sidecar, read line by line."""
-    found: dict[str, str] = {}
-    if not wanted or not partial.is_file():
-        return found
-    with partial.open(encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict) and record.get("nodeid") in wanted:
-                details = record.get("details")
-                if isinstance(details, str) and details:
-                    found[record["nodeid"]] = details
-    return found
+    if not wanted:
+        return {}
+    return {r["nodeid"]: r["details"] for r in iter_records(partial)
+            if r["nodeid"] in wanted and isinstance(r.get("details"), str) and r["details"]}
 
 
 def _suite_cases(junit: Path, warn: Warn) -> Iterator[CaseResult]:

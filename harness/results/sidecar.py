@@ -61,9 +61,13 @@ def result_line(
 
 def read_records(path: Path) -> list[dict[str, Any]]:
     """Every result line of a partial file (to its end, or the line a crash cut short)."""
+    return list(iter_records(path))
+
+
+def iter_records(path: Path) -> Iterator[dict[str, Any]]:
+    """The result lines of a partial file one at a time (none when it is absent)."""
     if not path.is_file():
-        return []
-    records = []
+        return
     with path.open(encoding="utf-8", errors="replace") as handle:
         for line in handle:
             try:
@@ -72,8 +76,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
                 continue  # the line being written when the process died (lines follow
                 # it when the runner added the tests that never finished)
             if isinstance(record, dict) and isinstance(record.get("nodeid"), str):
-                records.append(record)
-    return records
+                yield record
 
 
 def _records(handle: IO[str]) -> Iterator[Found]:
