@@ -117,13 +117,15 @@ def sdist(version: str = VERSION, sha256: str = SHA256) -> Path:
 
 
 def unpack_tests(dest: Path) -> Path:
-    """vLLM's ``tests/`` and its CPU step file (nothing else) under ``dest``: the sdist's
-    root folder."""
+    """vLLM's ``tests/``, its CPU step file, and the two files one of the step's tests reads
+    (tests/test_zentorch_version_pin.py: setup.py's zentorch pin against
+    requirements/cpu.txt's torch) under ``dest``: the sdist's root folder."""
     src = dest / f"vllm-{VERSION}"
-    if (src / "tests" / "conftest.py").is_file():
+    if (src / "tests" / "conftest.py").is_file() and (src / "setup.py").is_file():
         return src
     archive = sdist()
-    prefixes = (f"vllm-{VERSION}/tests/", f"vllm-{VERSION}/{STEP_FILE}")
+    prefixes = tuple(f"vllm-{VERSION}/{part}" for part in
+                     ("tests/", STEP_FILE, "setup.py", "requirements/"))
     with tarfile.open(archive) as tar:
         members = [m for m in tar.getmembers() if m.name.startswith(prefixes)]
         tar.extractall(dest, members=members, filter="data")
