@@ -38,44 +38,17 @@ from harness.platform.images_fetch import cache_dir  # noqa: E402
 
 VERSION = "0.32.0"
 SHA256 = "d2c957d5eee3d0985012151315ddc62cbe0cd368fc96a5fc3510438d9dddf2ad"
-BIG = ("4096-4096", "16384-4096", "64128-4096")
 
 STEP_FILE = ".buildkite/hardware_tests/cpu.yaml"
 STEP = "cpu-kernel-tests"  # vLLM's "CPU-Kernel Tests" step: 18 files, Intel CPUs only
 ONLY = "tests/kernels/test_onednn.py"  # the step narrowed to the file run here
 
-# The user's matrix on top of the imported one: vLLM's activation test (in no step of
-# cpu.yaml) as a suite of its own, the step's oneDNN file without its largest shapes.
-MATRIX = """\
-extends: vllm-kernels.yaml
-description: vLLM {version}'s own CPU kernel tests on vLLM's CPU build.
-suites:
-  vllm_activation:
-    path: {tests}/kernels/core/test_cpu_activation.py
-    rootdir: {src}
-    workers: 1
-    timeout_s: 1800
-    tier: full
-    enabled: true
-  cpu_kernel_tests:
-    k: "{keyword}"
-known_failures+:
-  - id: tests/kernels/test_onednn.py::test_onednn_gemm[*]
-    reason: >-
-      vLLM's own oneDNN GEMM test runs bfloat16 only, and onednn_mm in bfloat16 raises
-      "could not create a primitive descriptor for the matmul primitive" where oneDNN has no
-      AVX-512 (seen on an AMD EPYC Zen 1, AVX2 only): every case fails there, none on the
-      Intel AVX-512 hosts vLLM's own CI runs this file on (the vllm-cpu lane's linear finding)
-    issue: "#32"
-    owner: kernels
-    expires: 2027-06-30
-    action: xfail
-    host:
-      cpu_flags_absent: [avx512f]
-    expect:
-      raises: RuntimeError
-      match: "could not create a primitive descriptor for the matmul primitive"
-"""
+# The user's matrix on top of the imported one, as the example project ships it (vLLM's
+# activation test, in no step of cpu.yaml, as a suite of its own; the step without its
+# largest GEMM shapes; the known failures of vLLM's own tests on the lanes' hosts): one
+# file for a maintainer following examples/vllm-upstream/README.md and for this script.
+# Its paths name the unpacked sdist as ${VLLM_SRC}.
+EXAMPLE = ROOT / "examples" / "vllm-upstream" / "matrices" / "vllm-upstream.yaml"
 
 
 class SdistMismatch(Exception):
@@ -146,9 +119,7 @@ def project(out: Path) -> Path:
     if imported.returncode != 0:
         raise SdistMismatch(f"vllm-upstream: error: harness import buildkite {STEP_FILE} "
                             f"--step {STEP}: exit {imported.returncode}")
-    keyword = " and ".join(f"not {shape}" for shape in BIG)
-    (top / "matrices" / "vllm-upstream.yaml").write_text(
-        MATRIX.format(version=VERSION, tests=src / "tests", src=src, keyword=keyword))
+    (top / "matrices" / "vllm-upstream.yaml").write_text(EXAMPLE.read_text())
     return top
 
 
@@ -165,8 +136,10 @@ def main() -> int:
     extra = [a for a in args.rest if a != "--"]
     argv = [sys.executable, "-m", "harness", "run", "--matrix", "vllm-upstream", "--suite",
             "vllm_activation", "--suite", "cpu_kernel_tests", *extra]
-    print(f"vllm-upstream: {' '.join(argv[1:])} (in {top})", flush=True)
-    return subprocess.run(argv, cwd=top, check=False).returncode
+    src = args.out.resolve() / "src" / f"vllm-{VERSION}"
+    print(f"vllm-upstream: VLLM_SRC={src} {' '.join(argv[1:])} (in {top})", flush=True)
+    env = {**os.environ, "VLLM_SRC": str(src)}
+    return subprocess.run(argv, cwd=top, env=env, check=False).returncode
 
 
 if __name__ == "__main__":
