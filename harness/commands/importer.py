@@ -1,5 +1,5 @@
-"""``harness import buildkite FILE [--step LABEL|KEY ...] [--only PATH ...] [--extends M]
-[--name N] [--out P] [--source DIR]``.
+"""``harness import buildkite FILE [--step LABEL|KEY ...] [--only PATH ...] [--per-file]
+[--extends M] [--name N] [--out P] [--source DIR]``.
 
 Writes a user matrix with one suite per pytest command of the chosen steps, and prints
 one line for each thing the matrix has no place for; nothing is dropped silently. Bad
@@ -30,6 +30,9 @@ def register(subparsers: Any) -> None:
                     help="only this step (repeatable; default: every step)")
     bk.add_argument("--only", action="append", default=[], metavar="PATH",
                     help="only the steps' targets at or under this path (repeatable)")
+    bk.add_argument("--per-file", action="store_true",
+                    help="one suite per test file (a file that dies at collection takes only "
+                         "its own suite; the report shows the step file by file)")
     bk.add_argument("--extends", default="vllm-cpu", metavar="MATRIX",
                     help="the shipped matrix the new one extends (default: vllm-cpu)")
     bk.add_argument("--name", default="imported", help="the new matrix's name")
@@ -46,7 +49,7 @@ def cmd_import_buildkite(args: argparse.Namespace) -> int:
     from harness.importers.matrix_out import render, source_root
     from harness.matrix import load_matrix
 
-    imported = import_steps(args.file, args.step, args.only)
+    imported = import_steps(args.file, args.step, args.only, split=args.per_file)
     if not imported.suites:
         raise UsageError(f"{args.file}: no step with a pytest command to import")
     source = (args.source or source_root(args.file)).resolve()

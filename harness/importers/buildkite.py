@@ -164,9 +164,30 @@ def narrow(suites: list[ImportedSuite], only: Sequence[str], unmapped: list[str]
     return kept
 
 
-def import_steps(file: Path, wanted: Sequence[str] = (), only: Sequence[str] = ()) -> Imported:
-    """The chosen steps (default: all) as suites (their targets cut to ``only`` if given),
-    and what did not map, one line each."""
+def per_file(suites: list[ImportedSuite]) -> list[ImportedSuite]:
+    """Each suite split into one suite per test file (a file's node ids stay together),
+    named after the file: a file that dies at collection (a SIGILL on import) or hangs
+    takes only its own suite, and the report shows the step file by file. The step's flags
+    (``-x`` included) apply within each file."""
+    out: list[ImportedSuite] = []
+    taken: set[str] = set()
+    for suite in suites:
+        files: dict[str, list[str]] = {}
+        for target in suite.targets:
+            files.setdefault(target.split("::", 1)[0], []).append(target)
+        for path, targets in files.items():
+            stem = Path(path.rstrip("/")).name.removesuffix(".py")
+            name = re.sub(r"[^a-z0-9]+", "_", stem.lower()).strip("_") or "tests"
+            name = name if name not in taken else f"{suite.name}_{name}"
+            taken.add(name)
+            out.append(dataclasses.replace(suite, name=name, targets=tuple(targets)))
+    return out
+
+
+def import_steps(file: Path, wanted: Sequence[str] = (), only: Sequence[str] = (), *,
+                 split: bool = False) -> Imported:
+    """The chosen steps (default: all) as suites (their targets cut to ``only`` if given;
+    with ``split``, one suite per file), and what did not map, one line each."""
     steps = pick(file, read_steps(file), wanted)
     suites: list[ImportedSuite] = []
     unmapped: list[str] = []
@@ -182,6 +203,8 @@ def import_steps(file: Path, wanted: Sequence[str] = (), only: Sequence[str] = (
         suites = narrow(suites, only, unmapped, file)
         if not suites:
             raise UsageError(f"{file}: --only {' '.join(only)}: no chosen step runs it")
+    if split:
+        suites = per_file(suites)
     return Imported(file=file, suites=tuple(suites), unmapped=tuple(unmapped))
 
 

@@ -88,6 +88,33 @@ def test_cpu_kernel_tests_round_trip(vllm_tree: Path, tmp_path: Path,
     assert "step cpu-kernel-tests: source_file_dependencies: no place" in err
 
 
+def test_per_file_splits_the_step_and_keeps_every_target_and_flag(
+        vllm_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--per-file: one suite per file of the step (a file that dies at collection, as
+    test_cpu_fused_sampling.py does by SIGILL on a CPU without AVX-512, takes only its own
+    suite); together they plan the step's own targets, each with the step's flags."""
+    out = tmp_path / "matrices" / "per-file.yaml"
+    assert cli.main(["import", "buildkite", str(vllm_tree / STEP_FILE), "--step",
+                     "cpu-kernel-tests", "--per-file", "--name", "per-file", "--out",
+                     str(out)]) == 0
+    capsys.readouterr()
+    own = _step_argv(vllm_tree, "cpu-kernel-tests")
+    flags = [w for w in own if w.startswith("-")]
+    matrix = load_matrix(str(out))
+    assert len(matrix.suites) - len(load_matrix("vllm-cpu").suites) == 18
+    targets = []
+    for name in matrix.suites:
+        if name in load_matrix("vllm-cpu").suites:
+            continue
+        planned, _ = _planned_argv(out, name)
+        words = [w for w in planned if not w.startswith("-")]
+        assert len({w.partition("::")[0] for w in words}) == 1, (name, words)
+        assert [w for w in planned if w.startswith("-")] == flags
+        targets += words
+    assert sorted(targets) == sorted(w for w in own if not w.startswith("-"))
+    assert "test_cpu_fused_sampling" in matrix.suites
+
+
 def test_whole_file_maps_markers_ignores_soft_fail_and_names_the_rest(
         vllm_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "all.yaml"

@@ -79,3 +79,20 @@ def test_only_a_path_no_step_runs(tmp_path: Path, capsys: pytest.CaptureFixture[
     line = _one_line(capsys)
     assert code == 2 and not out.parent.exists()
     assert line.endswith("cpu.yaml: --only tests/b.py: no chosen step runs it")
+
+
+def test_per_file_groups_node_ids_by_file_and_names_a_clash_by_its_step() -> None:
+    from harness.importers.buildkite import ImportedSuite, per_file
+
+    a = ImportedSuite(name="kernels", step="kernels", label="Kernels",
+                      targets=("tests/a/test_x.py", "tests/b/test_y.py::TestOne",
+                               "tests/b/test_y.py::TestTwo"), options=("-x",))
+    b = ImportedSuite(name="models", step="models", label="Models",
+                      targets=("tests/models/test_x.py",))
+    split = per_file([a, b])
+    assert [(s.name, s.targets) for s in split] == [
+        ("test_x", ("tests/a/test_x.py",)),
+        ("test_y", ("tests/b/test_y.py::TestOne", "tests/b/test_y.py::TestTwo")),
+        ("models_test_x", ("tests/models/test_x.py",)),
+    ]
+    assert all(s.options == ("-x",) for s in split[:2])
