@@ -118,6 +118,26 @@ class HarnessSession:
         self.helpers.append(f"{collector.nodeid}::{name} (from {home})")
         return []
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_make_collect_report(
+        self, collector: pytest.Collector
+    ) -> pytest.CollectReport | None:
+        """A ``skip`` known failure whose id names a whole file (no ``::``): pytest never
+        imports the file, and JUnit records a collection skip with the entry's reason. For
+        a file that dies while pytest imports it (a SIGILL from a kernel library built for
+        another CPU), which no mark on its tests can reach; on a host where the entry does
+        not hold, the file runs."""
+        if not isinstance(collector, pytest.Module):
+            return None
+        entry = next((e for e in self.entries if e.action == "skip" and "::" not in e.pattern
+                      and not e.expired and e.covers(collector.nodeid)), None)
+        if entry is None:
+            return None
+        entry.matched.append(collector.nodeid)
+        why = f"Skipped: known failure: {entry.describe()}"
+        return pytest.CollectReport(collector.nodeid, "skipped",
+                                    (str(collector.path), 0, why), [])
+
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         """A test that takes ``platform_dtype`` runs once per dtype the matrix declares."""
         if "platform_dtype" in metafunc.fixturenames:
