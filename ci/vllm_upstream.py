@@ -42,6 +42,7 @@ SHA256 = "d2c957d5eee3d0985012151315ddc62cbe0cd368fc96a5fc3510438d9dddf2ad"
 STEP_FILE = ".buildkite/hardware_tests/cpu.yaml"
 STEP = "cpu-kernel-tests"  # vLLM's "CPU-Kernel Tests" step: 18 files, Intel CPUs only
 ONLY = "tests/kernels/test_onednn.py"  # the step narrowed to the file run here
+SUITE = "test_onednn"  # its suite (imported --per-file: named after the file)
 
 # The user's matrix on top of the imported one, as the example project ships it (vLLM's
 # activation test, in no step of cpu.yaml, as a suite of its own; the step without its
@@ -114,7 +115,8 @@ def project(out: Path) -> Path:
                                         "[tool.harness]\n")
     imported = subprocess.run(
         [sys.executable, "-m", "harness", "import", "buildkite", str(src / STEP_FILE),
-         "--step", STEP, "--only", ONLY, "--extends", "vllm-cpu", "--name", "vllm-kernels",
+         "--step", STEP, "--only", ONLY, "--per-file", "--extends", "vllm-cpu", "--name",
+         "vllm-kernels",
          "--out", str(top / "matrices" / "vllm-kernels.yaml")], cwd=top, check=False)
     if imported.returncode != 0:
         raise SdistMismatch(f"vllm-upstream: error: harness import buildkite {STEP_FILE} "
@@ -135,7 +137,7 @@ def main() -> int:
         return 3
     extra = [a for a in args.rest if a != "--"]
     argv = [sys.executable, "-m", "harness", "run", "--matrix", "vllm-upstream", "--suite",
-            "vllm_activation", "--suite", "cpu_kernel_tests", *extra]
+            "vllm_activation", "--suite", SUITE, *extra]
     src = args.out.resolve() / "src" / f"vllm-{VERSION}"
     print(f"vllm-upstream: VLLM_SRC={src} {' '.join(argv[1:])} (in {top})", flush=True)
     env = {**os.environ, "VLLM_SRC": str(src)}

@@ -85,9 +85,12 @@ def outcome_of(inv: Invocation, result: ProcResult) -> SuiteOutcome:
     if status is Status.PASSED and (failing(counts) or counts.get("error") or code == 1):
         status = Status.FAILED
     reason = cause
-    if status is Status.PASSED and (code == 5 or not sum(counts.values())):
+    if status is Status.PASSED and (not sum(counts.values())
+                                    or (code == 5 and not counts.get("skipped"))):
         # pytest's exit 5 (nothing collected or every test deselected), or a JUnit file
-        # with no test case: a selection that ran nothing has checked nothing.
+        # with no test case: a selection that ran nothing has checked nothing. A file
+        # skipped whole while pytest collected it (an AMX-only file on another CPU) is a
+        # case with its reason (exit 5 too): skipped, as the skip check below says.
         status, reason = Status.NO_TESTS, "no tests ran"
     skips = summarise_skips(inv.junit, inv.suite) if inv.junit.is_file() else None
     mostly = skips is not None and skips.mostly_skipped(inv.max_skip_ratio)

@@ -157,3 +157,28 @@ def test_a_suite_that_ran_no_test_is_not_passed(tmp_path: Path) -> None:
     allowed = harness("run", "--suite", "platform", "--python", "current", "-k",
                       "no_test_is_named_like_this", "--allow-empty", reports=tmp_path / "ok")
     assert allowed.returncode == 0, allowed.stdout[-2000:] + allowed.stderr[-2000:]
+
+
+def test_a_file_skipped_whole_at_collection_is_skipped_with_its_reason(tmp_path: Path) -> None:
+    """pytest exits 5 when its only file skips itself at module level (vLLM's AMX-only
+    test_amx_mla.py on another CPU); JUnit holds the skip and its reason: mostly skipped,
+    with the reason, not "no tests ran"."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "test_amx_only.py").write_text(
+        "import pytest\n\npytest.skip('needs an AMX host', allow_module_level=True)\n\n"
+        "def test_never():\n    pass\n")
+    matrix = tmp_path / "amx.yaml"
+    matrix.write_text("\n".join([
+        "extends: cpu.yaml", "name: amx", "suites:",
+        *(f"  {name}: {{enabled: false}}" for name in ("platform", "kernel_parity", "fusion",
+                                                       "e2e")),
+        f"  amx_only: {{path: {suite}, rootdir: {suite}, workers: 1, timeout_s: 300}}",
+    ]) + "\n")
+    done = harness("run", "--matrix", str(matrix), "--python", "current", "--local",
+                   reports=tmp_path / "r")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "needs an AMX host" in done.stdout
+    manifest = json.loads((only_run_dir(tmp_path / "r", "amx") / "manifest.json").read_text())
+    (outcome,) = manifest["suites"]
+    assert outcome["status"] == "mostly-skipped" and outcome["counts"]["skipped"] == 1, outcome

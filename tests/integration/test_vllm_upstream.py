@@ -28,13 +28,13 @@ def test_vllms_own_cpu_kernel_tests_pass_through_byo(shared_cache: Path, tmp_pat
     (run,) = (tmp_path / "project" / "reports" / "vllm-upstream").iterdir()
     manifest = json.loads((run / "manifest.json").read_text())
     suites = {s["suite"]: s for s in manifest["suites"]}
-    assert set(suites) == {"vllm_activation", "cpu_kernel_tests"}
+    assert set(suites) == {"vllm_activation", "test_onednn"}
     for suite in suites.values():
         assert suite["status"] == "passed" and suite["counts"]["passed"] >= 20, suite
     # vLLM's bf16 oneDNN GEMM cases fail on a host without AVX-512 (a known failure with
     # that host condition): xfailed there, passed on AVX-512 hosts; never silent
-    gemm = suites["cpu_kernel_tests"]["counts"]
+    gemm = suites["test_onednn"]["counts"]
     assert gemm["failed"] == 0 and gemm["xpassed"] == 0, gemm
     # the tests are vLLM's (node ids relative to its source tree), not this repository's
-    junit = (run / suites["cpu_kernel_tests"]["junit"]).read_text()
+    junit = (run / suites["test_onednn"]["junit"]).read_text()
     assert "test_onednn_int8_scaled_gemm" in junit and "64128-4096" not in junit
