@@ -112,9 +112,11 @@ def _isolated_home(request: pytest.FixtureRequest,
         yield home
 
 
-# Set by libraries themselves, once per process, not by a test: inductor writes the cache
-# folder it picked into the environment on its first compile (for its compile workers).
-LIBRARY_SET_ENV = frozenset({"PYTEST_CURRENT_TEST", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"})
+# Set by libraries themselves, not by a test: pytest's own; inductor writes what it picked
+# into the environment for its compile workers (the cache folder on its first compile,
+# _TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR, ...), and so may Triton.
+LIBRARY_SET_ENV = frozenset({"PYTEST_CURRENT_TEST"})
+LIBRARY_SET_PREFIXES = ("TORCHINDUCTOR_", "_TORCHINDUCTOR_", "TRITON_")
 
 
 @pytest.fixture(autouse=True)
@@ -127,7 +129,8 @@ def _environment_kept(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     after = dict(os.environ)
     changed = sorted(k for k in before.keys() | after.keys()
-                     if before.get(k) != after.get(k) and k not in LIBRARY_SET_ENV)
+                     if before.get(k) != after.get(k) and k not in LIBRARY_SET_ENV
+                     and not (k not in before and k.startswith(LIBRARY_SET_PREFIXES)))
     if not changed or not _own_tests(request.config):
         return
     for key in changed:

@@ -53,6 +53,14 @@ def describe_exit(code: int | None) -> str:
     return f"exit {code}"
 
 
+def _ran_nothing(code: int | None, counts: dict[str, int]) -> bool:
+    """pytest's exit 5 (nothing collected or every test deselected), or a JUnit file with no
+    test case: a selection that ran nothing has checked nothing. A file skipped whole while
+    pytest collected it (an AMX-only file on another CPU) is a case with its reason (exit 5
+    too): skipped, as the skip check says, not nothing."""
+    return not sum(counts.values()) or (code == 5 and not counts.get("skipped"))
+
+
 def outcome_of(inv: Invocation, result: ProcResult) -> SuiteOutcome:
     """Turn how the process ended plus what it wrote into an outcome. JUnit is the truth."""
     # a test may have printed a secret's value (or named a test after one)
@@ -85,12 +93,7 @@ def outcome_of(inv: Invocation, result: ProcResult) -> SuiteOutcome:
     if status is Status.PASSED and (failing(counts) or counts.get("error") or code == 1):
         status = Status.FAILED
     reason = cause
-    if status is Status.PASSED and (not sum(counts.values())
-                                    or (code == 5 and not counts.get("skipped"))):
-        # pytest's exit 5 (nothing collected or every test deselected), or a JUnit file
-        # with no test case: a selection that ran nothing has checked nothing. A file
-        # skipped whole while pytest collected it (an AMX-only file on another CPU) is a
-        # case with its reason (exit 5 too): skipped, as the skip check below says.
+    if status is Status.PASSED and _ran_nothing(code, counts):
         status, reason = Status.NO_TESTS, "no tests ran"
     skips = summarise_skips(inv.junit, inv.suite) if inv.junit.is_file() else None
     mostly = skips is not None and skips.mostly_skipped(inv.max_skip_ratio)

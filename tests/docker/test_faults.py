@@ -183,11 +183,13 @@ def test_container_killed_from_outside(tiny_image: str, run_dir: Path) -> None:
 
 
 def test_ctrl_c_stops_and_keeps_results(tiny_image: str, run_dir: Path) -> None:
-    inv = invocation(run_dir, make_suite(run_dir, "hang"))
+    # The press waits for the hanging test as long as the step may run (a loaded host can
+    # take a minute to start the container and pytest): never a timeout in its place.
+    inv = invocation(run_dir, make_suite(run_dir, "hang"), step_s=240)
     second = invocation(run_dir, make_suite(run_dir, "none", "next"), name="next")
 
     def press_ctrl_c() -> None:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + inv.timeout_s
         while time.monotonic() < deadline:
             if inv.partial.is_file() and len(inv.partial.read_text().splitlines()) >= 2:
                 _thread.interrupt_main()
