@@ -106,8 +106,9 @@ def unpack_tests(dest: Path) -> Path:
     return src
 
 
-def project(out: Path) -> Path:
-    """The user's project: pyproject.toml with [tool.harness], matrices/vllm-upstream.yaml."""
+def project(out: Path) -> tuple[Path, Path]:
+    """The user's project (pyproject.toml with [tool.harness], matrices/vllm-upstream.yaml)
+    and the unpacked sdist its matrix names as ${VLLM_SRC}."""
     src = unpack_tests(out / "src")
     top = out / "project"
     (top / "matrices").mkdir(parents=True, exist_ok=True)
@@ -122,7 +123,7 @@ def project(out: Path) -> Path:
         raise SdistMismatch(f"vllm-upstream: error: harness import buildkite {STEP_FILE} "
                             f"--step {STEP}: exit {imported.returncode}")
     (top / "matrices" / "vllm-upstream.yaml").write_text(EXAMPLE.read_text())
-    return top
+    return top, src
 
 
 def main() -> int:
@@ -131,14 +132,13 @@ def main() -> int:
     parser.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     try:
-        top = project(args.out.resolve())
+        top, src = project(args.out.resolve())
     except SdistMismatch as error:
         print(error, file=sys.stderr)
         return 3
     extra = [a for a in args.rest if a != "--"]
     argv = [sys.executable, "-m", "harness", "run", "--matrix", "vllm-upstream", "--suite",
             "vllm_activation", "--suite", SUITE, *extra]
-    src = args.out.resolve() / "src" / f"vllm-{VERSION}"
     print(f"vllm-upstream: VLLM_SRC={src} {' '.join(argv[1:])} (in {top})", flush=True)
     env = {**os.environ, "VLLM_SRC": str(src)}
     return subprocess.run(argv, cwd=top, env=env, check=False).returncode

@@ -58,6 +58,9 @@ class HarnessSession:
         self.collected_files: set[str] = set()
         self.helpers: list[str] = []  # imported test_* helpers left uncollected
         self.expired = [e for e in self.entries if e.expired]
+        # `skip` entries naming a whole file: pytest never imports it (pytest_make_collect_report)
+        self.whole_files = [e for e in self.entries if e.action == "skip" and not e.expired
+                            and "::" not in e.pattern]
         threads = os.environ.get("HARNESS_TORCH_THREADS")
         if threads:
             _set_torch_threads(int(threads))
@@ -127,13 +130,11 @@ class HarnessSession:
         a file that dies while pytest imports it (a SIGILL from a kernel library built for
         another CPU), which no mark on its tests can reach; on a host where the entry does
         not hold, the file runs."""
-        if not isinstance(collector, pytest.Module):
+        if not self.whole_files or not isinstance(collector, pytest.Module):
             return None
-        entry = next((e for e in self.entries if e.action == "skip" and "::" not in e.pattern
-                      and not e.expired and e.covers(collector.nodeid)), None)
+        entry = match(self.whole_files, collector.nodeid)
         if entry is None:
             return None
-        entry.matched.append(collector.nodeid)
         why = f"Skipped: known failure: {entry.describe()}"
         return pytest.CollectReport(collector.nodeid, "skipped",
                                     (str(collector.path), 0, why), [])
