@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import cast
@@ -43,6 +44,8 @@ class Suite:
 
 def _message(attrs: dict[str, str], text: str) -> str:
     message = attrs.get("message") or text.strip().split("\n", 1)[0]
+    if message == COLLECTION_SKIP:
+        message = collection_skip_reason(message, text) or message
     return message[:_MESSAGE_LIMIT]
 
 
@@ -164,8 +167,8 @@ class Callbacks:
         if self.level == 1:
             if name in _STATUS_TAGS:
                 self.children.append((name, attrs, ""))
-                if not attrs.get("message"):
-                    self._begin_text(None)
+                if attrs.get("message", "") in ("", COLLECTION_SKIP):
+                    self._begin_text(None)  # the message, or the reason pytest put there
             elif name == "properties" and self.case_props is None:
                 self.case_props = self.props = {}
                 self.opened = 0
@@ -352,3 +355,17 @@ class Callbacks:
         rest.extend(self.pending.values())
         self.pending.clear()
         return rest
+
+
+# pytest's JUnit for a file skipped whole while it was collected: the message says only
+# that; the reason is in the text, the collect report's (path, line, "Skipped: why") tuple.
+COLLECTION_SKIP = "collection skipped"
+_COLLECTED_WHY = re.compile(r"""Skipped: (.*?)['"]\)\s*\Z""", re.DOTALL)
+
+
+def collection_skip_reason(message: str, text: str) -> str | None:
+    """The reason of a file skipped at collection, or None for any other message."""
+    if message.strip() != COLLECTION_SKIP:
+        return None
+    found = _COLLECTED_WHY.search(text or "")
+    return found[1].splitlines()[0] if found and found[1].strip() else None

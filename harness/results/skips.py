@@ -8,12 +8,12 @@ top reasons travel into the manifest's suite row (``skip_ratio``, ``mostly_skipp
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.results.junit_expat import collection_skip_reason
 from harness.results.junit_write import NOT_RUN_TYPE
 from harness.results.outcome import SkipReason
 
@@ -55,17 +55,10 @@ def summarise_skips(junit: Path, suite: str) -> SkipSummary:
     )
 
 
-# pytest's JUnit for a file skipped whole while it was collected: the message says only
-# that, the text is the report's (path, line, "Skipped: why") tuple.
-COLLECTION_SKIP = "collection skipped"
-_COLLECTED_WHY = re.compile(r"""Skipped: (.*?)['"]\)\s*\Z""", re.DOTALL)
-
-
 def _reason(element: ET.Element) -> str:
     message = (element.get("message") or "").strip()
-    if message == COLLECTION_SKIP:
-        found = _COLLECTED_WHY.search(element.text or "")
-        if found:
-            return found[1].splitlines()[0][:200]
+    collected = collection_skip_reason(message, element.text or "")
+    if collected:
+        return collected[:200]
     text = message or (element.text or "").strip()
     return text.splitlines()[0][:200] if text else "(no reason given)"

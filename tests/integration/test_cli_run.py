@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -182,3 +183,13 @@ def test_a_file_skipped_whole_at_collection_is_skipped_with_its_reason(tmp_path:
     manifest = json.loads((only_run_dir(tmp_path / "r", "amx") / "manifest.json").read_text())
     (outcome,) = manifest["suites"]
     assert outcome["status"] == "mostly-skipped" and outcome["counts"]["skipped"] == 1, outcome
+    # the history (what the reports read) keeps the reason too, not pytest's "collection
+    # skipped"
+    db = tmp_path / "history.sqlite"
+    ingested = subprocess.run([sys.executable, "-m", "harness", "history", "ingest", "--db",
+                               str(db), str(only_run_dir(tmp_path / "r", "amx"))],
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert ingested.returncode == 0, ingested.stdout + ingested.stderr
+    with sqlite3.connect(db) as con:
+        rows = con.execute("SELECT status, message FROM cases").fetchall()
+    assert rows == [("skipped", "needs an AMX host")], rows
