@@ -65,8 +65,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def add_standalone_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("standalone script (docs/repro.md)")
     g.add_argument("--standalone", type=Path, metavar="OUT.py",
-                   help="write one kernel_parity case (--test ID) of the vllm provider as a "
-                   "script needing only torch, numpy and the engine")
+                   help="write one case (--test ID: a kernel_parity case of the vllm "
+                   "provider, or the vllm_engine suite's) as a script needing only torch, "
+                   "numpy and the engine")
     g.add_argument("--matrix", metavar="M", help="with --standalone: the case of matrix M "
                    "(seed 0) instead of a run folder's")
     g.add_argument("--minimize", action="store_true",

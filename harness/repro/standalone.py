@@ -47,8 +47,9 @@ def parse_test_id(test_id: str) -> CaseId:
     """``...test_parity[rms_norm-x-strided-float32-vllm-cpu]`` -> its op, case, dtype..."""
     match = re.search(r"test_parity\[([^\]]+)\]$", test_id)
     if match is None:
-        raise UsageError(f"--standalone: {test_id!r} is not a kernel_parity case "
-                         f"({PARITY}OP-CASE-DTYPE-PROVIDER-DEVICE])")
+        raise UsageError(f"--standalone: {test_id!r} is not a case with a standalone "
+                         f"template ({PARITY}OP-CASE-DTYPE-PROVIDER-DEVICE], or "
+                         "vllm_engine's test_greedy_tokens_match_transformers[DTYPE])")
     parts = match.group(1).split("-")
     op = next((name for name in sorted(OPS, key=len, reverse=True)
                if match.group(1).startswith(name + "-")), None)
@@ -64,11 +65,11 @@ def parse_test_id(test_id: str) -> CaseId:
     return CaseId(op=op, case=case, dtype=dtype, provider=provider, device=device)
 
 
-def in_run_folder(run_dir: Path, case: CaseId) -> bool:
-    """Whether the run recorded this case (its JUnit files or their sidecars name it)."""
+def in_run_folder(run_dir: Path, name: str) -> bool:
+    """Whether the run recorded the case ``name`` (its JUnit files or their sidecars)."""
     junit = run_dir / "junit"
     files = sorted(junit.glob("*.xml")) + sorted(junit.glob("*.jsonl")) if junit.is_dir() else []
-    return any(case.name in f.read_text(encoding="utf-8", errors="replace") for f in files)
+    return any(name in f.read_text(encoding="utf-8", errors="replace") for f in files)
 
 
 @dataclass(frozen=True)
@@ -118,12 +119,17 @@ def script_for(setup: Setup, case: CaseId, answer: dict[str, Any],
 
 def observe(setup: Setup, script: Script) -> dict[str, Any]:
     """Run the script in the matrix's environment; the signature it saw."""
+    return observe_text(setup, render(script))
+
+
+def observe_text(setup: Setup, text: str, timeout_s: float = SCRIPT_TIMEOUT_S) -> dict[str, Any]:
+    """Run a script's text in the matrix's environment; the signature it printed."""
     with tempfile.TemporaryDirectory(prefix="harness-standalone-") as tmp:
         path = Path(tmp) / "repro.py"
-        path.write_text(render(script), encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         try:
-            got = run_captured([setup.python, str(path), "--json"], timeout_s=SCRIPT_TIMEOUT_S,
+            got = run_captured([setup.python, str(path), "--json"], timeout_s=timeout_s,
                                env=env, cwd=Path(tmp))
         except (OSError, subprocess.TimeoutExpired) as error:
             raise InfraError(f"--standalone: the script did not finish: {error}") from error
@@ -136,7 +142,7 @@ def observe(setup: Setup, script: Script) -> dict[str, Any]:
 
 
 def describe_signature(seen: dict[str, Any]) -> str:
-    kind = seen.get("kind", "")
+    kind = str(seen.get("kind", ""))
     if kind == "mismatch":
         return (f"mismatch: max abs err {seen['max_abs_err']:.4g}, max rel err "
                 f"{seen['max_rel_err']:.4g}, headroom {seen['headroom']:.4g}")
@@ -144,19 +150,31 @@ def describe_signature(seen: dict[str, Any]) -> str:
         return f"exception: {seen['type']}: {seen['message']}"
     if kind == "signal":
         return f"signal: {seen['signal']}"
-    return kind or f"passes (headroom {seen.get('headroom', 0):.4g})"
+    if kind == "tokens_differ":
+        return f"tokens differ: first difference per prompt {seen['first_difference']}"
+    if kind:
+        return kind
+    if "first_difference" in seen:
+        return "passes (vLLM's greedy tokens match transformers')"
+    return f"passes (headroom {seen.get('headroom', 0):.4g})"
+
+
+def a_finding(seen: dict[str, Any], name: str) -> dict[str, Any]:
+    """``seen`` when the script's first run showed a finding; else why there is no script
+    (it could not run: InfraError; the case passes: NothingToReproduce)."""
+    if seen.get("kind") == "cannot_run":
+        raise InfraError(f"--standalone: the script cannot run here: {seen.get('detail')}")
+    if not seen.get("kind"):
+        raise NothingToReproduce(f"--standalone: {name} passes here "
+                                 f"({describe_signature(seen)}): no finding to reproduce; "
+                                 "nothing written")
+    return seen
 
 
 def first_script(setup: Setup, case: CaseId) -> tuple[Script, dict[str, Any]]:
     """The script of the case as built, with the signature it shows here."""
     answer = dump(setup, case)
-    seen = observe(setup, script_for(setup, case, answer, {"kind": "?"}))
-    if seen.get("kind") == "cannot_run":
-        raise InfraError(f"--standalone: the script cannot run here: {seen.get('detail')}")
-    if not seen.get("kind"):
-        raise NothingToReproduce(f"--standalone: {case.name} passes here "
-                                 f"({describe_signature(seen)}): no finding to reproduce; "
-                                 "nothing written")
+    seen = a_finding(observe(setup, script_for(setup, case, answer, {"kind": "?"})), case.name)
     return replace(script_for(setup, case, answer, seen)), answer
 
 
@@ -167,8 +185,12 @@ class NothingToReproduce(UsageError):
 
 
 def write(script: Script, out: Path) -> None:
+    write_text(render(script), out)
+
+
+def write_text(text: str, out: Path) -> None:
     try:
-        out.write_text(render(script), encoding="utf-8")
+        out.write_text(text, encoding="utf-8")
         out.chmod(0o755)
     except OSError as error:
         raise UsageError(f"--standalone: cannot write {out}: {error.strerror}") from error

