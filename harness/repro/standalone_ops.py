@@ -43,7 +43,9 @@ def reference(x, router_logits, w13, w2, top_k, renormalize):
 # prepack_moe_weight + cpu_fused_moe ---
 def engine_call(x, router_logits, w13, w2, top_k, renormalize):
     pad = torch.nn.functional.pad
-    amx = torch.cpu._is_amx_tile_supported() and x.dtype == torch.bfloat16
+    # AMX as vLLM meets it: bf16 on an AMX CPU with its AMX build (_C) loaded
+    amx = (torch.cpu._is_amx_tile_supported() and x.dtype == torch.bfloat16
+           and LOADED.get("library") == "_C")
     isa = "amx" if amx else "vec"
     weights, ids = route(router_logits, top_k, renormalize)
     inter = w2.shape[2]

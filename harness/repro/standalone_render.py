@@ -69,6 +69,8 @@ ARGS = json.loads({args!r})
 '''
 
 BODY = r'''
+LOADED = {}  # the kernel library load_library loaded
+
 
 def load_library():
     """The kernel library vLLM's CpuPlatform picks (AVX-512 with BF16: _C, AVX-512:
@@ -85,6 +87,7 @@ def load_library():
     if not os.path.isfile(path):
         return None, f"vllm has no {name}.abi3.so (not the CPU build)"
     torch.ops.load_library(path)
+    LOADED["library"] = name
     return name, ""
 
 

