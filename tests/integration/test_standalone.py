@@ -54,8 +54,9 @@ def make(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=1500)
 
 
-def run_bare(python: Path, script: Path) -> subprocess.CompletedProcess[str]:
+def run_bare(python: Path, script: Path, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HARNESS_ROOT")}
+    env.update(extra)  # set before the script's own defaults (os.environ.setdefault)
     return subprocess.run([str(python), str(script)], cwd=script.parent, env=env,
                           capture_output=True, text=True, timeout=600)
 
@@ -103,6 +104,31 @@ def test_a_finding_as_a_standalone_script(kind: str, bare_python: Path, tmp_path
     gone = run_bare(bare_python, script)
     assert gone.returncode == 0, gone.stdout + gone.stderr
     assert "passes: headroom" in gone.stdout
+
+
+def test_the_int8_finding_is_gone_where_the_cpu_has_vnni(bare_python: Path,
+                                                         tmp_path: Path) -> None:
+    """The int8 saturation made on the AVX2 lane, run as written (oneDNN capped at AVX2)
+    and with the cap lifted, vLLM's own library chosen: with VNNI on the CPU the same script
+    passes (exit 0); on a CPU without it the finding is the host's (exit 1 both ways)."""
+    from harness.platform.host import cpu_model_and_flags
+
+    script = tmp_path / "int8.py"
+    made = make(tmp_path, "--matrix", "vllm-cpu-avx2", "--test",
+                ID.format("int8_scaled_gemm-per-token-bias-float32"), "--standalone", str(script))
+    assert made.returncode == 0, made.stdout + made.stderr
+    capped = run_bare(bare_python, script)
+    assert capped.returncode == 1 and "seen: mismatch" in capped.stdout, capped.stdout
+    lifted = run_bare(bare_python, script, ONEDNN_MAX_CPU_ISA="ALL",
+                      HARNESS_VLLM_KERNEL_LIBRARY="")
+    assert "oneDNN ISA cap: ALL" in lifted.stdout, lifted.stdout
+    flags = set(cpu_model_and_flags()[1])
+    if "avx512_vnni" in flags:  # seen on an Intel Xeon (Sapphire Rapids)
+        assert lifted.returncode == 0 and "passes: headroom" in lifted.stdout, lifted.stdout
+    elif "avx_vnni" not in flags:  # the saturation as seen on an AMD EPYC Zen 1
+        assert lifted.returncode == 1 and "the finding is there" in lifted.stdout, lifted.stdout
+    else:  # AVX-VNNI without AVX-512 (oneDNN's AVX2_VNNI): not seen on any host here
+        assert lifted.returncode in (0, 1), lifted.stdout + lifted.stderr
 
 
 @pytest.mark.timeout(1500)  # about nine trials, each a case built and a script run

