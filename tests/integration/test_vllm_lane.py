@@ -141,3 +141,20 @@ def test_the_run_records_the_library_vllm_loaded(vllm_env: Path, tmp_path: Path)
         capture_output=True, text=True, check=True)
     assert fingerprint["kernel_library"] == f"vllm {probe.stdout.strip()}"
     assert "avx2" in fingerprint["flags"]  # the CPU flags that chose it, beside it
+
+
+def test_the_avx2_lane_runs_attention_as_an_avx2_host(vllm_env: Path, tmp_path: Path) -> None:
+    """vllm-cpu-avx2 loads _C_AVX2 on any CPU: vLLM's bf16 attention must take the path an
+    AVX2-only host takes (vec), not AMX, which _C_AVX2 lacks ("Unsupported CPU attention
+    configuration ... isa=0" on an AMX CPU when asked for it)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "run", "--matrix", "vllm-cpu-avx2", "--suite",
+         "kernel_parity", "-k", "attention and bfloat16 and vllm", "--reports",
+         str(tmp_path / "reports")],
+        cwd=ROOT, capture_output=True, text=True, timeout=1800, check=False)
+    assert done.returncode == 0, done.stdout[-3000:]
+    (run,) = (tmp_path / "reports" / "vllm-cpu-avx2").iterdir()
+    fingerprint = json.loads((run / "manifest.json").read_text())["device_fingerprint"]
+    assert fingerprint["kernel_library"] == "vllm _C_AVX2"
+    outcomes = _outcomes(tmp_path, "vllm-cpu-avx2")
+    assert len(outcomes) >= 4 and set(outcomes.values()) == {"passed"}, outcomes
