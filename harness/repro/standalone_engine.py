@@ -3,7 +3,8 @@ against transformers on a tiny Llama, as one script of its own.
 
 Pure text (no torch here). The script holds the suite's own code, taken from its files by
 ``ast`` (so it cannot drift from what the suite runs): suites/vllm_engine/tiny_llama.py's
-model maker, test_vllm_engine.py's prompts and its two greedy decoders, refengine's corpus
+model maker, test_vllm_engine.py's prompts and its two greedy decoders, conftest.py's
+reader of the kernel library vLLM mapped, refengine's corpus
 (the tokenizer is trained on it), the environment the matrix sets and the expected
 signature. It runs both decoders in a child process (a crash is named by its signal) and
 exits 0 when the tokens match, 1 when they differ (the finding), 2 when it fails another
@@ -24,6 +25,8 @@ ENGINE = "suites/vllm_engine/test_vllm_engine.py::test_greedy_tokens_match_trans
 SUITE = ("suites", "vllm_engine")
 # what the script takes from the suite's test module (the fixture and the test stay there)
 WANTED = ("NEW_TOKENS", "PROMPTS", "_prompt_ids", "_transformers_greedy", "_vllm_greedy")
+# ... and from its conftest: how the suite reads the kernel library vLLM mapped
+FROM_CONFTEST = ("loaded_library",)
 SKIPPED_IMPORTS = ("__future__", "pytest", "tiny_llama")
 
 
@@ -73,11 +76,12 @@ def _definitions(tree: ast.Module, source: str, wanted: tuple[str, ...] | None) 
 
 
 def suite_code(root: Path) -> tuple[list[str], list[str]]:
-    """(import lines, definitions) the script needs: the tiny Llama maker, then the
-    suite's prompts and decoders."""
+    """(import lines, definitions) the script needs: the tiny Llama maker, the suite's
+    prompts and decoders, and its reader of the library vLLM loaded."""
     imports: list[str] = []
     defs: list[str] = []
-    for name, wanted in (("tiny_llama.py", None), ("test_vllm_engine.py", WANTED)):
+    for name, wanted in (("tiny_llama.py", None), ("test_vllm_engine.py", WANTED),
+                         ("conftest.py", FROM_CONFTEST)):
         source = root.joinpath(*SUITE, name).read_text(encoding="utf-8")
         tree = ast.parse(source)
         imports += [line for line in _imports(tree, source) if line not in imports]
@@ -123,17 +127,6 @@ TAIL = r'''
 # --- what the script adds: the comparison, the child process, the verdict
 
 
-def loaded_library():
-    """The vLLM kernel library this process mapped: what vLLM itself chose."""
-    names = set()
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            path = line.rsplit(" ", 1)[-1].strip()
-            if "/vllm/_C" in path and path.endswith(".abi3.so"):
-                names.add(os.path.basename(path)[:-len(".abi3.so")])
-    return ",".join(sorted(names)) or "(none)"
-
-
 def first_differences(got, want):
     return [next((n for n, (a, b) in enumerate(zip(g, w)) if a != b),
                  None if len(g) == len(w) else min(len(g), len(w)))
@@ -160,7 +153,8 @@ def child():
         want = _transformers_greedy(model_dir, getattr(torch, DTYPE), prompts)
     first = first_differences(got, want)
     print("RESULT " + json.dumps({"kind": "" if got == want else "tokens_differ",
-                                  "first_difference": first, "library": loaded_library(),
+                                  "first_difference": first,
+                                  "library": loaded_library() or "(none)",
                                   "vllm": got, "transformers": want}), flush=True)
 
 
@@ -205,6 +199,7 @@ def render_engine(root: Path, case: EngineCase, *, env: dict[str, str],
                        dtype=case.dtype, expected=json.dumps(expected), corpus=corpus)
     imports = [line for line in imports if f"\n{line}\n" not in HEAD]
     body = ("\n".join(imports) + "\n\n# --- the suite's own code: suites/vllm_engine/"
-            "tiny_llama.py, then test_vllm_engine.py's prompts and decoders\n\n"
+            "tiny_llama.py, test_vllm_engine.py's prompts and decoders, conftest.py's "
+            "loaded_library\n\n"
             + "\n\n\n".join(defs))
     return head + body + "\n" + TAIL + VERDICT

