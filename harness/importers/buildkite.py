@@ -8,12 +8,14 @@ A step's command is a runner script with the test command as its quoted argument
     pytest -x -v -s --num-shards=$$BUILDKITE_PARALLEL_JOB_COUNT --shard-id=... tests/a.py"
 
 The runner (its image build, its time limit) is the lane's business here; the pytest
-argv, less the shard flags (harness shards by its own plan), is the suite.
+argv, less the shard flags (harness shards by its own plan), is the suite. The argv is read
+as pytest reads it (``pytest_argv.py``: pytest's own table of which option takes a value).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 import shlex
 from collections.abc import Sequence
@@ -24,8 +26,10 @@ from typing import Any
 import yaml
 
 from harness.errors import UsageError
+from harness.importers.pytest_argv import option_table, read_argv
 
 SHARD_FLAGS = ("--num-shards", "--shard-id")
+ROUTED = {"-m": "markers", "-k": "k"}  # the suite keys these options set
 RUNNER_TIMEOUT = re.compile(r"^(\d+)([smh])$")
 ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 UNIT_S = {"s": 1, "m": 60, "h": 3600}
@@ -106,7 +110,7 @@ def pick(file: Path, steps: list[dict[str, Any]], wanted: Sequence[str]) -> list
 
 
 def _suite_name(step: dict[str, Any], index: int) -> str:
-    base = re.sub(r"[^a-z0-9]+", "_", step_id(step).lower()).strip("_") or "step"
+    base = _slug(step_id(step)) or "step"
     return base if index == 0 else f"{base}_{index + 1}"
 
 
@@ -126,24 +130,33 @@ def _runner_parts(command: str) -> tuple[list[str], int | None]:
     return [line for line in command.splitlines() if line.strip()], None
 
 
-def parse_pytest(words: list[str]) -> dict[str, Any]:
-    """pytest's argv (after ``pytest``) split into targets, -m, -k, ignores, shards, flags."""
+def parse_pytest(words: list[str], where: str, unmapped: list[str]) -> dict[str, Any]:
+    """pytest's argv (after ``pytest``) split into targets, -m, -k, ignores and the other
+    options (each with its value, in order), read with pytest's own table of options; the
+    shard flags are dropped. An option pytest here does not know is kept as a flag and
+    named in ``unmapped``."""
     out: dict[str, Any] = {"targets": [], "markers": "", "k": "", "ignores": [], "options": []}
-    it = iter(words)
-    for word in it:
-        flag, eq, value = word.partition("=")
-        if word in ("-m", "-k"):
-            out["markers" if word == "-m" else "k"] = next(it, "")
-        elif flag == "--ignore":
-            out["ignores"].append(value if eq else next(it, ""))
-        elif flag in SHARD_FLAGS:
-            if not eq:
-                next(it, None)
-        elif word.startswith("-"):
-            out["options"].append(word)
-        else:
-            out["targets"].append(word)
+    table = {**dict.fromkeys(SHARD_FLAGS), **option_table()}  # pytest-shard's take a value
+    for arg in read_argv(words, table):
+        if not arg.option:
+            out["targets"] += arg.words
+        elif arg.missing:
+            _note(unmapped, f"{where}: {arg.option}: takes a value and none follows, not kept")
+        elif arg.option in ROUTED:
+            out[ROUTED[arg.option]] = arg.value
+        elif arg.option == "--ignore":
+            out["ignores"].append(arg.value)
+        elif arg.option not in SHARD_FLAGS:
+            if not arg.known:
+                _note(unmapped, f"{where}: {arg.option}: not an option of pytest here (a "
+                                "plugin not installed?), read as a flag without a value")
+            out["options"] += arg.words
     return out
+
+
+def _note(unmapped: list[str], line: str) -> None:
+    if line not in unmapped:  # a step's commands share their flags: said once
+        unmapped.append(line)
 
 
 def narrow(suites: list[ImportedSuite], only: Sequence[str], unmapped: list[str],
@@ -168,20 +181,49 @@ def per_file(suites: list[ImportedSuite]) -> list[ImportedSuite]:
     """Each suite split into one suite per test file (a file's node ids stay together),
     named after the file: a file that dies at collection (a SIGILL on import) or hangs
     takes only its own suite, and the report shows the step file by file. The step's flags
-    (``-x`` included) apply within each file."""
+    (``-x`` included) apply within each file. Files of one name are told apart by their
+    folders; a name another suite has taken is prefixed with the suite's."""
     out: list[ImportedSuite] = []
     taken: set[str] = set()
     for suite in suites:
         files: dict[str, list[str]] = {}
         for target in suite.targets:
             files.setdefault(target.split("::", 1)[0], []).append(target)
-        for path, targets in files.items():
-            stem = Path(path.rstrip("/")).name.removesuffix(".py")
-            name = re.sub(r"[^a-z0-9]+", "_", stem.lower()).strip("_") or "tests"
-            name = name if name not in taken else f"{suite.name}_{name}"
-            taken.add(name)
+        for targets, name in zip(files.values(), file_names(list(files)), strict=True):
+            name = unique(name if name not in taken else f"{suite.name}_{name}", taken)
             out.append(dataclasses.replace(suite, name=name, targets=tuple(targets)))
     return out
+
+
+def file_names(paths: list[str]) -> list[str]:
+    """Each path's name: its file's stem, with as many of its folders as tell it apart
+    from the others' (tests/a/test_x.py and tests/b/test_x.py: a_test_x, b_test_x)."""
+    words = [[w for w in map(_slug, path.rstrip("/").removesuffix(".py").split("/")) if w]
+             or ["tests"] for path in paths]
+    depth = [1] * len(paths)
+    while True:
+        names = ["_".join(w[-d:]) for w, d in zip(words, depth, strict=True)]
+        grow = [i for i, name in enumerate(names)
+                if names.count(name) > 1 and depth[i] < len(words[i])]
+        if not grow:
+            return names
+        for i in grow:
+            depth[i] += 1
+
+
+def unique(name: str, taken: set[str]) -> str:
+    """``name``, else ``name_2``, ``name_3``...: the first not taken, then taken; no two
+    suites of one import share a name (the second would replace the first)."""
+    chosen, count = name, 1
+    while chosen in taken:
+        count += 1
+        chosen = f"{name}_{count}"
+    taken.add(chosen)
+    return chosen
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
 
 
 def import_steps(file: Path, wanted: Sequence[str] = (), only: Sequence[str] = (), *,
@@ -199,6 +241,8 @@ def import_steps(file: Path, wanted: Sequence[str] = (), only: Sequence[str] = (
                 raise UsageError(where)
             unmapped.append(f"{where} (not imported)")
         suites += made
+    taken: set[str] = set()  # two steps of one label (no key) would share a name
+    suites = [dataclasses.replace(s, name=unique(s.name, taken)) for s in suites]
     if only:
         suites = narrow(suites, only, unmapped, file)
         if not suites:
@@ -224,12 +268,14 @@ def _one_step(file: Path, step: dict[str, Any], unmapped: list[str]) -> list[Imp
             except ValueError as error:
                 unmapped.append(f"{where}: not read as a shell line ({error}): {line.strip()}")
                 continue
-            env = [w for w in words if ENV_WORD.match(w)]
-            rest = words[len(env):] if words[: len(env)] == env else words
+            # the env words before the command (``-o key=value`` after it is pytest's)
+            env = list(itertools.takewhile(ENV_WORD.match, words))
+            rest = words[len(env):]
             if rest[:1] == ["pytest"] or rest[:3] == ["python", "-m", "pytest"]:
                 if env:
                     unmapped.append(f"{where}: env set inline, not kept: {' '.join(env)}")
-                found.append(parse_pytest(rest[1:] if rest[0] == "pytest" else rest[3:]))
+                found.append(parse_pytest(rest[1:] if rest[0] == "pytest" else rest[3:],
+                                          where, unmapped))
             elif words:
                 unmapped.append(f"{where}: not a pytest command, not run: {line.strip()}")
     for key in ("device", "source_file_dependencies", "env", "agents", "depends_on"):
