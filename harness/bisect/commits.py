@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.bisect.verdict import Step, Verdict
@@ -59,33 +60,52 @@ def at_commit(repo: Path, sha: str, work: Path, probe: Probe) -> Step:
         shutil.rmtree(tree, ignore_errors=True)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Found:
+    """What the search ended with: the steps probed (in the order run) and the commits the
+    first bad one may be, oldest first. None: the ends do not hold (GOOD bad, BAD good, or
+    either unjudged). One: the first bad commit. More: the commits between the last good
+    and the first bad one could not be judged (skipped, or their run could not run), so the
+    first bad is any of them or the first bad judged, the last one (what ``git bisect``
+    answers when "there are only 'skip'ped commits left to test"): naming that last one
+    alone would blame a commit the search never cleared."""
+
+    steps: list[Step]
+    suspects: list[str]
+
+
+def next_probe(low: int, high: int, unjudged: set[int]) -> int | None:
+    """The commit to probe between ``low`` (good) and ``high`` (bad): the one nearest the
+    middle that is not known unjudged, either side of it (a skipped middle must not hide
+    the commits below it); None when only unjudged commits are left between them. With
+    nothing skipped this is the halving's own choice, ``(low + high) // 2``."""
+    middle = (low + high) / 2
+    left = [i for i in range(low + 1, high) if i not in unjudged]
+    return min(left, key=lambda i: (abs(i - middle), i), default=None)
+
+
 def search(repo: Path, good: str, shas: list[str], work: Path,
-           probe: Probe, say: Callable[[Step], None]) -> tuple[list[Step], str | None]:
-    """Check both ends, then halve: the steps probed (in the order run) and the first bad
-    commit, or None when the ends do not hold (GOOD bad, BAD good) or no step decided."""
+           probe: Probe, say: Callable[[Step], None]) -> Found:
+    """Check both ends, then halve, probing past unjudged commits as ``git bisect skip``
+    does; what is left between the last good and the first bad commit is the answer."""
     steps: list[Step] = []
 
-    def judge(sha: str) -> Step:
+    def judge(sha: str) -> Verdict:
         step = at_commit(repo, sha, work, probe)
         steps.append(step)
         say(step)
-        return step
+        return step.verdict
 
-    if judge(good).verdict is not Verdict.GOOD or judge(shas[-1]).verdict is not Verdict.BAD:
-        return steps, None
+    if judge(good) is not Verdict.GOOD or judge(shas[-1]) is not Verdict.BAD:
+        return Found(steps=steps, suspects=[])
     low, high = -1, len(shas) - 1  # shas[low] good (-1: GOOD itself), shas[high] bad
-    skipped: set[int] = set()
-    while high - low > 1:
-        mid = (low + high) // 2
-        while mid in skipped and mid < high - 1:
-            mid += 1
-        if mid in skipped:
-            break
-        verdict = judge(shas[mid]).verdict
+    unjudged: set[int] = set()
+    while (mid := next_probe(low, high, unjudged)) is not None:
+        verdict = judge(shas[mid])
         if verdict is Verdict.GOOD:
             low = mid
         elif verdict is Verdict.BAD:
             high = mid
         else:
-            skipped.add(mid)  # as git bisect skip: judged neither way
-    return steps, shas[high]
+            unjudged.add(mid)  # as git bisect skip: judged neither way
+    return Found(steps=steps, suspects=shas[low + 1:high + 1])

@@ -35,11 +35,14 @@ def bisect_pins(matrix: str, test: str, pins: list[str], *, python: str, root: P
         step = run_step(where, pin, slug, ["--pin", pin])
         _say(step)
         steps.append(step)
-    return _conclude(steps, unit="release", infra=any(s.infra for s in steps))
+    return _conclude(steps, unit="release")
 
 
 def bisect_commits(matrix: str, test: str, repo: Path, good: str, shas: list[str], *,
                    python: str, work: Path) -> int:
+    """The halving over the commits; exit 0 with the first bad commit, 1 when the ends do
+    not hold, 3 when only unjudged commits are left between the last good and the first
+    bad one (each named: the first bad is any of them, or the first bad judged)."""
     print(f"harness: bisect {test} on matrix {matrix} over {len(shas)} commits of {repo} "
           f"(steps: {work})")
 
@@ -50,25 +53,50 @@ def bisect_commits(matrix: str, test: str, repo: Path, good: str, shas: list[str
         where = Where(matrix=matrix, test=test, work=work, python=python, cwd=tree, env=env)
         return run_step(where, label(repo, sha), sha[:12])
 
-    steps, first_bad = search(repo, good, shas, work, probe, _say)
-    if first_bad is None:
-        ends = {s.label: s for s in steps}
+    found = search(repo, good, shas, work, probe, _say)
+    if not found.suspects:
+        ends = {s.label: s for s in found.steps}
         print("harness: bisect: the ends do not hold (GOOD must pass, BAD must fail): "
               + "; ".join(f"{k} {v.verdict.value}" for k, v in ends.items()))
         return 1
-    print(f"harness: bisect: first bad commit: {label(repo, first_bad)}")
-    return 0
+    if len(found.suspects) == 1:
+        print(f"harness: bisect: first bad commit: {label(repo, found.suspects[0])}")
+        return 0
+    *unjudged, first_bad = (label(repo, sha) for sha in found.suspects)
+    print(f"harness: bisect: only unjudged commits are left between the last good and the "
+          f"first bad one: {_any_of('first bad commit', unjudged, f'{first_bad} (bad)')}")
+    return 3
 
 
-def _conclude(steps: list[Step], *, unit: str, infra: bool) -> int:
+def _any_of(what: str, unjudged: list[str], judged: str) -> str:
+    """``git bisect``'s answer when only skipped commits are left: every candidate named."""
+    candidates = [f"{name} (not judged)" for name in unjudged] + [judged]
+    return f"the {what} could be any of: {'; '.join(candidates)}"
+
+
+def _conclude(steps: list[Step], *, unit: str) -> int:
+    """The verdict over the pins, the unjudged ones named: exit 0 with the change, 1 with
+    none, 3 when a pin could not be installed or run, or the change lies across unjudged
+    pins (the first bad is any of them, or the first bad judged)."""
+    infra = any(s.infra for s in steps)
+    unjudged = [s.label for s in steps if s.verdict is Verdict.UNRUN]
+    not_judged = f"; not judged: {', '.join(unjudged)}" if unjudged else ""
     change = first_change(steps)
     if change is None:
         verdicts = {s.verdict.value for s in steps if s.verdict is not Verdict.UNRUN}
-        print(f"harness: bisect: no change: every {unit} judged is "
-              f"{' / '.join(sorted(verdicts)) or 'unjudged'}")
+        judged = (f"every {unit} judged is {' / '.join(sorted(verdicts))}" if verdicts
+                  else f"no {unit} could be judged")
+        print(f"harness: bisect: no change: {judged}{not_judged}")
         return 3 if infra else 1
     before, after = change
     word = "first bad" if after.verdict is Verdict.BAD else "first good"
+    across = [s.label for s in steps[steps.index(before) + 1:steps.index(after)]]
+    if across:
+        print(f"harness: bisect: the change lies across {unit}s that could not be judged: "
+              + _any_of(f"{word} {unit}", across, f"{after.label} ({after.verdict.value}), "
+                        f"after {before.label} ({before.verdict.value})"))
+        return 3
+    aside = f"{not_judged} (the change does not lie there)" if unjudged else ""
     print(f"harness: bisect: {word} {unit}: {after.label} (after {before.label}, "
-          f"{before.verdict.value})")
+          f"{before.verdict.value}){aside}")
     return 3 if infra else 0

@@ -37,7 +37,10 @@ def _last_error(tail: Sequence[str]) -> str:
 
 def run_step(where: Where, label: str, slug: str, extra: Sequence[str] = ()) -> Step:
     """Run the test once; exit 3 (a pin pip cannot install, a cold cache) is an unrun step
-    with harness's own line, exit 2 (the test is in no suite, a bad flag) a UsageError."""
+    with harness's own line, exit 2 (the test is in no suite, a bad flag) a UsageError.
+    Exit 3 is unrun even where the run folder holds the test, failed: the run stopped for a
+    reason outside the code under test (a timeout, an out-of-memory kill, an image that
+    could not be pulled), and a failure it caused is no verdict on the engine."""
     reports = where.work / slug
     argv = [sys.executable, "-m", "harness", "run", "--matrix", where.matrix, "--test",
             where.test, "--reports", str(reports), "--python", where.python, *extra]

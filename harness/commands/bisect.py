@@ -14,7 +14,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "(--pins: each pin its own environment, built once and shared) or over the commits "
         "of an engine checkout (--commits GOOD..BAD: a binary search, as git bisect run), "
         "and print where its outcome changes. Exit 0 when a change was found, 1 when none, "
-        "2 for bad input, 3 when a pin could not be installed (never counted as bad).",
+        "2 for bad input, 3 when a step could not be judged where it matters: a pin could "
+        "not be installed (never counted as bad), or only unjudged steps are left between "
+        "the last good and the first bad one (each of them named).",
     )
     p.add_argument("--matrix", default="cpu", help="matrix name or YAML path (default: cpu)")
     p.add_argument("--test", required=True, metavar="ID",

@@ -115,4 +115,5 @@ def test_a_pin_pip_cannot_install_is_an_unrun_step_and_exit_3(tmp_path: Path) ->
     assert [s.split()[2:4] for s in steps[:2]] == [["unrun", "torch==0.0.1:"],
                                                    ["unrun", "torch==0.0.2:"]], done.stdout
     assert all("could not run (exit 3): --pin torch==0.0." in s for s in steps[:2]), steps
-    assert steps[-1] == "harness: bisect: no change: every release judged is unjudged"
+    assert steps[-1] == ("harness: bisect: no change: no release could be judged; not judged: "
+                         "torch==0.0.1, torch==0.0.2")

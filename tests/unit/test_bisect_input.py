@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.bisect.commits import commits_between
+from harness.bisect.commits import commits_between, next_probe
 from harness.bisect.pinlist import expand
 from harness.bisect.verdict import Step, Verdict, first_change
 from harness.errors import UsageError
@@ -36,6 +36,19 @@ def test_the_first_change_skips_unrun_steps() -> None:
     change = first_change(steps)
     assert change is not None and (change[0].label, change[1].label) == ("c", "d")
     assert first_change([_step("a", Verdict.BAD), _step("b", Verdict.BAD)]) is None
+
+
+def test_the_next_probe_is_the_halving_past_unjudged_commits_either_way() -> None:
+    """Nothing skipped: the halving's own midpoint. A skipped midpoint: the nearest commit
+    not yet judged, below it too. Only skipped commits left between: None (the gap)."""
+    for low in range(-1, 6):
+        for high in range(low + 2, 9):
+            assert next_probe(low, high, set()) == (low + high) // 2
+    assert next_probe(-1, 3, {1}) == 0
+    assert next_probe(-1, 3, {1, 2}) == 0  # above the midpoint all skipped: look below
+    assert next_probe(-1, 5, {1, 2}) == 3  # the nearest to the middle, either side
+    assert next_probe(0, 3, {1, 2}) is None
+    assert next_probe(0, 1, set()) is None
 
 
 def _repo(tmp_path: Path) -> Path:
