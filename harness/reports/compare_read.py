@@ -17,16 +17,14 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.results import layout
+from harness.results.fingerprint import mask
 from harness.results.junit_read import JunitReader
 from harness.results.manifest import RunRecord
 from harness.results.sidecar import iter_records
 
 Warn = Callable[[str], None]
 KNOWN = ("xfail", "xpass")  # the outcomes a known failure gives a test
-_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _WHERE = re.compile(r"^\S.*:\d+: \S+$")  # pytest's last line: path:line: ExceptionType
-_SIGNATURE_LIMIT = 300
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,12 +46,6 @@ class RunFolder:
     path: Path
     record: RunRecord
     cases: dict[str, CaseResult]  # by "<suite>::<node id>"
-
-
-def mask(text: str) -> str:
-    """A message with its numbers and addresses masked: the same failure with other values
-    (a larger error, another shape) has the same signature; the values are the headroom's."""
-    return _NUMBER.sub("#", _ADDRESS.sub("0x#", text))[:_SIGNATURE_LIMIT]
 
 
 def raised(details: str) -> str:

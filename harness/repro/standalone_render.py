@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.repro.standalone_ops import OPS
+from harness.results.fingerprint import mask_source
 
 EXIT = {"passes": 0, "reproduced": 1, "other": 2, "cannot_run": 3}
 
@@ -185,8 +186,8 @@ def intro():
 # What it saw, the verdict, the child process and main, the same in every standalone script
 # (the kernel cases' here, the engine case's in standalone_engine), last in the file: it needs
 # EXPECTED, json, os, re, signal, subprocess and sys, and the template's intro(), child()
-# and judge().
-VERDICT = r'''
+# and judge(); it carries the one masker of results/fingerprint.py, its own source.
+VERDICT = "\n\n" + mask_source() + r'''
 
 def versions(dists):
     from importlib import metadata
@@ -214,10 +215,6 @@ def cpu_line():
             + "; absent: " + (" ".join(f for f in wanted if f not in flags) or "-"))
 
 
-def shape_of(message):
-    return re.sub(r"\d+", "#", message)
-
-
 def verdict(seen, found_kind):
     """Print an exception's or a signal's line; 1 if ``seen`` is the finding, else 2."""
     kind = seen["kind"]
@@ -228,7 +225,7 @@ def verdict(seen, found_kind):
     same = kind == EXPECTED.get("kind") and (
         kind == found_kind
         or (kind == "exception" and seen["type"] == EXPECTED["type"]
-            and shape_of(seen["message"]) == shape_of(EXPECTED["message"]))
+            and mask(seen["message"]) == mask(EXPECTED["message"]))
         or (kind == "signal" and seen["signal"] == EXPECTED["signal"]))
     print("the finding is there" if same else "it fails another way than the finding")
     return 1 if same else 2

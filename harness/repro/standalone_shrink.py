@@ -10,11 +10,12 @@ MAX_TRIALS scripts, and none started after the time budget.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from harness.results.fingerprint import mask
 
 MAX_TRIALS = 24
 
@@ -34,16 +35,14 @@ class Shrunk:
 
 def same_failure(expected: dict[str, Any], seen: dict[str, Any]) -> bool:
     """A mismatch stays a mismatch (its size may move), an exception keeps its type and
-    message up to numbers, a signal stays that signal."""
+    its message up to its numbers (results/fingerprint.py, as every comparison of runs
+    masks them), a signal stays that signal."""
     kind = seen.get("kind")
     if kind != expected.get("kind"):
         return False
     if kind == "exception":
-        def shape(m: str) -> str:
-            return re.sub(r"\d+", "#", m)
-
         return bool(seen["type"] == expected["type"]
-                    and shape(seen["message"]) == shape(expected["message"]))
+                    and mask(seen["message"]) == mask(expected["message"]))
     if kind == "signal":
         return bool(seen["signal"] == expected["signal"])
     return kind == "mismatch"

@@ -79,3 +79,37 @@ def test_the_script_needs_no_harness() -> None:
     assert imported <= {"base64", "importlib", "json", "os", "re", "signal", "subprocess",
                         "sys", "torch"}
     assert "'ONEDNN_MAX_CPU_ISA': 'AVX2'" in text or '"ONEDNN_MAX_CPU_ISA": "AVX2"' in text
+
+
+@pytest.mark.parametrize(("found", "shrunk", "same"), [
+    # another value of the same failure: numbers as tokens of their own are masked
+    ("Unsupported CPU attention configuration: head_dim=32 isa=0",
+     "Unsupported CPU attention configuration: head_dim=16 isa=0", True),
+    ("shape '[9, 96]' is invalid for input of size 864", "shape '[2, 8]' is invalid for "
+     "input of size 16", True),
+    # another failure: the digits are part of a word (a dtype, a library, an ISA)
+    ("expected float16, got float32", "expected float32, got float16", False),
+    ("_C_AVX2 has no cpu_attention_with_kv_cache", "_C_AVX512 has no "
+     "cpu_attention_with_kv_cache", False),
+    ("could not create a primitive descriptor for the matmul primitive",
+     "could not create a primitive descriptor for the reorder primitive", False),
+])
+def test_a_shrunk_case_that_fails_another_way_is_not_the_finding(found: str, shrunk: str,
+                                                                same: bool) -> None:
+    """--minimize keeps a smaller case only while it fails the same way, judged by the one
+    masker (results/fingerprint.py): `\\d+` masked inside words too, and took an error about
+    another dtype or library for the finding."""
+    expected = {"kind": "exception", "type": "RuntimeError", "message": found}
+    assert same_failure(expected, {**expected, "message": shrunk}) is same
+
+
+def test_the_script_judges_sameness_with_the_same_masker() -> None:
+    from harness.results import fingerprint
+
+    text = render(Script(test_id="t", op="rms_norm", args=[], tolerance={"atol": 1.0, "rtol": 0.0},
+                         env={}, expected={"kind": "mismatch"}, origin="matrix m"))
+    space: dict[str, object] = {"re": __import__("re")}
+    exec(compile(fingerprint.mask_source(), "mask", "exec"), space)
+    assert fingerprint.mask_source() in text
+    message = "expected float16 at 0x7f3a, got 12 and 1.5e-3"
+    assert space["mask"](message) == fingerprint.mask(message)  # type: ignore[operator]
