@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from harness.results.cause import Cause, CauseRecord, meaning_of
+from harness.results.cause import CauseRecord, meaning_of
 
 SIGNATURES = ("gpu-hang", "oom-kill", "timeout", "missing-junit", "image", "docker", "crashed")
 
@@ -74,12 +74,9 @@ def from_message(message: str | None) -> str | None:
 def signature_of(cause: CauseRecord, *, gpu: bool) -> str | None:
     """The signature of a recorded cause (``gpu``: the run's suites ran on a GPU); None
     for one that is no infrastructure failure of its own (cancelled, a pytest error, a
-    failed write): the table's (``results/cause.py``), but that on a GPU an abort is
-    typically a GPU hang (ROCm: exit 134), where on a CPU lane it is the test process
-    crashing itself, a finding."""
-    if cause.cause is Cause.SIGNAL and cause.signal == "SIGABRT" and gpu:
-        return "gpu-hang"
-    return meaning_of(cause).signature
+    failed write): the one table's (``results/cause.py`` meaning_of), which decides an
+    abort by the lane as the run's exit code does."""
+    return meaning_of(cause, gpu=gpu).signature
 
 
 def guess_signature(

@@ -100,8 +100,25 @@ class CauseRecord:
     exit_code: int | None = None
 
 
-def meaning_of(record: CauseRecord) -> Meaning:
-    """What a recorded cause means: a signal's by who sent it."""
+# On a GPU lane (the probe found the GPU; not emulated) a test process that aborts is the
+# GPU's runtime giving up on the device: HIP and the HSA runtime abort() on a queue or
+# memory fault and on a hang (exit 134), and CUDA's driver on some Xid faults. vLLM's own
+# AMD CI retries exit 134 as a GPU hang, and so does this table: the run's results are
+# incomplete for a reason outside the code under test, so it is infrastructure (exit 3,
+# retried) and "gpu-hang" in the history. A kernel bug on a GPU shows as a device-side
+# assert or an illegal memory access, which torch raises as a RuntimeError: a failed
+# test, not an abort. On a CPU lane (an emulated GPU profile included) nothing but the
+# test process itself aborts, so there an abort stays a finding (exit 4, never retried).
+GPU_ABORT = Meaning(exit_code=_INFRA, retried=True, finding=False, signature="gpu-hang",
+                    words="a GPU lane's test process aborted: the GPU runtime gave up on "
+                          "the device (a GPU hang)")
+
+
+def meaning_of(record: CauseRecord, *, gpu: bool = False) -> Meaning:
+    """What a recorded cause means: a signal's by who sent it, and an abort by the lane
+    (``gpu``: the suites ran on a GPU the probe found)."""
+    if record.cause is Cause.SIGNAL and record.signal == "SIGABRT" and gpu:
+        return GPU_ABORT
     if record.cause is Cause.SIGNAL and record.signal not in SELF_INFLICTED:
         return _BY_SIGNAL.get(record.signal or "", _KILLED)
     return MEANINGS[record.cause]

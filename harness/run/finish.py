@@ -69,16 +69,18 @@ def print_table(run: Started) -> None:
     print(f"run folder: {run.plan.run_dir}")
 
 
-def crashed_itself(outcome: SuiteOutcome) -> bool:
+def crashed_itself(outcome: SuiteOutcome, *, gpu: bool = False) -> bool:
     """A test process that died of its own signal (os.abort(), a segfaulting kernel): a
     finding, which a retry would only repeat (the table in results/cause.py says which
-    signals; SIGKILL, the out-of-memory killer or the agent, is not one)."""
+    signals, and that an abort on a GPU lane is a GPU hang; SIGKILL, the out-of-memory
+    killer or the agent, is not one)."""
     if outcome.status is not Status.CRASHED:
         return False
     cause = outcome.cause
     if cause is None and (name := exit_signal(outcome.exit_code)):
         cause = CauseRecord(cause=Cause.SIGNAL, signal=name, exit_code=outcome.exit_code)
-    return cause is not None and cause.cause is Cause.SIGNAL and meaning_of(cause).finding
+    return (cause is not None and cause.cause is Cause.SIGNAL
+            and meaning_of(cause, gpu=gpu).finding)
 
 
 def _infra_failure(write_error: str, first: SuiteOutcome | None) -> InfraFailure | None:
@@ -103,7 +105,8 @@ def finish(run: Started, write_error: str = "") -> int:
     tests_failed = any(o.status is Status.FAILED or failing(o.counts) for o in outcomes)
     empty = [o.suite for o in outcomes if o.status is Status.NO_TESTS]
     failed = tests_failed or bool(empty and not run.ctx.request.allow_empty)
-    crashes = [o for o in outcomes if crashed_itself(o)]
+    gpu = run.manifest.record.on_gpu
+    crashes = [o for o in outcomes if crashed_itself(o, gpu=gpu)]
     infra = [o for o in outcomes if o.status.unfinished and o not in crashes]
     stopped = cancel.received() is not None or any(
         o.status is Status.INTERRUPTED for o in outcomes

@@ -43,7 +43,7 @@ def harness(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=600, check=False)
 
 
-def test_an_abort_on_a_cpu_lane_is_crashed_for_the_suite_and_its_cases(tmp_path: Path) -> None:
+def aborting_run(tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
     suite = tmp_path / "aborting"
     suite.mkdir()
     (suite / "test_aborting.py").write_text(textwrap.dedent(SUITE))
@@ -59,8 +59,14 @@ def test_an_abort_on_a_cpu_lane_is_crashed_for_the_suite_and_its_cases(tmp_path:
     reports = tmp_path / "reports"
     done = harness("run", "--matrix", str(matrix), "--python", "current", "--local",
                    "--reports", str(reports))
-    assert done.returncode == 4, done.stdout[-3000:] + done.stderr[-2000:]
     (run_dir,) = (reports / "aborts").iterdir()
+    return done, run_dir
+
+
+def test_an_abort_on_a_cpu_lane_is_crashed_for_the_suite_and_its_cases(tmp_path: Path) -> None:
+    done, run_dir = aborting_run(tmp_path)
+    reports = run_dir.parent.parent
+    assert done.returncode == 4, done.stdout[-3000:] + done.stderr[-2000:]
 
     # the manifest: the suite crashed of its own SIGABRT, a finding
     record = RunRecord.read(run_dir)
@@ -98,3 +104,46 @@ def test_an_abort_on_a_cpu_lane_is_crashed_for_the_suite_and_its_cases(tmp_path:
     report = json.loads((out / "report.json").read_text())
     by_scope = {(e["scope"], e["signature"]) for e in report["infra"]}
     assert by_scope == {("run", "crashed"), ("suite", "crashed"), ("case", "crashed")}, by_scope
+
+
+def test_an_abort_on_a_gpu_lane_is_a_gpu_hang_for_the_run_its_suite_and_cases(
+        tmp_path: Path) -> None:
+    """The same abort on a GPU lane (the probe found the GPU): infrastructure, one meaning
+    everywhere: exit 3, retried by CI, ``gpu-hang`` for the run, the suite and every case
+    the harness wrote, in the history and the report. No GPU here: the run folder is the
+    CPU lane's, with the device fingerprint a GPU lane's probe records (the real probe on
+    a captured nvidia-smi answer) and the lane not emulated, as that lane writes it."""
+    from harness.platform import probe
+    from harness.results.cause import RETRIED_EXIT_CODES, meaning_of
+
+    _, run_dir = aborting_run(tmp_path)
+    capture = (ROOT / "tests" / "data" / "probe" / "nvidia-smi.csv").read_text()
+    fingerprint = probe.probe("nvidia-smi", {"min_devices": 1}, lambda argv: (0, capture))
+    manifest = run_dir / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["emulate"], data["device_fingerprint"] = False, dict(fingerprint.data)
+    manifest.write_text(json.dumps(data))
+    record = RunRecord.read(run_dir)
+    assert record.on_gpu
+    (outcome,) = record.suites
+    assert outcome.cause is not None
+    meaning = meaning_of(outcome.cause, gpu=True)
+    assert (meaning.exit_code, meaning.retried, meaning.finding) == (3, True, False)
+    assert meaning.exit_code in RETRIED_EXIT_CODES
+
+    db = tmp_path / "history.sqlite"
+    ingest_paths(db, [run_dir.parent.parent], pytest.fail)
+    with sqlite3.connect(db) as conn:
+        (run_sig,) = conn.execute("SELECT infra_signature FROM runs").fetchone()
+        (suite_sig,) = conn.execute("SELECT infra_signature FROM suites").fetchone()
+        cases = dict(conn.execute(
+            "SELECT t.nodeid, c.infra_signature FROM cases c JOIN tests t ON t.id = c.test"
+            " WHERE c.status = 'error'").fetchall())
+    assert run_sig == suite_sig == "gpu-hang"
+    assert len(cases) == 2 and set(cases.values()) == {"gpu-hang"}, cases
+    out = tmp_path / "report"
+    done = harness("report", "nightly", "--history", str(db), "--out", str(out))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    report = json.loads((out / "report.json").read_text())
+    by_scope = {(e["scope"], e["signature"]) for e in report["infra"]}
+    assert by_scope == {("run", "gpu-hang"), ("suite", "gpu-hang"), ("case", "gpu-hang")}

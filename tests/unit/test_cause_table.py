@@ -59,8 +59,13 @@ def test_a_signal_means_what_its_sender_says(
     outcome = SuiteOutcome(suite="s", status=Status.CRASHED, exit_code=None, duration_s=0.0,
                            cause=record)
     assert crashed_itself(outcome) is finding
-    # an abort on a GPU is the one signature the history names otherwise
-    assert signature_of(record, gpu=True) == ("gpu-hang" if signal == "SIGABRT" else signature)
+    # an abort on a GPU lane is a GPU hang: infrastructure for the run (exit 3, retried)
+    # and for the history alike; every other signal means on a GPU what it means on a CPU
+    gpu = meaning_of(record, gpu=True)
+    abort = signal == "SIGABRT"
+    assert signature_of(record, gpu=True) == ("gpu-hang" if abort else signature)
+    assert crashed_itself(outcome, gpu=True) is (finding and not abort)
+    assert (gpu.exit_code, gpu.retried) == ((3, True) if abort else (exit_code, meaning.retried))
 
 
 def test_a_container_killed_from_outside_is_no_finding_whatever_its_code() -> None:
