@@ -12,7 +12,10 @@ from typing import TYPE_CHECKING, Any
 from harness.errors import InfraError, UsageError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from harness.matrix.model import Matrix
+    from harness.platform.kernel_table import OpRow
 
 
 def register(subparsers: Any) -> None:
@@ -39,6 +42,7 @@ def register(subparsers: Any) -> None:
 
 def cmd_kernels(args: argparse.Namespace) -> int:
     from harness.matrix import load_matrix
+    from harness.platform.kernel_table import render
     from harness.runners.suite_env import triton_interpreted
 
     matrix = load_matrix(args.matrix)
@@ -48,12 +52,11 @@ def cmd_kernels(args: argparse.Namespace) -> int:
         import os
 
         os.environ.setdefault("TRITON_INTERPRET", "1")  # as in a suite run
-    rows = explain_rows(matrix, args.op, args.dtype, args.emulate)
-    width = max(len(r[0]) for r in rows) if rows else 10
-    print(f"{'op':<{width}}  {'dtype':<16} {'provider':<10} {'':<8} reason")
-    for op, dtype, provider, chosen, reason in rows:
-        mark = "CHOSEN" if chosen else "-"
-        print(f"{op:<{width}}  {dtype:<16} {provider:<10} {mark:<8} {reason}")
+    table, note = explain_rows(matrix, args.op, args.dtype, args.emulate)
+    for line in render(table):
+        print(line)
+    if note:
+        print(note)
     return 0
 
 
@@ -86,9 +89,9 @@ def _in_interpreter(matrix: Matrix, args: argparse.Namespace) -> int:
     return run_attached(argv, env=env)
 
 
-def explain_rows(
-    matrix: Matrix, ops: list[str], dtype: str | None, emulate: bool
-) -> list[tuple[str, str, str, bool, str]]:
+def explain_rows(matrix: Matrix, ops: list[str], dtype: str | None,
+                 emulate: bool) -> tuple[list[OpRow], str]:
+    """The table for this host, and a note when no suite offers its calls."""
     try:
         import torch
     except ImportError as error:
@@ -98,29 +101,55 @@ def explain_rows(
             f"{sys.executable} has no torch ({error}); run without --python current to use "
             f"the matrix's environment, or add --emulate for a GPU matrix on this CPU"
         ) from None
+    import os
 
     # Imported here, after the torch check: refengine imports torch.
-    from refengine.ops.spec import OP_NAMES
+    from harness.matrix.known_failures import entries_for
+    from harness.platform.host import cpu_flags, kernel_cpu_flags
+    from harness.platform.kernel_table import rows
+    from harness.plugin.profile import Profile
+    from harness.roots import project_root
+    from refengine.ops.spec import OP_NAMES, describe
     from refengine.registry import Registry
 
-    fp8_ops = ("fp8_quant", "fp8_block_gemm", "fp8_scaled_gemm")
     unknown = [op for op in ops if op not in OP_NAMES]
     if unknown:
         raise UsageError(f"--op {unknown[0]}: unknown op (known: {', '.join(OP_NAMES)})")
-    registry = Registry.from_matrix(matrix, emulate=emulate)
-    rows: list[tuple[str, str, str, bool, str]] = []
+    profile = Profile(matrix=matrix, emulate=emulate)
+    registry = Registry.for_platform(profile, use_env=False)
+
+    def explain(op: str, _dtype: str, args: tuple[Any, ...]) -> list[Any]:
+        info = describe(op, args)
+        return registry.explain(op, info.dtype, info.shapes, info.layout)
+
+    entries = entries_for(matrix, emulate=emulate,
+                          host_flags=kernel_cpu_flags(cpu_flags(), os.environ))
+    calls = _suite_calls(matrix, profile, project_root())
+    if calls is None:
+        return _shapeless(matrix, registry, ops, dtype, torch), (
+            "(no suite of this matrix offers kernel_calls (docs/byo-suite.md): each op "
+            "explained without shapes)")
+    return rows(calls, explain, entries, ops, dtype), ""
+
+
+def _suite_calls(matrix: Matrix, profile: Any, root: Path) -> list[dict[str, Any]] | None:
+    from harness.platform.suite_hooks import hooks_of
+
+    found = hooks_of(matrix, root, "kernel_calls")
+    if not found:
+        return None
+    return [call for hooks in found for call in hooks.module.kernel_calls(profile)]
+
+
+def _shapeless(matrix: Matrix, registry: Any, ops: list[str], dtype: str | None,
+               torch: Any) -> list[OpRow]:
+    from harness.platform.kernel_table import OpRow
+    from refengine.ops.spec import OP_NAMES
+
+    out = []
     for op in ops or [o for o in OP_NAMES if o in matrix.kernels]:
-        if dtype:
-            names = [dtype]
-        elif op in fp8_ops:
-            names = [n for n in (matrix.fp8.e4m3, matrix.fp8.e5m2) if n] or ["(no fp8)"]
-        else:
-            names = list(matrix.dtypes)
-        for name in names:
+        for name in [dtype] if dtype else list(matrix.dtypes):
             torch_dtype = getattr(torch, name, None)
-            if not isinstance(torch_dtype, torch.dtype):
-                rows.append((op, name, "-", False, f"torch {torch.__version__} has no {name}"))
-                continue
-            for cand in registry.explain(op, torch_dtype):
-                rows.append((op, name, cand.provider, cand.chosen, cand.reason))
-    return rows
+            if isinstance(torch_dtype, torch.dtype):
+                out.append(OpRow(op=op, dtype=name, walk=registry.explain(op, torch_dtype)))
+    return out

@@ -1,4 +1,4 @@
-"""`harness matrix list | show | validate | schema`."""
+"""`harness matrix list | show | validate | schema | lanes`."""
 
 from __future__ import annotations
 
@@ -28,6 +28,12 @@ def register(subparsers: Any) -> None:
     validate = sub.add_parser("validate", help="check matrix files; exit 2 on any problem")
     validate.add_argument("files", nargs="*", help="default: every matrices/*.yaml")
     validate.set_defaults(func=cmd_validate)
+
+    lanes = sub.add_parser(
+        "lanes", help="what each lane's suites read per lane (golden ids, expectations): "
+        "exit 1 where one is missing and no known failure says why")
+    lanes.add_argument("names", nargs="*", help="default: every listed matrix")
+    lanes.set_defaults(func=cmd_lanes)
 
     schema = sub.add_parser("schema", help="print the JSON Schema generated from schema.py")
     schema.add_argument(
@@ -114,3 +120,24 @@ def cmd_schema(args: argparse.Namespace) -> int:
         )
     print(f"ok {SCHEMA_FILE.name}")
     return 0
+
+
+def cmd_lanes(args: argparse.Namespace) -> int:
+    """Each matrix's lanes (on its own hardware, and emulated where it has an emulation):
+    one line per per-lane file its suites read that is absent."""
+    from harness.matrix import list_matrices, load_matrix
+    from harness.matrix.lane_data import needs
+    from harness.roots import project_root
+
+    root = project_root()
+    bad = 0
+    for name in args.names or list_matrices():
+        matrix = load_matrix(name)
+        modes = [False] + ([True] if matrix.resolved.get("emulation") else [])
+        for emulate in modes:
+            found = needs(matrix, emulate=emulate, root=root)
+            bad += sum(1 for need in found if not need.covered_by)
+            lane = f"{matrix.name}{' (emulated)' if emulate else ''}"
+            print(f"ok {lane}" if not found else "\n".join(n.line(matrix.name, emulate)
+                                                            for n in found))
+    return 1 if bad else 0

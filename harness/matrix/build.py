@@ -76,6 +76,7 @@ def known_failures(raw: list[Any], source: Any) -> tuple[KnownFailure, ...]:
                 requires=tuple(entry.get("requires", ())),
                 expect=entry.get("expect"),
                 host=_host(entry.get("host")),
+                engine_fallback=entry.get("engine_fallback", ""),
                 line=entry.get("line", where[1]),
                 file=entry.get("file", where[0]),
             )

@@ -40,6 +40,7 @@ class Entry:
     raw: str = ""  # the id as the matrix writes it
     expect: Any = None  # the failure's signature (harness.plugin.failure_signature)
     host: HostCondition | None = None  # the host it depends on (None: every host)
+    engine_fallback: str = ""  # what the engine itself does when this failure happens in it
     matched: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -97,6 +98,7 @@ def entries_from_matrix(
                 raw=kf.id,
                 expect=kf.expect,
                 host=kf.host,
+                engine_fallback=kf.engine_fallback,
             )
         )
     return entries

@@ -230,6 +230,7 @@ class KnownFailure:
     # failure outside it fails the run (harness.plugin.failure_signature)
     expect: Mapping[str, Any] | None = None
     host: HostCondition | None = None  # applies only on such a host (None: on every host)
+    engine_fallback: str = ""  # what the engine itself does when this failure happens in it
     line: int | None = None
     file: str | None = None
 

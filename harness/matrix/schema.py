@@ -199,6 +199,10 @@ KNOWN_FAILURE = Obj(
         "requires": Seq(item=_cap(), doc="applies only where the platform has all of these"),
         "expect": FAILURE_SIGNATURE,
         "host": HOST_CONDITION,
+        "engine_fallback": Str(
+            doc="what the engine itself does when this failure happens in it (e.g. vLLM's "
+            "dispatch catches the raise and calls torch's linear): `harness kernels` says so"
+        ),
         "file": Str(doc="written by the loader into resolved matrices; not set by hand"),
         "line": Int(minimum=1, doc="written by the loader into resolved matrices"),
     },

@@ -97,3 +97,10 @@ def resolve_suite_paths(
                 line=line,
                 key=f"suites.{name}.{key}",
             )
+
+
+def suite_folder(value: str, root: Path) -> Path:
+    """The folder of a suite whose resolved ``path`` is ``value`` (a folder, or a test file
+    in one), a relative value read against the project root as the plan reads it."""
+    path = Path(value) if Path(value).is_absolute() else root / value
+    return path if path.is_dir() else path.parent

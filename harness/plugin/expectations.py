@@ -26,13 +26,14 @@ import pytest
 import yaml
 
 from harness.errors import ConfigError
+from harness.matrix.lane_data import KINDS, LaneDataMissing, lane_file
 
 SCHEMA = 1
 Counts = Mapping[str, Any]  # {"passes": {name: int|str}, "unfused": {op: int}, "kernels": int}
 
 
-def expectation_path(suite_dir: Path, platform: str, emulate: bool) -> Path:
-    return suite_dir / "expectations" / f"{platform}{'-emulated' if emulate else ''}.yaml"
+def expectation_path(suite_dir: Path, platform: str, device: str, emulate: bool) -> Path:
+    return lane_file(suite_dir, "expectations", platform, device, emulate)
 
 
 def load_file(path: Path) -> dict[str, Any]:
@@ -121,8 +122,8 @@ class ExpectationStore:
             self.found[case] = found
             return
         if expected is None:
-            raise AssertionError(
-                f"{case}: no expectation in {self.path} (torch "
+            raise LaneDataMissing(
+                f"{case}: {KINDS['expectations'][1]} {self.path} (torch "
                 f"{self.torch_version}); run with --update-expectations"
             )
         lines = differences(case, expected, found)
@@ -173,7 +174,8 @@ def expectations(request: pytest.FixtureRequest, platform: Any) -> ExpectationSt
 
     config = request.config
     stores = config.stash.setdefault(_STORES, {})
-    path = expectation_path(request.path.parent, platform.name, bool(platform.emulate))
+    path = expectation_path(request.path.parent, platform.name, platform.matrix.device,
+                            bool(platform.emulate))
     if path not in stores:
         store = ExpectationStore(
             path,

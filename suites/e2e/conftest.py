@@ -1,4 +1,5 @@
-"""Golden token ids per platform: suites/e2e/golden/<platform>[-emulated].json."""
+"""Golden token ids per lane: suites/e2e/golden/<platform>[-emulated].json (the one rule:
+harness/matrix/lane_data.py). A file says which torch and which host recorded it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from harness.matrix.lane_data import KINDS, LaneDataMissing, lane_file
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 
@@ -26,8 +29,9 @@ class Golden:
             return
         want = self.data.get("ids", {}).get(key)
         if want is None:
-            raise AssertionError(
-                f"{key}: no golden ids in {self.path}; run with --update-expectations and review"
+            raise LaneDataMissing(
+                f"{key}: {KINDS['golden'][1]} {self.path}; run with --update-expectations and "
+                "review"
             )
         if want != ids:
             first = next(
@@ -39,7 +43,7 @@ class Golden:
                 f"golden {want[first] if first < len(want) else '(none)'} ({self.path})"
             )
 
-    def write(self, torch_version: str) -> None:
+    def write(self, torch_version: str, host: str) -> None:
         """Merge the recorded ids into the file. xdist workers each hold their own tests'
         ids, so re-read under a lock on the folder rather than overwrite."""
         if not self.found:
@@ -49,7 +53,8 @@ class Golden:
             fcntl.flock(folder, fcntl.LOCK_EX)
             current = json.loads(self.path.read_text()) if self.path.is_file() else {}
             ids = {**current.get("ids", {}), **self.found}
-            body = {"torch": torch_version, "ids": {k: ids[k] for k in sorted(ids)}}
+            body = {"torch": torch_version, "host": host,
+                    "ids": {k: ids[k] for k in sorted(ids)}}
             self.path.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
         finally:
             os.close(folder)
@@ -60,7 +65,12 @@ class Golden:
 def golden(request: pytest.FixtureRequest, platform: Any) -> Any:
     import torch
 
-    name = f"{platform.name}{'-emulated' if platform.emulate else ''}.json"
-    store = Golden(GOLDEN_DIR / name, bool(request.config.getoption("--update-expectations")))
+    from harness.platform.host import host_fingerprint
+
+    path = lane_file(GOLDEN_DIR.parent, "golden", platform.name, platform.matrix.device,
+                     bool(platform.emulate))
+    store = Golden(path, bool(request.config.getoption("--update-expectations")))
     yield store
-    store.write(str(torch.__version__))
+    host = host_fingerprint()
+    store.write(str(torch.__version__), f"{host.cpu or 'unknown CPU'} ({host.machine}: "
+                f"{' '.join(host.cpu_flags) or 'no flag harness reads'})")

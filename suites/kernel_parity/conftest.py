@@ -31,7 +31,7 @@ from engine_support import too_old
 if too_old():  # refengine cannot load: only test_engine_loads.py runs (and skips)
     collect_ignore = ["test_parity.py", "test_selection.py"]
 else:
-    from parity_cases import FP8_OPS, cases_for
+    from parity_cases import case_dtypes, cases_for, dtypes_for
 
     from refengine.ops.spec import OP_NAMES
 
@@ -75,13 +75,6 @@ def providers_for(profile: Any, op: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*listed, *tried, *capable, *extra]))
 
 
-def dtypes_for(profile: Any, op: str) -> tuple[str | None, ...]:
-    if op in FP8_OPS:
-        flavours = tuple(n for n in (profile.matrix.fp8.e4m3, profile.matrix.fp8.e5m2) if n)
-        return flavours or (None,)
-    return tuple(profile.dtypes)
-
-
 def provider_cases(op: str, provider: str, dtypes: tuple[str | None, ...]) -> tuple[Any, ...]:
     """The op's cases: the kept ones, then those generated over its domains and ``dtypes``
     (each generated case runs on the dtypes its rows name); inductor takes the first and
@@ -92,11 +85,6 @@ def provider_cases(op: str, provider: str, dtypes: tuple[str | None, ...]) -> tu
     extra = ONE_CASE_EXTRA.get(op, ())
     chosen = cases[:1] + tuple(case for case in cases[1:] if case.id in extra)
     return tuple(dataclasses.replace(case, dtypes=None) for case in chosen)
-
-
-def case_dtypes(case: Any, dtypes: tuple[str | None, ...]) -> tuple[str | None, ...]:
-    """The platform dtypes one case runs on."""
-    return dtypes if case.dtypes is None else tuple(d for d in dtypes if d in case.dtypes)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -505,6 +505,20 @@ def cases_for(op: str, dtypes: tuple[str, ...] = ()) -> tuple[Case, ...]:
     return (*(case for case in FINDINGS if case.op == op), *generated_cases(op, dtypes))
 
 
+def dtypes_for(profile: Any, op: str) -> tuple[str | None, ...]:
+    """The platform's dtype names an op's cases run on (its fp8 flavours for an fp8 op;
+    None where it has none)."""
+    if op in FP8_OPS:
+        flavours = tuple(n for n in (profile.matrix.fp8.e4m3, profile.matrix.fp8.e5m2) if n)
+        return flavours or (None,)
+    return tuple(profile.dtypes)
+
+
+def case_dtypes(case: Case, dtypes: tuple[str | None, ...]) -> tuple[str | None, ...]:
+    """The platform dtypes one case runs on."""
+    return dtypes if case.dtypes is None else tuple(d for d in dtypes if d in case.dtypes)
+
+
 def case_where(op: str, **values: str) -> Case:
     """The first case of ``op`` whose call has these argument values."""
     for case in cases_for(op):

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 import torch
 from arg_coverage import coverage
-from conftest import ONE_CASE_PROVIDERS, dtypes_for, provider_cases, providers_for
+from conftest import ONE_CASE_PROVIDERS, provider_cases, providers_for
 from declines import decline_holes
+from parity_cases import dtypes_for
 
 from refengine.ops.spec import OP_NAMES
 from refengine.providers import get_provider, offers
