@@ -41,7 +41,7 @@ def bisect_pins(matrix: str, test: str, pins: list[str], *, python: str, root: P
 def bisect_commits(matrix: str, test: str, repo: Path, good: str, shas: list[str], *,
                    python: str, work: Path) -> int:
     """The halving over the commits; exit 0 with the first bad commit, 1 when the ends do
-    not hold, 3 when only unjudged commits are left between the last good and the first
+    not hold (3 when an end could not be judged: nothing was decided), 3 when only unjudged commits are left between the last good and the first
     bad one (each named: the first bad is any of them, or the first bad judged)."""
     print(f"harness: bisect {test} on matrix {matrix} over {len(shas)} commits of {repo} "
           f"(steps: {work})")
@@ -56,9 +56,11 @@ def bisect_commits(matrix: str, test: str, repo: Path, good: str, shas: list[str
     found = search(repo, good, shas, work, probe, _say)
     if not found.suspects:
         ends = {s.label: s for s in found.steps}
+        unjudged = any(s.verdict is Verdict.UNRUN for s in found.steps)
         print("harness: bisect: the ends do not hold (GOOD must pass, BAD must fail): "
-              + "; ".join(f"{k} {v.verdict.value}" for k, v in ends.items()))
-        return 1
+              + "; ".join(f"{k} {v.verdict.value}" for k, v in ends.items())
+              + ("; an end that could not be judged decides nothing" if unjudged else ""))
+        return 3 if unjudged else 1
     if len(found.suspects) == 1:
         print(f"harness: bisect: first bad commit: {label(repo, found.suspects[0])}")
         return 0
