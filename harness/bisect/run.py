@@ -56,11 +56,11 @@ def bisect_commits(matrix: str, test: str, repo: Path, good: str, shas: list[str
     found = search(repo, good, shas, work, probe, _say)
     if not found.suspects:
         ends = {s.label: s for s in found.steps}
-        unjudged = any(s.verdict is Verdict.UNRUN for s in found.steps)
+        unsure = any(s.verdict is Verdict.UNRUN for s in found.steps)
         print("harness: bisect: the ends do not hold (GOOD must pass, BAD must fail): "
               + "; ".join(f"{k} {v.verdict.value}" for k, v in ends.items())
-              + ("; an end that could not be judged decides nothing" if unjudged else ""))
-        return 3 if unjudged else 1
+              + ("; an end that could not be judged decides nothing" if unsure else ""))
+        return 3 if unsure else 1
     if len(found.suspects) == 1:
         print(f"harness: bisect: first bad commit: {label(repo, found.suspects[0])}")
         return 0
