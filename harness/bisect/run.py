@@ -41,8 +41,9 @@ def bisect_pins(matrix: str, test: str, pins: list[str], *, python: str, root: P
 def bisect_commits(matrix: str, test: str, repo: Path, good: str, shas: list[str], *,
                    python: str, work: Path) -> int:
     """The halving over the commits; exit 0 with the first bad commit, 1 when the ends do
-    not hold (3 when an end could not be judged: nothing was decided), 3 when only unjudged commits are left between the last good and the first
-    bad one (each named: the first bad is any of them, or the first bad judged)."""
+    not hold (3 when an end could not be judged: nothing was decided), 3 when only
+    unjudged commits are left between the last good and the first bad one (each named:
+    the first bad is any of them, or the first bad judged)."""
     print(f"harness: bisect {test} on matrix {matrix} over {len(shas)} commits of {repo} "
           f"(steps: {work})")
 

@@ -11,6 +11,7 @@ from harness.matrix.model import (
     Capabilities,
     CapabilityDef,
     Ci,
+    Cpu,
     Download,
     Emulation,
     Fp8,
@@ -167,6 +168,7 @@ def build(resolved: dict[str, Any], *, name: str, file: str, source: LDict | Non
         known_failures=known_failures(list(r.get("known_failures", ())), kf_source),
         ci=_ci(_map(r.get("ci"))),
         emulation=Emulation(**_kw(r.get("emulation"), ("requirements",))),
+        cpu=Cpu(**_map(r.get("cpu"))),
         resolved=r,
     )
 

@@ -79,7 +79,28 @@ def check_semantics(merged: LDict, refs: list[_Ref], *, shapes_ok: bool) -> list
         )
     _check_kernels(merged, provides, errors)
     _check_numerics(merged, provides, errors)
+    _check_cpu(merged, errors)
     return list(errors)
+
+
+def _check_cpu(merged: LDict, errors: _Errors) -> None:
+    """An emulated CPU: a level qemu can be (v2, v3), or a model name (checked against
+    qemu's own list when a run starts); only on a CPU lane."""
+    from harness.matrix.model import CPU_LEVELS, NO_TCG_LEVELS
+
+    value = get(merged, "cpu.emulated")
+    if value is None:
+        return
+    if merged.get("device") != "cpu":
+        errors.add(merged, "cpu.emulated", f"an emulated CPU is for a CPU lane (device cpu), "
+                   f"not device {merged.get('device')!r}")
+    elif value in NO_TCG_LEVELS:
+        errors.add(merged, "cpu.emulated", f"{value} needs {NO_TCG_LEVELS[value]}, which "
+                   "qemu's TCG does not emulate: its CPUs stay with real agents (and "
+                   "ONEDNN_MAX_CPU_ISA caps oneDNN on them)")
+    elif value.startswith("x86-64-") and value not in CPU_LEVELS:
+        errors.add(merged, "cpu.emulated", f"unknown x86-64 level {value!r} (emulated: "
+                   f"{', '.join(CPU_LEVELS)})")
 
 
 def _check_loader_keys(merged: LDict, errors: _Errors) -> None:

@@ -245,6 +245,33 @@ class Ci:
     soft_fail: bool = False
 
 
+# x86-64 psABI levels -> the qemu model that is that level and no more (qemu 7.2 has no
+# x86-64-vN model names); x86-64-v4 is AVX-512, which qemu's TCG does not emulate.
+CPU_LEVELS = {"x86-64-v2": "Nehalem-v2", "x86-64-v3": "Haswell-v4"}
+NO_TCG_LEVELS = {"x86-64-v4": "AVX-512"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cpu:
+    """The lane's CPU: None for the agent's own, else the CPU qemu-user emulates for every
+    process of its suites (platform/cpu_emulation.py)."""
+
+    emulated: str | None = None  # an x86-64 level or a qemu CPU model, as the matrix says
+
+    @property
+    def model(self) -> str | None:
+        """The qemu CPU model (a level's model for a level)."""
+        if self.emulated is None:
+            return None
+        return CPU_LEVELS.get(self.emulated, self.emulated)
+
+    def describe(self) -> str:
+        if self.emulated is None:
+            return "the agent's own CPU"
+        level = f" ({self.emulated})" if self.emulated in CPU_LEVELS else ""
+        return f"an emulated {self.model}{level} (qemu-user)"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Emulation:
     device: str = "cpu"
@@ -277,6 +304,7 @@ class Matrix:
     known_failures: tuple[KnownFailure, ...]
     ci: Ci
     emulation: Emulation
+    cpu: Cpu = field(default_factory=Cpu)
     abstract: bool = False
     resolved: Mapping[str, Any] = field(repr=False, compare=False)
 

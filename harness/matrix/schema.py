@@ -364,6 +364,17 @@ MATRIX = Obj(
                                   "hardware)"),
             }
         ),
+        "cpu": Obj(
+            fields={
+                "emulated": Str(
+                    doc="the CPU every process of the lane's suites runs on, emulated by "
+                    "qemu-user on any x86-64 agent: an x86-64 level (x86-64-v2, x86-64-v3) or "
+                    "a qemu CPU model (Haswell-v4, EPYC-v3, ...); qemu's TCG has no AVX-512, "
+                    "so x86-64-v4 and the AVX-512 models are refused",
+                    nullable=True,
+                ),
+            }
+        ),
         "emulation": Obj(
             fields={
                 "device": Str(enum=("cpu",), what="emulation device"),

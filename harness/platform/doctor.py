@@ -20,6 +20,7 @@ from pathlib import Path
 
 from harness.errors import HostUnavailable, InfraError
 from harness.matrix.model import Matrix
+from harness.matrix.schema import CPU_FLAGS
 from harness.platform.probe import CommandRunner
 from harness.results.facts import probe_kind
 
@@ -222,16 +223,33 @@ def cpu_expectations(matrix: Matrix) -> dict[str, object]:
 def check_cpu_probe(matrix: Matrix, run: CommandRunner | None = None) -> Check:
     """The matrix's own probe on this CPU: the check ``harness run`` makes before building.
     ``run``: where its commands run (default: here)."""
-    from harness.platform.probe_local import probe_and_check, run_here
+    from harness.platform.probe_local import probe_and_check
 
     what = f"CPU for matrix {matrix.name}"
     try:
-        fingerprint = probe_and_check(matrix, run or run_here)
+        fingerprint = probe_and_check(matrix, run)
     except InfraError as error:
         return Check(what=what, ok=False, detail=str(error),
                      fix=f"use --emulate to run the {matrix.name} profile on this CPU")
     return Check(what=what, ok=True, detail=f"{fingerprint.vendor}, "
                  f"{fingerprint.model or 'model unknown'}: the probe's expectations hold")
+
+
+def check_cpu_emulation(matrix: Matrix) -> Check:
+    """A lane with an emulated CPU: qemu-user here, the model one it can be, and what CPUID
+    answers inside it (the flags the lane's known failures and kernels see)."""
+    from harness.errors import HarnessError
+    from harness.platform.cpu_emulation import INSTALL, facts
+
+    what = f"emulated CPU for matrix {matrix.name} ({matrix.cpu.emulated})"
+    try:
+        found = facts(matrix.cpu)
+    except HarnessError as error:
+        return Check(what=what, ok=False, detail=str(error), fix=INSTALL)
+    flags = [f for f in CPU_FLAGS if f in found["flags"]]  # type: ignore[operator]
+    return Check(what=what, ok=True, detail=f"qemu-user -cpu {found['option']}: CPUID "
+                 f"{found['vendor']} {found['model']}, flags {' '.join(flags) or 'none'} "
+                 "of those harness reads")
 
 
 def run_checks(
@@ -254,6 +272,8 @@ def run_checks(
     if matrix is not None and not emulate and not docker and probe_cpu \
             and cpu_expectations(matrix):
         checks.append(check_cpu_probe(matrix))
+    if matrix is not None and matrix.cpu.emulated is not None:
+        checks.append(check_cpu_emulation(matrix))
     if docker:
         checks.append(check_docker())
         if matrix is not None and (matrix.runtime.platform or "").endswith("s390x"):

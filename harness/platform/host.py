@@ -11,8 +11,18 @@ from pathlib import Path
 from harness.matrix.schema import CPU_FLAGS
 from harness.results.facts import HostRecord
 
+EMULATED_ENV = "HARNESS_EMULATED_CPU"  # cpu_emulation.ENV: set inside a lane's emulated CPU
+
 
 def cpu_model_and_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, list[str], str]:
+    """(model, flags, vendor) of the CPU this process runs on. Inside a lane's emulated CPU
+    (platform/cpu_emulation.py sets its variable) ``/proc/cpuinfo`` is the host's: CPUID
+    answers as the emulated CPU does, as torch and the kernel libraries see it."""
+    if os.environ.get(EMULATED_ENV):
+        from harness.platform import cpuid
+
+        found = cpuid.facts()
+        return str(found["model"]), list(found["flags"]), str(found["vendor"])  # type: ignore[call-overload]
     model, vendor = "", ""
     flags: list[str] = []
     try:
@@ -64,8 +74,15 @@ def kernel_cpu_flags(flags: frozenset[str], env: Mapping[str, str]) -> frozenset
                      if f not in FLAG_ISA or ONEDNN_ISA.index(FLAG_ISA[f]) <= level)
 
 
-def host_fingerprint() -> HostRecord:
+def host_fingerprint(emulated: Mapping[str, object] | None = None) -> HostRecord:
+    """The host; with ``emulated`` (platform/cpu_emulation.py ``facts``: the lane's CPU as
+    CPUID answers inside qemu), the CPU its suites see, the agent's own CPU beside it."""
     model, flags, vendor = cpu_model_and_flags()
+    agent, option = "", os.environ.get(EMULATED_ENV, "")  # inside the emulation: its model
+    if emulated is not None:
+        agent, option = model, str(emulated.get("option", ""))
+        model, vendor = str(emulated["model"]), str(emulated["vendor"])
+        flags = [str(f) for f in emulated["flags"]]  # type: ignore[attr-defined]
     return HostRecord(
         machine=platform.machine(),
         system=platform.system(),
@@ -77,4 +94,6 @@ def host_fingerprint() -> HostRecord:
         cpu_count=os.cpu_count(),
         byteorder=sys.byteorder,
         python=platform.python_version(),
+        cpu_emulated=option,
+        agent_cpu=agent,
     )

@@ -26,7 +26,23 @@ def run_here(argv: list[str]) -> tuple[int, str]:
     return done.returncode or 1, f"{argv[0]} exited {done.returncode}: {done.stderr.strip()[:200]}"
 
 
-def probe_and_check(matrix: Matrix, run: CommandRunner = run_here) -> DeviceFingerprint:
+def run_emulated(matrix: Matrix) -> CommandRunner:
+    """Probe commands as the lane's emulated CPU answers them: ``lscpu`` (which reads the
+    host's /proc/cpuinfo) from CPUID inside the emulation; anything else here."""
+    def run(argv: list[str]) -> tuple[int, str]:
+        if argv[:1] != ["lscpu"]:
+            return run_here(argv)
+        from harness.platform import cpuid
+        from harness.platform.cpu_emulation import facts
+
+        return 0, cpuid.as_lscpu(facts(matrix.cpu))
+    return run
+
+
+def probe_and_check(matrix: Matrix, run: CommandRunner | None = None) -> DeviceFingerprint:
     """The matrix's probe, checked against what it expects (InfraError naming the first
-    expectation this host does not meet). ``run``: where the probe commands run."""
+    expectation this host does not meet). ``run``: where the probe commands run (default:
+    here, or as the lane's emulated CPU answers them)."""
+    if run is None:
+        run = run_emulated(matrix) if matrix.cpu.emulated else run_here
     return probe(matrix.probe.kind, matrix.probe.expect, run)

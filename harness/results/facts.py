@@ -38,6 +38,10 @@ class HostRecord:
     cpu_count: int | None = None
     byteorder: str = ""
     python: str = ""
+    # The lane's emulated CPU (qemu-user's model), when it has one: then cpu, cpu_vendor
+    # and cpu_flags are what CPUID answers inside the emulation, and agent_cpu the agent's.
+    cpu_emulated: str = ""
+    agent_cpu: str = ""
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -50,6 +54,7 @@ class HostRecord:
             cpu=_str(data, "cpu"), cpu_vendor=_str(data, "cpu_vendor"),
             cpu_flags=_strings(data, "cpu_flags"), cpu_count=_int(data, "cpu_count"),
             byteorder=_str(data, "byteorder"), python=_str(data, "python"),
+            cpu_emulated=_str(data, "cpu_emulated"), agent_cpu=_str(data, "agent_cpu"),
         )  # fmt: skip
 
 

@@ -56,9 +56,10 @@ def fully_collected(run: Started) -> set[str]:
 
 
 def report_unmatched(run: Started) -> None:
+    host = run.manifest.record.host
     found = unmatched_known_failures(
         run.ctx.matrix, run.plan.invocations, emulate=run.ctx.request.emulate,
-        full=fully_collected(run)
+        full=fully_collected(run), cpu_flags=frozenset(host.cpu_flags if host else ())
     )
     run.manifest.set_unmatched_known_failures([
         UnmatchedKnownFailure(suite=u.suite, rootdir=u.rootdir, id=u.id, where=u.where)

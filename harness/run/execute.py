@@ -41,7 +41,7 @@ def begin_record(ctx: RunContext, *, threads: ThreadPlan, run_id: str) -> RunRec
         emulate=ctx.request.emulate,
         runner=ctx.runner.kind,
         git=GitRef(sha=git.sha, dirty=git.dirty),
-        host=host_fingerprint(),
+        host=host_fingerprint(lane_cpu(ctx)),
         threads=ThreadsRecord.from_json(threads.as_dict() | {"omp_num_threads": omp}),
         seed=ctx.request.seed,
         shard=ctx.request.shard,
@@ -53,6 +53,16 @@ def begin_record(ctx: RunContext, *, threads: ThreadPlan, run_id: str) -> RunRec
         requirements=environment_pins(ctx),
         pins=list(ctx.request.pins),
     )
+
+
+def lane_cpu(ctx: RunContext) -> dict[str, object] | None:
+    """The lane's emulated CPU as CPUID answers inside it, where the matrix has one and the
+    suites run here (None: the agent's own CPU is the lane's)."""
+    if ctx.matrix.cpu.emulated is None or ctx.runner.kind != "local":
+        return None
+    from harness.platform.cpu_emulation import facts
+
+    return facts(ctx.matrix.cpu)
 
 
 def environment_pins(ctx: RunContext) -> list[str] | None:

@@ -44,6 +44,8 @@ def print_config(ctx: RunContext) -> None:
     # Short lines: nothing here should wrap in an 80-column terminal.
     print(f"harness: matrix {m.name} from {m.file} (hash {m.hash[:12]})")
     print(f"harness: {m.hardware}; {how}")
+    if m.cpu.emulated:
+        print(f"harness: cpu {m.cpu.describe()}")
     print(f"harness: suites {suites}")
     print(
         f"harness: runner {ctx.runner.kind}; seed {ctx.request.seed}"

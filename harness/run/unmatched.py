@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.matrix.known_failures import entries_for, glob_to_regex, match
 from harness.matrix.model import Matrix
-from harness.platform.host import cpu_flags, kernel_cpu_flags
+from harness.platform.host import kernel_cpu_flags
 from harness.results.junit_write import read_partial
 from harness.runners.invocation import Invocation
 
@@ -34,9 +34,12 @@ class Unmatched:
 
 
 def unmatched_known_failures(
-    matrix: Matrix, invocations: Sequence[Invocation], *, emulate: bool, full: set[str]
+    matrix: Matrix, invocations: Sequence[Invocation], *, emulate: bool, full: set[str],
+    cpu_flags: frozenset[str],
 ) -> list[Unmatched]:
-    """``full``: the suites collected in full (no -k, -m, shard, tier or node-id choice)."""
+    """``full``: the suites collected in full (no -k, -m, shard, tier or node-id choice);
+    ``cpu_flags``: the CPU the suites saw (the run record's host: the lane's emulated CPU
+    where it has one)."""
     out: list[Unmatched] = []
     for inv in invocations:
         if inv.suite not in full:
@@ -45,7 +48,7 @@ def unmatched_known_failures(
         if not ids:
             continue
         # as the suites saw the CPU (the matrix's runtime.env may cap oneDNN's ISA)
-        flags = kernel_cpu_flags(cpu_flags(), {**os.environ, **matrix.runtime.env})
+        flags = kernel_cpu_flags(cpu_flags, {**os.environ, **matrix.runtime.env})
         entries = entries_for(matrix, emulate=emulate, host_flags=flags)
         for nid in ids:
             match(entries, nid)

@@ -94,7 +94,18 @@ def matrix_python(matrix: Matrix, *, emulate: bool, build: bool = True) -> Path:
 def interpreter(choice: str, matrix: Matrix, *, emulate: bool, build: bool = True) -> str:
     """The interpreter ``--python CHOICE`` names for a local run (harness run, repro,
     kernels): ``matrix`` (the matrix's environment, see matrix_python), ``current`` (this
-    one), or a path as given."""
+    one), or a path as given; on a lane with an emulated CPU, that interpreter run on it
+    (platform/cpu_emulation.py: a wrapper beside it; ``build`` off, only its path)."""
+    if matrix.cpu.emulated is None:
+        return _chosen(choice, matrix, emulate=emulate, build=build)
+    from harness.platform.cpu_emulation import cpu_option, qemu, wrap
+
+    cpu_option(matrix.cpu, qemu())  # qemu and the model checked before anything is built
+    python = _chosen(choice, matrix, emulate=emulate, build=build)
+    return wrap(python, matrix.cpu, write=build)
+
+
+def _chosen(choice: str, matrix: Matrix, *, emulate: bool, build: bool) -> str:
     if choice == "current":
         return sys.executable
     if choice == "matrix":

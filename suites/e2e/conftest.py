@@ -72,5 +72,6 @@ def golden(request: pytest.FixtureRequest, platform: Any) -> Any:
     store = Golden(path, bool(request.config.getoption("--update-expectations")))
     yield store
     host = host_fingerprint()
+    emulated = f", emulated by qemu-user ({host.cpu_emulated})" if host.cpu_emulated else ""
     store.write(str(torch.__version__), f"{host.cpu or 'unknown CPU'} ({host.machine}: "
-                f"{' '.join(host.cpu_flags) or 'no flag harness reads'})")
+                f"{' '.join(host.cpu_flags) or 'no flag harness reads'}{emulated})")

@@ -1,0 +1,94 @@
+"""A lane's CPU as data: ``cpu: {emulated: x86-64-v2}`` runs every process of its suites
+on an emulated CPU without AVX2 (qemu-user), on any x86-64 agent with AVX2 or more: the
+pytest controller, its xdist workers, a subprocess, multiprocessing's children and the gloo
+ranks each see it (tests/data/suites/emulated_cpu, which fails in every test when the
+suites run on the agent's own CPU), the run records it as the host's CPU and device
+fingerprint, and ``harness repro`` of the run runs on it again. Bad input is one line."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.results.manifest import RunRecord
+
+pytestmark = [pytest.mark.timeout(1800),
+              pytest.mark.skipif(shutil.which("qemu-x86_64-static") is None,
+                                 reason="qemu-user-static is not installed (ci/setup-host.sh)")]
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = ROOT / "tests" / "data" / "suites" / "emulated_cpu" / "check_every_process.py"
+
+
+def harness(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=1700, check=False)
+
+
+def lane(folder: Path, emulated: str) -> Path:
+    matrix = folder / "every.yaml"
+    matrix.write_text("\n".join([
+        "extends: cpu.yaml", "name: every", "cpu:", f"  emulated: {emulated}", "suites:",
+        *(f"  {name}: {{enabled: false}}" for name in ("platform", "kernel_parity", "fusion",
+                                                       "e2e")),
+        f"  every: {{path: {SUITE}, workers: 2, timeout_s: 1500}}"]) + "\n")
+    return matrix
+
+
+def test_every_process_of_the_lane_runs_on_its_emulated_cpu(tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    done = harness("run", "--matrix", str(lane(tmp_path, "x86-64-v2")), "--python", "current",
+                   "--reports", str(reports))
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "harness: cpu an emulated Nehalem-v2 (x86-64-v2) (qemu-user)" in done.stdout
+    (run_dir,) = (reports / "every").iterdir()
+    record = RunRecord.read(run_dir)
+    assert record.host is not None and record.device_fingerprint is not None
+    assert record.host.cpu_flags == [] and record.host.cpu_emulated.startswith("Nehalem-v2")
+    assert record.host.agent_cpu and "avx2" not in record.device_fingerprint.data["flags"]
+    assert record.counts().passed == 6
+
+    # harness repro of the run: the recorded matrix brings its CPU along
+    again = harness("repro", str(run_dir), "--test",
+                    "tests/data/suites/emulated_cpu/check_every_process.py::test_the_gloo_ranks",
+                    "--reports", str(tmp_path / "again"))
+    assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-2000:]
+    (rerun,) = (tmp_path / "again" / "every").iterdir()
+    assert RunRecord.read(rerun).host.cpu_emulated.startswith("Nehalem-v2")  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("emulated", "says"), [
+    ("x86-64-v4", "x86-64-v4 needs AVX-512, which qemu's TCG does not emulate"),
+    ("x86-64-v9", "unknown x86-64 level 'x86-64-v9'"),
+    ("Skylake-Server-v1", "Skylake-Server-v1: qemu's TCG cannot emulate avx512f"),
+    ("Pentium-Pro-X", "'Pentium-Pro-X' is no CPU model of qemu-x86_64-static"),
+])
+def test_a_cpu_qemu_cannot_be_is_one_line_and_nothing_runs(emulated: str, says: str,
+                                                          tmp_path: Path) -> None:
+    done = harness("run", "--matrix", str(lane(tmp_path, emulated)), "--python", "current",
+                   "--reports", str(tmp_path / "reports"))
+    assert done.returncode in (2, 3), done.stdout[-2000:] + done.stderr
+    assert says in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not list((tmp_path / "reports").glob("every/*/junit/*.xml"))
+
+
+def test_without_qemu_the_run_is_exit_3_with_the_install_command(tmp_path: Path) -> None:
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    for tool in ("git", "lscpu", "g++"):
+        found = shutil.which(tool)
+        if found:
+            (bare / tool).symlink_to(found)
+    env = {**os.environ, "PATH": str(bare)}
+    done = harness("run", "--matrix", str(lane(tmp_path, "x86-64-v3")), "--python", "current",
+                   "--reports", str(tmp_path / "reports"), env=env)
+    assert done.returncode == 3, done.stdout[-2000:] + done.stderr
+    assert "qemu-user is not installed" in done.stderr
+    assert "apt-get install -y qemu-user-static" in done.stderr
+    doctor = harness("doctor", "--matrix", str(lane(tmp_path, "x86-64-v3")), env=env)
+    assert doctor.returncode == 3 and "qemu-user is not installed" in doctor.stdout, (
+        doctor.stdout + doctor.stderr)
