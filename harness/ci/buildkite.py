@@ -18,7 +18,8 @@ from harness.ci.pipeline import CiTarget, Kind, fill
 from harness.errors import ConfigError
 
 DURATIONS_KEY = "durations"
-TEMPLATE_PARTS = ("setup", "durations_step", "image_step", "image_load", "shard_step",
+TEMPLATE_PARTS = ("setup", "durations_step", "image_step", "image_load", "cpu_setup",
+                  "shard_step",
                   "report_step", "check_step", "select_step", "empty_step")
 UPLOADS_AT_RUN_TIME = True  # `buildkite-agent pipeline upload`
 WHY_NO_UPLOAD = ""
@@ -36,6 +37,7 @@ def _shard_values(target: CiTarget, index: int, parts: Mapping[str, Any]) -> dic
               "soft_fail": True if target.soft_fail else None,
               "depends_on": needs, "setup": parts["setup"]}
     values["image_load"] = fill(parts["image_load"], values) if target.docker else []
+    values["cpu_setup"] = list(parts["cpu_setup"]) if target.qemu else []
     return values
 
 

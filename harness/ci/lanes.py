@@ -64,7 +64,7 @@ def github_entry(target: CiTarget, index: int) -> dict[str, Any]:
         "args": (target.select_args + (f" --shard {index}/{target.shards}" if many else "")
                  ).strip(),
         "runs_on": list(target.runs_on), "timeout": target.timeout_minutes,
-        "soft_fail": target.soft_fail, "docker": target.docker,
+        "soft_fail": target.soft_fail, "docker": target.docker, "qemu": target.qemu,
         # git diff needs the history back to the merge base; a full run does not
         "fetch_depth": 0 if target.select_args else 1,
     }

@@ -23,7 +23,7 @@ GITHUB_DEFAULT_RUNNER = "ubuntu-latest"
 _PLACEHOLDER = re.compile(
     r"\{(matrix|matrices|index|count|queue|timeout|shards|shard_args|shard_label|shard_key"
     r"|needs|report_queue|report_queue_args|select_args|soft_fail|depends_on|setup"
-    r"|image_load|select_mode)\}"
+    r"|image_load|cpu_setup|select_mode)\}"
 )
 
 
@@ -48,6 +48,7 @@ class CiTarget:
     runs_on: tuple[str, ...] = (GITHUB_DEFAULT_RUNNER,)
     soft_fail: bool = False
     docker: bool = False  # runs in its image: one image build per build, before the shards
+    qemu: bool = False  # its CPU is emulated (cpu: {emulated: ...}): qemu-user on the agent
     # A --changed-since pipeline: what each step adds to `harness run`
     # (" --changed-since <sha>", " --docker"), and why the lane is in it.
     select_args: str = ""

@@ -54,7 +54,7 @@ def target(matrix: Matrix) -> CiTarget:
     return CiTarget(matrix=matrix.name, queue=matrix.ci.queue, runs_on=runner_labels(matrix),
                     shards=matrix.ci.shards, timeout_minutes=timeout_minutes(matrix),
                     nightly=matrix.ci.nightly, soft_fail=matrix.ci.soft_fail,
-                    docker=bool(matrix.runtime.docker))
+                    docker=bool(matrix.runtime.docker), qemu=matrix.cpu.emulated is not None)
 
 
 def targets_from_matrices(root: Path | None, wanted: Sequence[str] = (), *,
