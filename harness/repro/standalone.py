@@ -113,8 +113,19 @@ def script_for(setup: Setup, case: CaseId, answer: dict[str, Any],
                expected: dict[str, Any], shrunk: str = "") -> Script:
     return Script(test_id=PARITY + case.name.removeprefix("test_parity["), op=case.op,
                   args=answer["args"], tolerance=tolerance(setup.matrix, case, answer["args"]),
-                  env=dict(setup.matrix.runtime.env), expected=expected, origin=setup.origin,
+                  env=script_env(setup.matrix), expected=expected, origin=setup.origin,
                   shrunk=shrunk, pins=tuple(setup.matrix.python.requirements))
+
+
+def script_env(matrix: Matrix) -> dict[str, str]:
+    """What a script sets before it starts: the matrix's runtime env, and on a lane with an
+    emulated CPU that CPU as qemu-user reads it (QEMU_CPU): the script runs its case there."""
+    env = dict(matrix.runtime.env)
+    if matrix.cpu.emulated:
+        from harness.platform.cpu_emulation import cpu_option, qemu
+
+        env["QEMU_CPU"] = cpu_option(matrix.cpu, qemu())
+    return env
 
 
 def observe(setup: Setup, script: Script) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from harness.repro.standalone import (
     in_run_folder,
     observe_text,
     parse_test_id,
+    script_env,
     shrink_script,
     write,
     write_text,
@@ -75,7 +76,8 @@ def _setup(root: Path, target: Path | None, matrix_name: str | None, name: str, 
         assert matrix_name is not None
         matrix = load_matrix(matrix_name, root)
         seed, origin = 0, f"matrix {matrix.name} (seed 0)"
-    return Setup(python=interpreter(python, matrix, emulate=False), root=root, matrix=matrix,
+    return Setup(python=interpreter(python, matrix, emulate=False, on_lane_cpu=False),
+                 root=root, matrix=matrix,
                  seed=seed, origin=origin)
 
 
@@ -83,7 +85,7 @@ def _engine_script(setup: Setup, case: EngineCase, out: Path) -> int:
     """The vllm_engine case as a script: run once where it was asked, written with what it
     showed there as its expected outcome."""
     def text(expected: dict[str, object]) -> str:
-        return render_engine(setup.root, case, env=dict(setup.matrix.runtime.env),
+        return render_engine(setup.root, case, env=script_env(setup.matrix),
                              expected=expected, origin=setup.origin,
                              pins=tuple(setup.matrix.python.requirements))
 

@@ -201,7 +201,11 @@ def versions(dists):
 
 
 def cpu_line():
-    """The CPU's model and which of the flags the kernels care about it has."""
+    """The CPU's model and which of the flags the kernels care about it has: /proc/cpuinfo,
+    or, where the case runs on an emulated CPU (QEMU_CPU), that CPU as torch sees it."""
+    if os.environ.get("QEMU_CPU"):
+        return (f"cpu: emulated by qemu-user, QEMU_CPU={os.environ['QEMU_CPU']} (torch's "
+                f"capability: {torch.backends.cpu.get_cpu_capability()})")
     flags, model = [], ""
     if os.path.exists("/proc/cpuinfo"):
         with open("/proc/cpuinfo") as f:
@@ -231,8 +235,30 @@ def verdict(seen, found_kind):
     return 1 if same else 2
 
 
+def qemu_user():
+    import shutil
+    qemu = shutil.which("qemu-x86_64-static") or shutil.which("qemu-x86_64")
+    if qemu is None:
+        sys.exit("this finding was seen on an emulated CPU (QEMU_CPU in ENV): install "
+                 "qemu-user-static, or set QEMU_CPU= to run it on this machine's CPU")
+    return qemu
+
+
+def on_cpu():
+    """The finding's CPU: where ENV sets QEMU_CPU (it was seen on an emulated CPU), this
+    script and its case run under qemu-user, which reads QEMU_CPU (QEMU_CPU= runs them on
+    this machine's CPU). The command prefix for a child; this process re-runs itself."""
+    if not os.environ.get("QEMU_CPU"):
+        return []
+    if not os.environ.get("REPRO_ON_QEMU"):
+        os.environ["REPRO_ON_QEMU"] = "1"
+        qemu = qemu_user()
+        os.execv(qemu, [qemu, sys.executable, os.path.abspath(__file__), *sys.argv[1:]])
+    return [qemu_user()]
+
+
 def run_child():
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child"],
+    proc = subprocess.run([*on_cpu(), sys.executable, os.path.abspath(__file__), "--child"],
                           capture_output=True, text=True)
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -248,6 +274,7 @@ def main():
     if sys.argv[1:] == ["--child"]:
         child()
         return 0
+    on_cpu()  # on the finding's CPU from here, where it was an emulated one
     intro()
     seen = run_child()
     if "--json" in sys.argv[1:]:

@@ -91,12 +91,14 @@ def matrix_python(matrix: Matrix, *, emulate: bool, build: bool = True) -> Path:
     return ensure_venv(pins, cache_root(matrix), label=str(lane), remove=remove)
 
 
-def interpreter(choice: str, matrix: Matrix, *, emulate: bool, build: bool = True) -> str:
+def interpreter(choice: str, matrix: Matrix, *, emulate: bool, build: bool = True,
+                on_lane_cpu: bool = True) -> str:
     """The interpreter ``--python CHOICE`` names for a local run (harness run, repro,
     kernels): ``matrix`` (the matrix's environment, see matrix_python), ``current`` (this
     one), or a path as given; on a lane with an emulated CPU, that interpreter run on it
-    (platform/cpu_emulation.py: a wrapper beside it; ``build`` off, only its path)."""
-    if matrix.cpu.emulated is None:
+    (platform/cpu_emulation.py: a wrapper beside it; ``build`` off, only its path), unless
+    ``on_lane_cpu`` is off (a standalone script, which runs its case there itself)."""
+    if matrix.cpu.emulated is None or not on_lane_cpu:
         return _chosen(choice, matrix, emulate=emulate, build=build)
     from harness.platform.cpu_emulation import cpu_option, qemu, wrap
 

