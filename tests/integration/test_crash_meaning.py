@@ -85,7 +85,14 @@ def test_an_abort_on_a_cpu_lane_is_crashed_for_the_suite_and_its_cases(tmp_path:
     messages = " ".join(line["message"] for line in lines if line["when"] == "running")
     assert "SIGABRT" in messages  # what the regexes would have named a GPU hang
 
-    # the history: run, suite and every error case agree
+    # the history and the nightly report: the run, the suite and every error case say
+    # crashed, never gpu-hang
+    one_signature(tmp_path, reports, "crashed")
+
+
+def one_signature(tmp_path: Path, reports: Path, signature: str) -> None:
+    """The run, its suite and both cases the harness wrote carry ``signature`` in the
+    history, and the nightly report's events at each scope say it too."""
     db = tmp_path / "history.sqlite"
     ingest_paths(db, [reports], pytest.fail)
     with sqlite3.connect(db) as conn:
@@ -94,16 +101,14 @@ def test_an_abort_on_a_cpu_lane_is_crashed_for_the_suite_and_its_cases(tmp_path:
         cases = dict(conn.execute(
             "SELECT t.nodeid, c.infra_signature FROM cases c JOIN tests t ON t.id = c.test"
             " WHERE c.status = 'error'").fetchall())
-    assert run_sig == suite_sig == "crashed"
-    assert len(cases) == 2 and set(cases.values()) == {"crashed"}, cases
-
-    # the nightly report: the case-level events say crashed too, never gpu-hang
+    assert run_sig == suite_sig == signature
+    assert len(cases) == 2 and set(cases.values()) == {signature}, cases
     out = tmp_path / "report"
     done = harness("report", "nightly", "--history", str(db), "--out", str(out))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     report = json.loads((out / "report.json").read_text())
     by_scope = {(e["scope"], e["signature"]) for e in report["infra"]}
-    assert by_scope == {("run", "crashed"), ("suite", "crashed"), ("case", "crashed")}, by_scope
+    assert by_scope == {(scope, signature) for scope in ("run", "suite", "case")}, by_scope
 
 
 def test_an_abort_on_a_gpu_lane_is_a_gpu_hang_for_the_run_its_suite_and_cases(
@@ -131,19 +136,4 @@ def test_an_abort_on_a_gpu_lane_is_a_gpu_hang_for_the_run_its_suite_and_cases(
     assert (meaning.exit_code, meaning.retried, meaning.finding) == (3, True, False)
     assert meaning.exit_code in RETRIED_EXIT_CODES
 
-    db = tmp_path / "history.sqlite"
-    ingest_paths(db, [run_dir.parent.parent], pytest.fail)
-    with sqlite3.connect(db) as conn:
-        (run_sig,) = conn.execute("SELECT infra_signature FROM runs").fetchone()
-        (suite_sig,) = conn.execute("SELECT infra_signature FROM suites").fetchone()
-        cases = dict(conn.execute(
-            "SELECT t.nodeid, c.infra_signature FROM cases c JOIN tests t ON t.id = c.test"
-            " WHERE c.status = 'error'").fetchall())
-    assert run_sig == suite_sig == "gpu-hang"
-    assert len(cases) == 2 and set(cases.values()) == {"gpu-hang"}, cases
-    out = tmp_path / "report"
-    done = harness("report", "nightly", "--history", str(db), "--out", str(out))
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    report = json.loads((out / "report.json").read_text())
-    by_scope = {(e["scope"], e["signature"]) for e in report["infra"]}
-    assert by_scope == {("run", "gpu-hang"), ("suite", "gpu-hang"), ("case", "gpu-hang")}
+    one_signature(tmp_path, run_dir.parent.parent, "gpu-hang")
