@@ -19,7 +19,7 @@ from harness.roots import project_root
 
 ROOT = project_root()
 DATA = ROOT / "tests" / "data" / "matrices"
-SHIPPED = ("cpu", "cuda", "rocm", "rocm-mi355", "s390x", "vllm-cpu", "vllm-cpu-avx2",
+SHIPPED = ("cpu", "cpu-v3", "cuda", "rocm", "rocm-mi355", "s390x", "vllm-cpu", "vllm-cpu-avx2",
            "vllm-cpu-v2", "vllm-cpu-v3", "vllm-zen", "xpu", "zen")
 
 
