@@ -119,8 +119,10 @@ def test_a_matrix_change_selects_that_lane_and_the_lanes_extending_it(reset: Pat
     _change(reset, "matrices/cpu.yaml", "  shards: 2\n", "  shards: 3\n")
     selection = select_changes(reset, "HEAD~1")
     full = sorted(name for name, lane in selection.lanes.items() if lane.full)
-    # zen and the vllm-cpu lanes extend cpu (vllm-cpu-avx2 and vllm-zen through vllm-cpu)
-    assert full == ["cpu", "vllm-cpu", "vllm-cpu-avx2", "vllm-zen", "zen"]
+    # zen, cpu-v3 and the vllm-cpu lanes extend cpu (vllm-cpu-avx2, -v2, -v3 and vllm-zen
+    # through vllm-cpu)
+    assert full == ["cpu", "cpu-v3", "vllm-cpu", "vllm-cpu-avx2", "vllm-cpu-v2", "vllm-cpu-v3",
+                    "vllm-zen", "zen"]
     assert not any(lane.affected for name, lane in selection.lanes.items()
                    if name not in full)
     assert selection.lanes["zen"].reasons == (

@@ -248,7 +248,8 @@ def test_unknown_matrix_name(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2
     assert len(err) == 1
     assert err[0].startswith(
-        "harness: error: no matrix named 'rocn' (did you mean rocm?); available: cpu, cuda, "
+        "harness: error: no matrix named 'rocn' (did you mean rocm?); available: cpu, cpu-v3, "
+        "cuda, "
     )
 
 
