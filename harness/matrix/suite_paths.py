@@ -17,7 +17,7 @@ from typing import Any
 
 from harness.errors import ConfigError
 from harness.matrix.yamlsafe import LDict
-from harness.roots import shipped_root
+from harness.roots import locate, shipped_root
 
 PATH_KEYS = ("path", "rootdir", "cwd")
 
@@ -101,6 +101,7 @@ def resolve_suite_paths(
 
 def suite_folder(value: str, root: Path) -> Path:
     """The folder of a suite whose resolved ``path`` is ``value`` (a folder, or a test file
-    in one), a relative value read against the project root as the plan reads it."""
-    path = Path(value) if Path(value).is_absolute() else root / value
+    in one): a relative value under the project root, else under the shipped root (a
+    shipped suite of an installed harness), as the plan finds it."""
+    path = locate(value, root)
     return path if path.is_dir() else path.parent
