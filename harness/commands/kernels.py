@@ -143,13 +143,24 @@ def _suite_calls(matrix: Matrix, profile: Any, root: Path) -> list[dict[str, Any
 
 def _shapeless(matrix: Matrix, registry: Any, ops: list[str], dtype: str | None,
                torch: Any) -> list[OpRow]:
+    """Each op walked without shapes (a matrix whose suites offer no calls): its fp8
+    flavours for an fp8 op, else the platform's dtypes; a dtype this torch lacks says so."""
     from harness.platform.kernel_table import OpRow
     from refengine.ops.spec import OP_NAMES
+    from refengine.registry import Candidate
 
+    fp8_ops = ("fp8_quant", "fp8_block_gemm", "fp8_scaled_gemm")
     out = []
     for op in ops or [o for o in OP_NAMES if o in matrix.kernels]:
-        for name in [dtype] if dtype else list(matrix.dtypes):
+        if dtype:
+            names = [dtype]
+        elif op in fp8_ops:
+            names = [n for n in (matrix.fp8.e4m3, matrix.fp8.e5m2) if n] or ["(no fp8)"]
+        else:
+            names = list(matrix.dtypes)
+        for name in names:
             torch_dtype = getattr(torch, name, None)
-            if isinstance(torch_dtype, torch.dtype):
-                out.append(OpRow(op=op, dtype=name, walk=registry.explain(op, torch_dtype)))
+            walk = (registry.explain(op, torch_dtype) if isinstance(torch_dtype, torch.dtype)
+                    else [Candidate("-", False, f"torch {torch.__version__} has no {name}")])
+            out.append(OpRow(op=op, dtype=name, walk=walk))
     return out

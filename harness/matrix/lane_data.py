@@ -17,6 +17,7 @@ from pathlib import Path
 from harness.matrix.known_failures import entries_for
 from harness.matrix.model import Matrix
 from harness.matrix.suite_paths import suite_folder
+from harness.roots import locate
 
 
 class LaneDataMissing(AssertionError):
@@ -81,5 +82,6 @@ def _expects_missing(expect: object) -> bool:
 
 
 def _inside(test_file: str, folder: Path, root: Path) -> bool:
-    path = Path(test_file) if Path(test_file).is_absolute() else root / test_file
-    return folder in path.parents
+    """Whether a known failure's test file is in ``folder``, its path found as the suite's
+    own is (suite_folder: the project, else the shipped root of an installed harness)."""
+    return folder in locate(test_file, root).parents

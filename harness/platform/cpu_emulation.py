@@ -35,7 +35,6 @@ from harness.process.run import run_captured
 
 QEMU = ("qemu-x86_64-static", "qemu-x86_64")
 INSTALL = "apt-get install -y qemu-user-static"
-ENV = EMULATED_ENV  # set inside the emulation: the qemu model
 MARCH_ENV = "TORCHINDUCTOR_CPP_MARCH"  # inductor's -march (default: native)
 _DROPPED = re.compile(r"TCG doesn't support requested feature: \S*?\.([\w.-]+) \[bit")
 _NO_TCG = ("avx512", "amx")
@@ -111,7 +110,7 @@ def wrap(python: str, cpu: Cpu, *, write: bool = True) -> str:
     # agent), an illegal instruction on the lane's. Its -march is the lane's level instead.
     text = (f"#!/bin/sh\n# harness: {Path(python).name} on an emulated {option} "
             f"(qemu-user); its children stay on it (sys.executable is this file)\n"
-            f"{ENV}={cpu.model}\nexport {ENV}\n"
+            f"{EMULATED_ENV}={cpu.model}\nexport {EMULATED_ENV}\n"
             f': "${{{MARCH_ENV}:={march(cpu)}}}"\nexport {MARCH_ENV}\n'
             f'exec {emulator} -cpu {option} -0 "$0" "{target}" "$@"\n')
     if not path.is_file() or path.read_text() != text:

@@ -11,7 +11,7 @@ from pathlib import Path
 from harness.matrix.schema import CPU_FLAGS
 from harness.results.facts import HostRecord
 
-EMULATED_ENV = "HARNESS_EMULATED_CPU"  # cpu_emulation.ENV: set inside a lane's emulated CPU
+EMULATED_ENV = "HARNESS_EMULATED_CPU"  # set inside a lane's emulated CPU (cpu_emulation.py)
 
 
 def cpu_model_and_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, list[str], str]:

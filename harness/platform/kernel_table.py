@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.matrix.known_failures import Entry
+from harness.matrix.known_failures import Entry, match
 
 Explain = Callable[[str, Any, Any], list[Any]]  # (op, dtype name, args) -> registry walk
 
@@ -50,7 +50,12 @@ class OpRow:
 
     @property
     def chosen(self) -> str:
-        return next((c.provider for c in self.walk if c.chosen), "-")
+        return chosen_in(self.walk)
+
+
+def chosen_in(walk: Sequence[Any]) -> str:
+    """The provider a registry walk chose ("-": none)."""
+    return next((c.provider for c in walk if c.chosen), "-")
 
 
 def signature(entry: Entry) -> str:
@@ -88,11 +93,11 @@ def rows(calls: Iterable[dict[str, Any]], explain: Explain, entries: Sequence[En
         if call["engine"]:
             walks[key] = walk
             continue
-        chosen = next((c.provider for c in walk if c.chosen), "-")
+        chosen = chosen_in(walk)
         cases.setdefault(key, {}).setdefault(chosen, []).append(call["case"])
         whys.setdefault((*key, chosen), _reason_chain(walk))
         test_id = call["test_id"].format(provider=chosen) if call["test_id"] else ""
-        entry = next((e for e in entries if test_id and e.covers(test_id)), None)
+        entry = match(entries, test_id) if test_id else None
         if entry is not None:
             seen = hits.setdefault(key, {})
             count = seen.get((chosen, id(entry)), (entry, 0))[1]
