@@ -11,14 +11,16 @@ import sys
 from packaging.version import InvalidVersion, Version
 
 from harness.errors import InfraError, UsageError
+from harness.matrix.requirements import exact_version, split_pin
 from harness.process.run import run_captured
 
-_SPEC = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<versions>\S+)")
 _AVAILABLE = re.compile(r"^Available versions:\s*(?P<list>.+)$", re.M)
 
 
 def _version(text: str, spec: str) -> Version:
     try:
+        if not exact_version(text):
+            raise InvalidVersion(text)
         return Version(text)
     except InvalidVersion:
         raise UsageError(f"--pins {spec}: {text!r} is not a version") from None
@@ -40,10 +42,10 @@ def index_versions(name: str) -> list[str]:
 
 def expand(spec: str) -> list[str]:
     """The pins of a ``--pins`` value, oldest first; a malformed one is a UsageError."""
-    found = _SPEC.fullmatch(spec.strip())
-    if found is None:
+    pin = split_pin(spec)
+    if pin is None:
         raise UsageError(f"--pins {spec}: expected NAME==V1,V2,... or NAME==FIRST..LAST")
-    name, versions = found["name"], found["versions"]
+    name, versions = pin.name, pin.versions
     if ".." in versions:
         first, _, last = versions.partition("..")
         low, high = _version(first, spec), _version(last, spec)
@@ -58,4 +60,4 @@ def expand(spec: str) -> list[str]:
     ordered = sorted(set(chosen), key=Version)
     if len(ordered) < 2:
         raise UsageError(f"--pins {spec}: name two versions or more")
-    return [f"{name}=={v}" for v in ordered]
+    return [pin.with_version(v) for v in ordered]

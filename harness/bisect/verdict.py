@@ -9,11 +9,8 @@ from itertools import pairwise
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.reports.compare_read import read_run
-
-# The outcomes a test gets (results/outcome.py STATUSES) by what they say of the finding.
-_BAD = frozenset({"failed", "error", "xfail"})
-_GOOD = frozenset({"passed", "xpass"})
+from harness.results.case_meaning import works
+from harness.results.run_folder import read_run
 
 
 class Verdict(StrEnum):
@@ -42,17 +39,14 @@ def read_verdict(label: str, run_dir: Path, test: str) -> Step:
         run = read_run(run_dir, lambda _line: None)
     except HarnessError as exc:
         return Step(label=label, verdict=Verdict.UNRUN, status=f"unreadable run: {exc}")
-    cases = [c for key, c in run.cases.items() if key.endswith(f"::{test}")]
+    cases = run.find(test)
     if not cases:
         return Step(label=label, verdict=Verdict.UNRUN, status="the test did not run",
                     run_dir=run_dir)
     case = cases[0]
-    if case.status in _BAD:
-        verdict = Verdict.BAD
-    elif case.status in _GOOD:
-        verdict = Verdict.GOOD
-    else:
-        verdict = Verdict.UNRUN
+    # Does the code work (case_meaning.py): an xfail is the bug still there, an xpass gone.
+    worked = works(case.status)
+    verdict = Verdict.UNRUN if worked is None else Verdict.GOOD if worked else Verdict.BAD
     # The failure's signature (an xfail's own exception, not the known failure's reason),
     # its numbers masked as `report compare` masks them: the same bug at every release.
     return Step(label=label, verdict=verdict, status=case.status,

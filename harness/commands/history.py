@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.results.case_meaning import NEW_FAILURES, sql
+
 
 def _warn(line: str) -> None:
     print(f"harness: warning: {line}", file=sys.stderr)
@@ -43,7 +45,7 @@ def _ls(args: argparse.Namespace) -> int:
             " coalesce(r.infra_signature, ''),"
             " (SELECT count(*) FROM cases c WHERE c.run = r.id),"
             " (SELECT count(*) FROM cases c WHERE c.run = r.id"
-            "  AND c.status IN ('failed', 'error'))"
+            f"  AND c.status IN {sql(NEW_FAILURES)})"
             f" FROM runs r {where} ORDER BY r.started DESC LIMIT ?",
             [*params, args.limit],
         ).fetchall()

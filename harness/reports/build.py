@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.history.window import GOOD, WindowReader, open_window
+from harness.history.window import WindowReader, open_window
 from harness.matrix.known_failures import Entry
 from harness.reports import queries
 from harness.reports.grids import new_infra, skipping, suite_grid
@@ -28,6 +28,7 @@ from harness.reports.model import (
 )
 from harness.reports.runs import Runs, iso, lane_facts
 from harness.reports.testgrid import grid_rows
+from harness.results.case_meaning import NEW_FAILURES, WORKS
 
 HEADROOM_LIMIT = 0.8
 EXPIRY_DAYS = 14
@@ -79,7 +80,7 @@ def _night_record(
     for run, status, applied in db.ran_with_known_failure(tests, night_of):
         if applied or not entry.host:
             outcomes[night_of[run]].append(status)
-    passed = sum(all(s in GOOD for s in night) for night in outcomes.values())
+    passed = sum(all(s in WORKS for s in night) for night in outcomes.values())
     return passed, len(outcomes)
 
 
@@ -89,9 +90,9 @@ def _passing(entry: Entry, covered: list[tuple[int, str, str]]) -> list[str]:
     as its record over the nights counts one (``_night_record``): never "now passing"
     with "passed 0 of the last 1 nights"."""
     ran = [(n, s) for _, n, s in covered if s != "skipped"]
-    if entry.action == "quarantine" and any(s not in GOOD for _, s in ran):
+    if entry.action == "quarantine" and any(s not in WORKS for _, s in ran):
         return []
-    return sorted(n for n, s in ran if s in GOOD)
+    return sorted(n for n, s in ran if s in WORKS)
 
 
 def _known_failures(
@@ -258,7 +259,7 @@ def _assemble(db: WindowReader, runs: Runs, facts: dict[str, MatrixFacts], *,
 def headline(report: Report) -> str:
     """One line: what changed first, then the state of the latest runs."""
     failing = sum(
-        1 for row in report.test_grid if any(s in ("failed", "error") for s in row.cells.values())
+        1 for row in report.test_grid if any(s in NEW_FAILURES for s in row.cells.values())
     )
     tonight = report.tonight
     ran = sum(1 for lane in report.lanes if lane.runs and not lane.skipped)

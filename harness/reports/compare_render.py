@@ -13,6 +13,7 @@ from typing import Any
 
 from harness.reports.compare import CaseChange, Comparison, KnownChange, RunSide
 from harness.reports.mdescape import code, text
+from harness.results.case_meaning import works
 
 SCHEMA = 1
 LISTED = 50  # tests only one run has, listed in Markdown (the JSON has all)
@@ -90,7 +91,7 @@ def _case_lines(changes: Iterable[CaseChange], *, signatures: bool) -> list[str]
             out.append(f"- {test} ({ch.after}): {code(ch.before_signature)} -> "
                        f"{code(ch.after_signature)}")
             continue
-        failing = ch.after_message if ch.after not in ("passed", "xpass") else ch.before_message
+        failing = ch.before_message if works(ch.after) else ch.after_message
         said = f": {code(failing)}" if failing else ""
         out.append(f"- {test}: {ch.before} -> {ch.after}{said}")
     return out

@@ -8,6 +8,7 @@ from markupsafe import Markup
 from harness.reports import mdescape
 from harness.reports.model import Report
 from harness.reports.templating import markdown_env
+from harness.results.case_meaning import NEW_FAILURES
 
 TOP = 5
 
@@ -43,7 +44,7 @@ def render_markdown(report: Report, *, html_url: str = "report.html") -> str:
                 (lane, row)
                 for row in report.test_grid
                 for lane, state in row.cells.items()
-                if state in ("failed", "error")
+                if state in NEW_FAILURES
             ],
         )
     )

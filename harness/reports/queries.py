@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from harness.history.window import BAD, GOOD, WindowReader
+from harness.history.window import WindowReader
 from harness.reports.model import Change, Flake, InfraEvent, Series, Streak
+from harness.results.case_meaning import NEW_FAILURES, WORKS
 
 
 def changes(
@@ -28,9 +29,9 @@ def changes(
         if test not in old_run:
             continue
         old = old_run[test][1]
-        if old in GOOD and new in BAD:
+        if old in WORKS and new in NEW_FAILURES:
             regressions.append(Change(lane, key, old, new, message or old_run[test][2]))
-        elif old in BAD and new in GOOD:
+        elif old in NEW_FAILURES and new in WORKS:
             fixes.append(Change(lane, key, old, new, ""))
     return regressions, fixes
 

@@ -15,9 +15,8 @@ from pathlib import Path
 
 from harness.errors import ConfigError, UsageError
 from harness.results import layout
+from harness.results.case_meaning import FINDINGS
 from harness.results.junit_read import NODEID_PROPERTY, JunitReader
-
-_BAD = frozenset({"failed", "error", "xpass"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,7 +59,7 @@ def read_suite(junit: Path, root: Path, rootdirs: Mapping[str, Path] | None = No
                else _from_checkout(case.nodeid, root))
         if nid is not None:
             ids.append(nid)
-        if case.status not in _BAD:
+        if case.status not in FINDINGS:
             continue
         if nid is None:
             whole = whole or f"{case.nodeid} is not a test of this checkout (a collection error?)"

@@ -24,6 +24,7 @@ from harness.process.run import run_captured
 from harness.repro.standalone_ops import OPS
 from harness.repro.standalone_render import Script, render
 from harness.repro.standalone_shrink import Shrunk, minimize, same_failure
+from harness.results.run_folder import read_run
 
 PARITY = "suites/kernel_parity/test_parity.py::test_parity["
 DUMP_TIMEOUT_S = 300.0
@@ -66,10 +67,8 @@ def parse_test_id(test_id: str) -> CaseId:
 
 
 def in_run_folder(run_dir: Path, name: str) -> bool:
-    """Whether the run recorded the case ``name`` (its JUnit files or their sidecars)."""
-    junit = run_dir / "junit"
-    files = sorted(junit.glob("*.xml")) + sorted(junit.glob("*.jsonl")) if junit.is_dir() else []
-    return any(name in f.read_text(encoding="utf-8", errors="replace") for f in files)
+    """Whether the run recorded the case ``name``, as the one run-folder reader reads it."""
+    return bool(read_run(run_dir, lambda _line: None).find(name))
 
 
 @dataclass(frozen=True)

