@@ -12,7 +12,7 @@ import pytest
 
 from harness.cli import main
 from harness.reports.compare import moved, pin_changes
-from harness.reports.compare_read import raised, signature
+from harness.results.run_folder import raised, signature
 
 TAIL = """        if failures:
 >           raise ParityError(msg, outcome)
