@@ -1,8 +1,9 @@
 """Reading the history back for the rooms that plan from it: typed rows, never SQL.
 
 ``harness run`` estimates the time left from this lane's recent suite durations
-(``run/progress.py``) and shard planning takes each test's recent durations
-(``shard/durations.py``); both ask here, so the queries live beside the schema they
+(``run/progress.py``) and chooses each suite's workers from its tests' recent peak memory
+(``run/memory.py``), and shard planning takes each test's recent durations
+(``shard/durations.py``); they ask here, so the queries live beside the schema they
 read. The nightly report's queries are its own (``reports/``).
 """
 
@@ -59,6 +60,46 @@ def recent_suite_times(db: Path, lane: str, *, limit: int = 200) -> list[SuiteTi
     except sqlite3.Error:
         return []
     return [SuiteTime(suite=name, seconds=float(seconds)) for name, seconds in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class SuitePeak:
+    """The most resident memory one test process of a suite held in the lane's recent runs,
+    and the test it held it in (the ``peak_rss_mb`` property, plugin/memory.py)."""
+
+    suite: str
+    mb: float
+    nodeid: str
+
+
+# SQLite gives the bare columns of the row max() chose: the test that peaked.
+_SUITE_PEAKS = """
+WITH recent AS (
+    SELECT id FROM runs WHERE lane = ? ORDER BY started DESC LIMIT ?
+)
+SELECT s.name, max(CAST(json_extract(c.extra, '$.peak_rss_mb') AS REAL)), t.nodeid
+FROM cases c JOIN recent ON c.run = recent.id JOIN suites s ON s.id = c.suite
+JOIN tests t ON t.id = c.test
+WHERE json_valid(c.extra) AND json_extract(c.extra, '$.peak_rss_mb') IS NOT NULL
+GROUP BY s.name
+"""
+
+
+def recent_suite_peaks(db: Path, lane: str, *, last_runs: int = 5) -> list[SuitePeak]:
+    """Each suite's peak test memory over this lane's last runs; read-only and brief, as
+    ``recent_suite_times`` (no database, a busy or a damaged one: no rows)."""
+    if not db.is_file():
+        return []
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        try:
+            rows = conn.execute(_SUITE_PEAKS, (lane, last_runs)).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []
+    return [SuitePeak(suite=name, mb=float(mb), nodeid=str(nodeid))
+            for name, mb, nodeid in rows if mb is not None]
 
 
 # The last runs of every lane, newest first; a case an infrastructure failure cut short

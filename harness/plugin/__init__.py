@@ -63,6 +63,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="append each finished test (and its properties, which then stay out of "
         "JUnit) to this JSON-lines file",
     )
+    group.addoption(
+        "--harness-worker-memory-mb",
+        type=float,
+        default=None,
+        metavar="MB",
+        help="under xdist: restart, between tests, a worker whose resident memory is above "
+        "this after a test",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -77,6 +85,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if not hasattr(config, "workerinput"):
             recorder = PartialResults(config, Path(partial), progress_for_partial(Path(partial)))
             config.pluginmanager.register(recorder, "harness-partial")
+        _register_memory(config)
     spec = config.getoption("--platform")
     if not spec:
         return
@@ -94,6 +103,17 @@ def pytest_configure(config: pytest.Config) -> None:
     session = HarnessSession(config, profile)
     config.stash[_stash_key()] = session
     config.pluginmanager.register(session, _SESSION_KEY)
+
+
+def _register_memory(config: pytest.Config) -> None:
+    """Each test's peak memory where tests run; the worker budget in xdist's controller."""
+    from harness.plugin.memory import TestMemory, WorkerBudget
+
+    config.pluginmanager.register(TestMemory(), "harness-memory")
+    budget = config.getoption("--harness-worker-memory-mb")
+    distributed = bool(getattr(config.option, "numprocesses", None))
+    if budget and distributed and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(WorkerBudget(config, budget), "harness-worker-budget")
 
 
 def _stash_key() -> pytest.StashKey[HarnessSession]:

@@ -19,6 +19,11 @@ def _int(data: Mapping[str, object], key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _number(data: Mapping[str, object], key: str) -> float | None:
+    value = data.get(key)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def _strings(data: Mapping[str, object], key: str) -> list[str]:
     value = data.get(key)
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
@@ -70,6 +75,8 @@ class ThreadsRecord:
     user_set: bool = False  # OMP_NUM_THREADS came from the user and was left alone
     enabled: bool = False
     omp_num_threads: int | str | None = None  # the user's text where user_set
+    memory_mb: float | None = None  # the memory budget the workers were chosen within
+    memory_source: str = ""  # what limited it: HARNESS_MEMORY_LIMIT, a cgroup, MemAvailable
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -84,6 +91,7 @@ class ThreadsRecord:
             user_set=data.get("user_set") is True, enabled=data.get("enabled") is True,
             omp_num_threads=omp if isinstance(omp, int | str) and not isinstance(omp, bool)
             else None,
+            memory_mb=_number(data, "memory_mb"), memory_source=_str(data, "memory_source"),
         )  # fmt: skip
 
 

@@ -339,6 +339,8 @@ class _Reader:
                 g(data, "skip_reasons", list, [], path), f"{path}skip_reasons"
             ),
             cause=self.cause(data, path),
+            peak_rss_mb=g(data, "peak_rss_mb", (int, float), None, path),
+            peak_test=g(data, "peak_test", str, "", path),
         )
 
 

@@ -111,6 +111,10 @@ class SuiteOutcome:
     mostly_skipped: bool = False
     skip_reasons: list[SkipReason] = field(default_factory=list)  # most common first
     cause: CauseRecord | None = None  # why it ended abnormally, beside the prose reason
+    # The most resident memory one of its test processes held, and in which test
+    # (plugin/memory.py); None where no test recorded it.
+    peak_rss_mb: float | None = None
+    peak_test: str = ""
 
 
 def failing(counts: Counts | Mapping[str, int]) -> bool:

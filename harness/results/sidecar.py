@@ -64,6 +64,24 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return list(iter_records(path))
 
 
+PEAK_RSS_PROPERTY = "peak_rss_mb"  # a test process's peak resident MB during the test
+
+
+def peak_memory(path: Path) -> tuple[float, str] | None:
+    """The highest ``peak_rss_mb`` of a partial file's tests, and the test that reached it."""
+    best: tuple[float, str] | None = None
+    for record in iter_records(path):
+        props = record.get("properties")
+        value = props.get(PEAK_RSS_PROPERTY) if isinstance(props, dict) else None
+        try:
+            mb = float(value) if value is not None else None
+        except (TypeError, ValueError):
+            mb = None
+        if mb is not None and (best is None or mb > best[0]):
+            best = (mb, record["nodeid"])
+    return best
+
+
 def iter_records(path: Path) -> Iterator[dict[str, Any]]:
     """The result lines of a partial file one at a time (none when it is absent)."""
     if not path.is_file():

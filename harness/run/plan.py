@@ -11,6 +11,7 @@ from harness.errors import UsageError
 from harness.matrix.model import Matrix, Suite
 from harness.results import layout
 from harness.roots import base_of
+from harness.run.memory import MemoryBudget, Peak, check_fits, describe, workers_within
 from harness.runners.invocation import Invocation
 
 
@@ -23,6 +24,8 @@ class PlanOptions:
     keyword: str | None = None
     workers: int = 1
     workers_asked: int | None = None  # --workers as given (None: the CPU budget chose)
+    memory: MemoryBudget | None = None  # the run's memory budget (run/memory.py)
+    peaks: Mapping[str, Peak] = field(default_factory=dict)  # suite -> its tests' peak
     seed: int = 0
     shard: str | None = None
     durations: Path | None = None  # every shard of one job must read the same file
@@ -99,6 +102,11 @@ def override_notes(matrix: Matrix, options: PlanOptions) -> list[str]:
                 f"--workers {asked} capped to {suite.workers} for suite {suite.name} "
                 f"(its matrix entry says workers: {suite.workers})"
             )
+        cpu = _cpu_workers(suite, options)
+        peak = options.peaks.get(suite.name)
+        fit = workers_within(cpu, options.memory, peak)
+        if fit < cpu and options.memory is not None and peak is not None:
+            notes.append(describe(suite.name, cpu, fit, options.memory, peak))
         for flag in ("-n", "--rootdir", "--junitxml", "--platform", "--timeout"):
             given = [a for a in options.extra_pytest_args if a == flag or a.startswith(flag + "=")]
             if given:
@@ -123,9 +131,9 @@ def plan_suite(matrix: Matrix, suite: Suite, run_dir: Path, root: Path,
     partial = run_dir / layout.partial_rel(suite.name, shard)
     place = suite_place(suite, root)
     targets = [str(place.rootdir / n) for n in node_ids] or [str(place.target)]
-    workers = (
-        options.workers if suite.workers == "auto" else min(int(suite.workers), options.workers)
-    )
+    peak = options.peaks.get(suite.name)
+    check_fits(suite.name, options.memory, peak)
+    workers = workers_within(_cpu_workers(suite, options), options.memory, peak)
     argv: list[str] = [options.python, "-m", "pytest", *targets]
     # Loads the plugin whether or not this interpreter has the entry point.
     argv += ["-p", "harness.pytest_entry"]
@@ -163,6 +171,11 @@ def plan_suite(matrix: Matrix, suite: Suite, run_dir: Path, root: Path,
     )
 
 
+def _cpu_workers(suite: Suite, options: PlanOptions) -> int:
+    return options.workers if suite.workers == "auto" else min(int(suite.workers),
+                                                               options.workers)
+
+
 def _selection_args(suite: Suite, options: PlanOptions, workers: int,
                     shard: str | None) -> list[str]:
     """What narrows or spreads one suite's run: emulation, workers, markers, -k, the shard,
@@ -170,6 +183,8 @@ def _selection_args(suite: Suite, options: PlanOptions, workers: int,
     argv = ["--emulate"] if options.emulate else []
     if workers > 1:
         argv += ["-n", str(workers)]
+        if options.memory is not None:  # each worker's share, restarted above it
+            argv += [f"--harness-worker-memory-mb={options.memory.mb / workers:.0f}"]
     if suite.markers:
         argv += ["-m", suite.markers]
     keyword = " and ".join(f"({k})" for k in (suite.k, options.keyword) if k)

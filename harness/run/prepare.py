@@ -19,6 +19,7 @@ from harness.platform.probe import ProbeRefused
 from harness.results import layout
 from harness.results.writefail import make_reserve
 from harness.roots import import_path
+from harness.run.memory import MemoryBudget, Peak, memory_budget
 from harness.run.pins import describe as describe_pins
 from harness.run.plan import PlanOptions, override_notes, plan_run, select_suites
 from harness.run.request import Prepared, RunContext
@@ -92,7 +93,16 @@ def preflight_step(ctx: RunContext) -> None:
 
 
 def plan_threads_step(ctx: RunContext) -> ThreadPlan:
-    return plan_threads(ctx.request.workers, cpu_budget())
+    return plan_threads(ctx.request.workers, cpu_budget(), memory=memory_budget())
+
+
+def recorded_peaks(ctx: RunContext) -> dict[str, Peak]:
+    """Each suite's peak test memory when this lane last ran, from this host's history."""
+    from harness.history.read import recent_suite_peaks
+
+    lane = layout.Lane(matrix=ctx.matrix.name, emulated=ctx.request.emulate)
+    return {p.suite: Peak(mb=p.mb, test=p.nodeid)
+            for p in recent_suite_peaks(default_db_path(), str(lane))}
 
 
 def prepare_run_dir(ctx: RunContext) -> tuple[str, Path]:
@@ -151,6 +161,9 @@ def plan_step(ctx: RunContext, *, threads: ThreadPlan, run_dir: Path,
         keyword=ctx.request.keyword,
         workers=threads.workers,
         workers_asked=ctx.request.workers,
+        memory=(MemoryBudget(mb=threads.memory_mb, source=threads.memory_source)
+                if threads.memory_mb is not None else None),
+        peaks=recorded_peaks(ctx),
         seed=ctx.request.seed,
         shard=ctx.request.shard,
         durations=write_durations(ctx, run_dir),

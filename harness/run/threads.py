@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from harness.run.memory import MemoryBudget
+
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
@@ -31,6 +33,8 @@ class ThreadPlan:
     threads_per_worker: int
     user_set: bool  # OMP_NUM_THREADS came from the user and was left alone
     enabled: bool
+    memory_mb: float | None = None  # the run's memory budget (run/memory.py)
+    memory_source: str = ""
 
     def env(self) -> dict[str, str]:
         if self.user_set or not self.enabled:
@@ -77,6 +81,7 @@ def plan_threads(
     requested_workers: int | None,
     budget: CpuBudget,
     environ: Mapping[str, str] = os.environ,
+    memory: MemoryBudget | None = None,
 ) -> ThreadPlan:
     """Workers and threads per worker so that workers x threads <= the CPU budget."""
     enabled = environ.get("HARNESS_THREAD_BUDGET", "on") != "off"
@@ -91,4 +96,6 @@ def plan_threads(
         threads_per_worker=threads,
         user_set="OMP_NUM_THREADS" in environ,
         enabled=enabled,
+        memory_mb=memory.mb if memory is not None else None,
+        memory_source=memory.source if memory is not None else "",
     )

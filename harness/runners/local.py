@@ -27,6 +27,7 @@ from harness.results.junit_write import (
 from harness.results.layout import progress_for_partial
 from harness.results.manifest_write import ManifestWriter
 from harness.results.outcome import Counts, Status, SuiteOutcome, failing
+from harness.results.sidecar import peak_memory
 from harness.results.skips import summarise_skips
 from harness.results.writefail import describe as describe_write_failure
 from harness.results.writefail import is_write_failure
@@ -96,6 +97,7 @@ def outcome_of(inv: Invocation, result: ProcResult) -> SuiteOutcome:
     if status is Status.PASSED and _ran_nothing(code, counts):
         status, reason = Status.NO_TESTS, "no tests ran"
     skips = summarise_skips(inv.junit, inv.suite) if inv.junit.is_file() else None
+    peak = peak_memory(inv.partial)
     mostly = skips is not None and skips.mostly_skipped(inv.max_skip_ratio)
     if mostly and skips is not None:
         note = (f"mostly skipped: {skips.skipped} of {skips.total} "
@@ -117,6 +119,8 @@ def outcome_of(inv: Invocation, result: ProcResult) -> SuiteOutcome:
         mostly_skipped=mostly,
         skip_reasons=list(skips.reasons) if skips is not None else [],
         cause=ended,
+        peak_rss_mb=peak[0] if peak else None,
+        peak_test=peak[1] if peak else "",
     )
 
 

@@ -1,0 +1,160 @@
+"""Each test's peak resident memory, and xdist workers kept within a memory budget.
+
+Every test process (an xdist worker, or pytest itself without xdist) resets its peak
+resident set (Linux's ``/proc/self/clear_refs``) when a test starts and reads it once the
+test is torn down: the test's ``peak_rss_mb`` property (the process's whole resident set at
+its highest during that test, the interpreter and what earlier tests left included), which
+the sidecar, the manifest and the history keep beside its duration.
+
+With ``--harness-worker-memory-mb=N`` under xdist the controller schedules by work
+stealing (xdist's ``worksteal``) and watches each worker's resident memory after each
+test: a worker above N MB takes no new test; the tests queued for it go back to the
+others, it finishes the one it is running (and the one it already holds as next: xdist's
+worker needs it to tear down), it is shut down between tests and a fresh worker takes its
+place, with one line saying so. A worker whose memory grows over a file's cases (vLLM's
+test_cpu_attn.py: 18.7 GB after an hour, where one case alone needs 5 GB) is then
+restarted, never killed by the kernel's OOM killer in the middle of a test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.results.sidecar import PEAK_RSS_PROPERTY as PROPERTY
+
+RSS_ATTR = "harness_rss_mb"  # a teardown report's current resident memory, for the controller
+_STATUS = Path("/proc/self/status")
+_CLEAR_REFS = Path("/proc/self/clear_refs")
+
+
+def _status_mb(field: str) -> float | None:
+    """``VmRSS`` / ``VmHWM`` of this process in MB; None where /proc has none."""
+    try:
+        text = _STATUS.read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return None
+
+
+def reset_peak() -> bool:
+    """Start the peak resident set anew from the current one (Linux 4.0+)."""
+    try:
+        _CLEAR_REFS.write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+class TestMemory:
+    """In every process that runs tests: each test's peak, on its teardown report."""
+
+    def __init__(self) -> None:
+        self._resets = True
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        if self._resets:
+            self._resets = reset_peak()
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+        outcome = yield
+        if call.when != "teardown":
+            return
+        report = outcome.get_result()
+        # Without a reset (no clear_refs) the peak is the process's since it started.
+        peak, rss = _status_mb("VmHWM"), _status_mb("VmRSS")
+        if peak is not None:
+            report.user_properties.append((PROPERTY, round(peak, 1)))
+        if rss is not None:
+            setattr(report, RSS_ATTR, round(rss, 1))
+
+
+def make_recycling(config: pytest.Config, log: Any, budget_mb: float) -> Any:
+    """xdist's work-stealing scheduler that drains and replaces a worker over budget."""
+    from xdist.scheduler.worksteal import (  # type: ignore[import-untyped]
+        MIN_PENDING,
+        WorkStealingScheduling,
+    )
+
+    class Recycling(WorkStealingScheduling):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__(config, log)
+            self.draining: dict[Any, str] = {}  # node -> why
+
+        def note(self, node: Any, rss_mb: float, nodeid: str) -> None:
+            if rss_mb > budget_mb and node in self.node2pending and node not in self.draining:
+                self.draining[node] = (f"{rss_mb:.0f} MB resident after {nodeid}, over the "
+                                       f"{budget_mb:.0f} MB a worker may use")
+
+        def _drain(self) -> None:
+            for node in list(self.draining):
+                pending = self.node2pending.get(node)
+                if pending is None or node.shutting_down:
+                    continue
+                if len(pending) <= MIN_PENDING:  # the running test and the one it holds
+                    node.shutdown()
+                elif self.steal_requested_from_node is None:  # type: ignore[has-type]
+                    node.send_steal(pending[MIN_PENDING:])
+                    self.steal_requested_from_node = node
+
+        def check_schedule(self) -> None:
+            self._drain()
+            super().check_schedule()
+
+    return Recycling()
+
+
+class WorkerBudget:
+    """In the xdist controller: the scheduler above, and a fresh worker for each drained
+    one."""
+
+    def __init__(self, config: pytest.Config, budget_mb: float) -> None:
+        self.config = config
+        self.budget_mb = budget_mb
+        self.sched: Any = None
+        self.restarts: list[str] = []
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        if config.getvalue("dist") not in ("load", "worksteal"):
+            return None  # the suite chose how its tests group (loadfile, loadscope, ...)
+        self.sched = make_recycling(config, log, self.budget_mb)
+        return self.sched
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        rss = getattr(report, RSS_ATTR, None)
+        node = getattr(report, "node", None)
+        if self.sched is not None and report.when == "teardown" and rss is not None and node:
+            self.sched.note(node, float(rss), report.nodeid)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object | None) -> None:
+        why = self.sched.draining.pop(node, None) if self.sched is not None else None
+        if why is None or error is not None:
+            return  # a crash: xdist replaces the worker itself, or gives up
+        dsession = self.config.pluginmanager.getplugin("dsession")
+        if dsession is None or dsession.shuttingdown or self.sched.tests_finished:
+            return
+        clone = dsession._clone_node(node)  # xdist's own way to replace a worker
+        line = (f"harness: worker {node.gateway.id} restarted between tests as "
+                f"{clone.gateway.id}: {why}")
+        self.restarts.append(line)
+        reporter = self.config.pluginmanager.getplugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(line)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.restarts:
+            terminalreporter.write_line(
+                f"harness: {len(self.restarts)} worker restart(s) for memory "
+                f"(budget {self.budget_mb:.0f} MB a worker)")

@@ -1,0 +1,126 @@
+"""Workers within memory, end to end through `harness run` (real pytest-xdist workers, real
+resident memory): each test's peak recorded in the sidecar, the manifest and the history; a
+worker that grows past its share restarted between tests with nothing lost; the worker count
+following a small memory limit; a suite whose test cannot fit refused before it runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.history.read import recent_suite_peaks
+from harness.results.manifest import RunRecord
+from harness.roots import project_root
+
+ROOT = project_root()
+MB = 60  # each test keeps this much more resident than the one before it, in its worker
+TESTS = 12
+
+SUITE = f"""
+import pytest
+
+HELD = []
+
+
+@pytest.mark.parametrize("i", range({TESTS}))
+def test_grows(i):
+    block = bytearray({MB} * 1024 * 1024)
+    for at in range(0, len(block), 4096):  # touched: resident, not only reserved
+        block[at] = 1
+    HELD.append(block)
+"""
+
+
+def harness(tmp_path: Path, *args: str, limit: str) -> subprocess.CompletedProcess[str]:
+    env = os.environ | {"HARNESS_MEMORY_LIMIT": limit,
+                        "HARNESS_HISTORY": str(tmp_path / "history.sqlite")}
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
+@pytest.fixture
+def matrix(tmp_path: Path) -> Path:
+    suite = tmp_path / "growing"
+    suite.mkdir()
+    (suite / "test_growing.py").write_text(textwrap.dedent(SUITE))
+    path = tmp_path / "grows.yaml"
+    path.write_text("\n".join([
+        "extends: cpu.yaml",
+        "name: grows",
+        "suites:",
+        *(f"  {name}: {{enabled: false}}" for name in ("platform", "kernel_parity", "fusion",
+                                                       "e2e")),
+        f"  growing: {{path: {suite}, workers: auto, timeout_s: 300}}",
+    ]) + "\n")
+    return path
+
+
+def run(tmp_path: Path, matrix: Path, limit: str, *extra: str
+        ) -> tuple[subprocess.CompletedProcess[str], Path | None]:
+    reports = tmp_path / "reports"
+    before = set((reports / "grows").iterdir()) if (reports / "grows").is_dir() else set()
+    done = harness(tmp_path, "run", "--matrix", str(matrix), "--python", "current", "--local",
+                   "--reports", str(reports), *extra, limit=limit)
+    after = set((reports / "grows").iterdir()) if (reports / "grows").is_dir() else set()
+    new = sorted(after - before)
+    return done, (new[0] if new else None)
+
+
+def test_a_worker_over_its_share_is_restarted_between_tests(tmp_path: Path,
+                                                            matrix: Path) -> None:
+    # 2 workers in 600 MB: 300 MB each; a worker holds its interpreter, torch and the
+    # plugin (about 235 MB) and 60 MB more for each test it ran, so each passes its share
+    # after its second test of the six it would run.
+    done, run_dir = run(tmp_path, matrix, "600M", "--workers", "2")
+    said = done.stdout + done.stderr
+    assert done.returncode == 0 and run_dir is not None, said[-3000:]
+    assert "restarted between tests" in said, said[-3000:]
+    assert "over the 300 MB a worker may use" in said
+
+    record = RunRecord.read(run_dir)
+    (suite,) = record.suites
+    # nothing lost: every test ran once and passed, no crash, no error case
+    assert suite.counts.passed == TESTS and suite.counts.failed == suite.counts.error == 0
+    assert record.threads.memory_mb == 600 and record.threads.memory_source == \
+        "HARNESS_MEMORY_LIMIT"
+    # each test's peak in the sidecar, the suite's in the manifest; below what a worker
+    # running its six tests would reach: a drained worker runs the test it is running and
+    # the one it holds as next (xdist's worker needs it to tear down), then restarts
+    lines = [json.loads(x) for x in (run_dir / "junit" / "growing.partial.jsonl")
+             .read_text().splitlines()]
+    peaks = [float(x["properties"]["peak_rss_mb"]) for x in lines]
+    assert len(peaks) == TESTS and min(peaks) > MB
+    assert suite.peak_rss_mb == max(peaks) and suite.peak_test.startswith("test_growing.py::")
+    assert max(peaks) < min(peaks) + (TESTS / 2 - 1) * MB
+
+
+def test_the_worker_count_follows_the_memory_limit(tmp_path: Path, matrix: Path) -> None:
+    done, run_dir = run(tmp_path, matrix, "600M", "--workers", "2")
+    assert done.returncode == 0 and run_dir is not None, (done.stdout + done.stderr)[-3000:]
+    ingest = harness(tmp_path, "history", "ingest", str(run_dir), limit="600M")
+    assert ingest.returncode == 0, ingest.stderr
+    (peak,) = recent_suite_peaks(tmp_path / "history.sqlite", "grows")
+    assert peak.suite == "growing" and peak.mb == RunRecord.read(run_dir).suites[0].peak_rss_mb
+
+    # Room for one worker at the recorded peak, not two: one worker, and the run says why.
+    limit = f"{int(peak.mb * 1.5)}M"
+    done, run_dir = run(tmp_path, matrix, limit, "--workers", "2")
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-3000:]
+    assert "suite growing: 1 worker(s), not 2: its tests peaked at" in said
+    assert run_dir is not None
+    assert "bringing up nodes" not in (run_dir / "logs" / "growing.log").read_text()  # no xdist
+    assert RunRecord.read(run_dir).suites[0].counts.passed == TESTS
+
+    # Less than one test process needed: one infrastructure line, nothing run.
+    done, run_dir = run(tmp_path, matrix, f"{int(peak.mb / 2)}M")
+    said = done.stdout + done.stderr
+    assert done.returncode == 3, said[-3000:]
+    assert "suite growing: test_growing.py::test_grows[" in said
+    assert "it cannot fit here" in said and "Traceback" not in said

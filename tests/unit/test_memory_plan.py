@@ -1,0 +1,76 @@
+"""The run's memory budget and a suite's workers within it (harness/run/memory.py);
+tests/integration/test_memory_budget.py runs them for real."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.errors import ConfigError, InfraError
+from harness.run.memory import (
+    MemoryBudget,
+    Peak,
+    check_fits,
+    memory_budget,
+    parse_size,
+    workers_within,
+)
+
+
+@pytest.mark.parametrize(("text", "mb"), [("600M", 600), ("24G", 24 * 1024), ("1.5GiB", 1536),
+                                          ("2048", 2048), ("512k", 0.5), ("1 GB", 1024)])
+def test_sizes(text: str, mb: float) -> None:
+    assert parse_size(text) == mb
+
+
+def _meminfo(tmp_path: Path, available_kb: int) -> Path:
+    path = tmp_path / "meminfo"
+    path.write_text(f"MemTotal: 99999999 kB\nMemAvailable: {available_kb} kB\n")
+    return path
+
+
+def test_the_smallest_of_the_limit_the_cgroup_and_the_host(tmp_path: Path) -> None:
+    cgroup = tmp_path / "cgroup"
+    cgroup.mkdir()
+    meminfo = _meminfo(tmp_path, 8 * 1024 * 1024)  # 8 GB available
+    assert memory_budget({}, cgroup, meminfo) == MemoryBudget(mb=8192, source="MemAvailable")
+    (cgroup / "memory.max").write_text(str(6 << 30) + "\n")
+    (cgroup / "memory.current").write_text(str(1 << 30) + "\n")  # 5 GB left in the cgroup
+    assert memory_budget({}, cgroup, meminfo) == MemoryBudget(mb=5120,
+                                                              source="cgroup v2 memory.max")
+    (cgroup / "memory.max").write_text("max\n")
+    assert memory_budget({}, cgroup, meminfo).source == "MemAvailable"
+    limited = memory_budget({"HARNESS_MEMORY_LIMIT": "2G"}, cgroup, meminfo)
+    assert limited == MemoryBudget(mb=2048, source="HARNESS_MEMORY_LIMIT")
+
+
+def test_a_cgroup_v1_without_a_limit_is_no_limit(tmp_path: Path) -> None:
+    v1 = tmp_path / "memory"
+    v1.mkdir()
+    (v1 / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    budget = memory_budget({}, tmp_path, _meminfo(tmp_path, 1024 * 1024))
+    assert budget == MemoryBudget(mb=1024, source="MemAvailable")
+
+
+def test_a_bad_limit_is_one_line() -> None:
+    with pytest.raises(ConfigError, match=r"^HARNESS_MEMORY_LIMIT='lots': expected a size"):
+        memory_budget({"HARNESS_MEMORY_LIMIT": "lots"})
+
+
+def test_workers_follow_the_recorded_peak() -> None:
+    budget = MemoryBudget(mb=22_000, source="MemAvailable")
+    assert workers_within(2, budget, None) == 2  # nothing recorded: the CPU budget
+    assert workers_within(2, None, Peak(mb=18_700, test="t")) == 2  # no budget known
+    assert workers_within(2, budget, Peak(mb=5_000, test="t")) == 2
+    assert workers_within(8, budget, Peak(mb=5_000, test="t")) == 4
+    assert workers_within(2, budget, Peak(mb=18_700, test="t")) == 1
+
+
+def test_a_test_that_cannot_fit_is_an_infrastructure_line() -> None:
+    budget = MemoryBudget(mb=22_000, source="cgroup v2 memory.max")
+    check_fits("attn", budget, Peak(mb=21_000, test="t"))
+    with pytest.raises(InfraError, match=r"^suite attn: a.py::t held 30.0 GB resident when "
+                                         r"this lane last ran; this host's memory budget is "
+                                         r"21.5 GB \(cgroup v2 memory.max\): it cannot fit"):
+        check_fits("attn", budget, Peak(mb=30_720, test="a.py::t"))
