@@ -127,7 +127,10 @@ class WorkerBudget:
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         if config.getvalue("dist") not in ("load", "worksteal"):
             return None  # the suite chose how its tests group (loadfile, loadscope, ...)
-        self.sched = make_recycling(config, log, self.budget_mb)
+        try:
+            self.sched = make_recycling(config, log, self.budget_mb)
+        except ImportError:  # an xdist before 3.2 has no work stealing: workers as they were
+            return None
         return self.sched
 
     @pytest.hookimpl(tryfirst=True)
@@ -145,7 +148,7 @@ class WorkerBudget:
         dsession = self.config.pluginmanager.getplugin("dsession")
         if dsession is None or dsession.shuttingdown or self.sched.tests_finished:
             return
-        clone = dsession._clone_node(node)  # xdist's own way to replace a worker
+        clone = dsession._clone_node(node)  # how xdist replaces a crashed worker, since 1.x
         line = (f"harness: worker {node.gateway.id} restarted between tests as "
                 f"{clone.gateway.id}: {why}")
         self.restarts.append(line)
