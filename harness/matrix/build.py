@@ -159,7 +159,7 @@ def build(resolved: dict[str, Any], *, name: str, file: str, source: LDict | Non
         runtime=Runtime(
             **_kw(
                 r.get("runtime"),
-                ("devices", "group_add", "security_opt", "cap_add", "env_allowlist"),
+                ("devices", "group_add", "security_opt", "cap_add", "env_allowlist", "preload"),
             )
         ),
         probe=Probe(**_map(r.get("probe"))),

@@ -165,6 +165,9 @@ class Runtime:
     platform: str | None = None
     step_timeout_s: int = 3600
     test_timeout_s: int = 600
+    # Modules one process imports once; each one-worker suite then runs in a process
+    # forked from it (runners/forkserver.py): isolation per suite without the import's cost.
+    preload: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

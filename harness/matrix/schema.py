@@ -336,6 +336,8 @@ MATRIX = Obj(
                 ),
                 "step_timeout_s": Int(minimum=1),
                 "test_timeout_s": Int(minimum=1),
+                "preload": _strs("modules imported once; one-worker suites run in processes "
+                                 "forked from that one", pattern=r"^[A-Za-z_][A-Za-z0-9_.]*$"),
             }
         ),
         "probe": Obj(fields={"kind": Str(enum=tuple(PROBE_KINDS), what="probe"),

@@ -105,4 +105,4 @@ def pick_runner(request: RunRequest, matrix: Matrix) -> Runner:
     if docker:
         return DockerRunner(matrix, keep_container=request.keep_container,
                             writable_checkout=request.update_expectations)
-    return LocalRunner(None if request.emulate else matrix)
+    return LocalRunner(None if request.emulate else matrix, preload=matrix.runtime.preload)

@@ -7,7 +7,7 @@ import os
 import shlex
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -31,6 +31,7 @@ from harness.results.sidecar import peak_memory
 from harness.results.skips import summarise_skips
 from harness.results.writefail import describe as describe_write_failure
 from harness.results.writefail import is_write_failure
+from harness.runners.forkserver import ForkServer
 from harness.runners.invocation import Invocation
 from harness.runners.runner import Runner
 
@@ -158,13 +159,15 @@ class LocalRunner(Runner):
 
     def __init__(self, matrix: Matrix | None = None, *,
                  base_env: Mapping[str, str] | None = None,
-                 echo: TextIO | None = sys.stdout) -> None:
+                 echo: TextIO | None = sys.stdout, preload: Sequence[str] = ()) -> None:
         """``matrix``: the device to probe at start (None: none, as under emulation);
-        ``base_env``: what every suite inherits (None: this process's environment)."""
+        ``base_env``: what every suite inherits (None: this process's environment);
+        ``preload``: the modules a fork server imports once for the one-worker suites."""
         super().__init__(echo=echo)
         self.matrix = matrix
         self.base_env = base_env
         self._env: dict[str, str] = {}
+        self.forkserver = ForkServer(preload)
 
     def preflight(self) -> None:
         """A CPU matrix that expects a vendor or flags (zen) probes in milliseconds: before
@@ -184,12 +187,15 @@ class LocalRunner(Runner):
         self.probe()
 
     def stop(self) -> None:
-        """Each suite's process group is gone when its ``run_one`` returns."""
+        """Each suite's process group is gone when its ``run_one`` returns; the fork
+        server, if one started, goes now."""
+        self.forkserver.stop()
 
     def run_one(self, inv: Invocation) -> SuiteOutcome:
+        env = self._env | dict(inv.env)
         result = run_streaming(
-            inv.argv,
-            env=self._env | dict(inv.env),
+            self.forkserver.argv_for(inv, env),
+            env=env,
             log_path=inv.log,
             prefix=f"[{inv.suite}] ",
             timeout_s=inv.timeout_s,
