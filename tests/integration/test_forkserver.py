@@ -85,10 +85,11 @@ def scratch(tmp_path: Path, engine: str = ENGINE) -> Path:
     return path
 
 
-def harness_run(tmp_path: Path, matrix: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+def harness_run(tmp_path: Path, matrix: Path, *extra: str
+                ) -> tuple[subprocess.CompletedProcess[str], Path]:
     reports = tmp_path / "reports"
     done = subprocess.run([sys.executable, "-m", "harness", "run", "--matrix", str(matrix),
-                           "--python", "current", "--local", "--reports", str(reports)],
+                           "--python", "current", "--local", "--reports", str(reports), *extra],
                           cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     (run_dir,) = (reports / "forked").iterdir()
     return done, run_dir
@@ -139,3 +140,22 @@ def test_a_server_that_cannot_fork_safely_is_said_and_the_suites_run_fresh(
     statuses = {s.suite: s.status.value for s in RunRecord.read(run_dir).suites}
     assert statuses == {"a": "passed", "dies": "crashed", "b": "passed", "hangs": "timeout",
                         "c": "passed"}
+
+
+OPENMP_ENGINE = """
+import torch
+
+torch.ones(1 << 22).add_(1).sum()  # a parallel region in the server, before any fork
+"""
+
+
+def test_an_openmp_region_before_the_fork_is_found_by_the_canary(tmp_path: Path) -> None:
+    """torch's CPU build (GNU OpenMP): a child forked after a parallel region hangs in its
+    next one; the server's canary finds it and the suites run fresh. One worker, so that
+    the thread budget gives torch two threads (with one, no region is parallel: safe)."""
+    done, run_dir = harness_run(tmp_path, scratch(tmp_path, OPENMP_ENGINE), "--workers", "1")
+    said = done.stdout + done.stderr
+    assert "fork server unsafe: a forked child's parallel kernel hung past" in said, \
+        said[-3000:]
+    statuses = {s.suite: s.status.value for s in RunRecord.read(run_dir).suites}
+    assert statuses["a"] == statuses["b"] == statuses["c"] == "passed"
