@@ -5,18 +5,33 @@ Only ``harness.cli.main`` catches these; it prints ``str(error)`` as one line.
 
 from __future__ import annotations
 
+from enum import IntEnum
+
+
+class Exit(IntEnum):
+    """harness's exit codes, one place: the exceptions below carry them, the run's status
+    (run/finish.py) and each cause's meaning (results/cause.py) name them, bisect reads a
+    step's from here (docs/contracts.md)."""
+
+    OK = 0
+    FAILED = 1  # a test failed (a finding), or no test ran
+    USAGE = 2  # the command line or an input file is wrong
+    INFRA = 3  # infrastructure: CI retries it
+    CRASHED = 4  # a test process killed itself by a signal: a finding, never retried
+    INTERRUPTED = 130  # Ctrl-C (a CI cancel by SIGTERM / SIGHUP: 143 / 129)
+
 
 class HarnessError(Exception):
     """Base class of every failure a user should see as one clean line."""
 
-    exit_code = 1
+    exit_code: int = Exit.FAILED
 
 
 class TestsFailed(HarnessError):
     """Tests ran and some failed (exit 1)."""
 
     __test__ = False  # not a pytest test class
-    exit_code = 1
+    exit_code: int = Exit.FAILED
 
 
 class TestProcessCrashed(HarnessError):
@@ -25,13 +40,13 @@ class TestProcessCrashed(HarnessError):
     retry would repeat (exit 4; an infrastructure failure in the same run is exit 3)."""
 
     __test__ = False
-    exit_code = 4
+    exit_code: int = Exit.CRASHED
 
 
 class ConfigError(HarnessError):
     """A matrix, expectations file or other input is invalid (exit 2)."""
 
-    exit_code = 2
+    exit_code: int = Exit.USAGE
 
     def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
                  key: str | None = None) -> None:
@@ -62,13 +77,13 @@ class ConfigErrors(ConfigError):
 class UsageError(HarnessError):
     """The command line is wrong (exit 2)."""
 
-    exit_code = 2
+    exit_code: int = Exit.USAGE
 
 
 class InfraError(HarnessError):
     """Infrastructure failed: image build, docker, probe, missing JUnit, timeout (exit 3)."""
 
-    exit_code = 3
+    exit_code: int = Exit.INFRA
 
 
 class HostUnavailable(InfraError):
@@ -79,8 +94,8 @@ class HostUnavailable(InfraError):
 class Interrupted(HarnessError):
     """Ctrl-C (exit 130), or a cancel by SIGTERM (143) or SIGHUP (129)."""
 
-    exit_code = 130
+    exit_code: int = Exit.INTERRUPTED
 
-    def __init__(self, message: str, *, exit_code: int = 130) -> None:
+    def __init__(self, message: str, *, exit_code: int = Exit.INTERRUPTED) -> None:
         super().__init__(message)
         self.exit_code = exit_code

@@ -9,6 +9,7 @@ from pathlib import Path
 from harness.bisect.commits import label, search
 from harness.bisect.steps import Where, run_step
 from harness.bisect.verdict import Step, Verdict, first_change
+from harness.errors import Exit
 
 
 def work_folder(reports: Path | None, root: Path) -> Path:
@@ -61,14 +62,14 @@ def bisect_commits(matrix: str, test: str, repo: Path, good: str, shas: list[str
         print("harness: bisect: the ends do not hold (GOOD must pass, BAD must fail): "
               + "; ".join(f"{k} {v.verdict.value}" for k, v in ends.items())
               + ("; an end that could not be judged decides nothing" if unsure else ""))
-        return 3 if unsure else 1
+        return Exit.INFRA if unsure else Exit.FAILED
     if len(found.suspects) == 1:
         print(f"harness: bisect: first bad commit: {label(repo, found.suspects[0])}")
-        return 0
+        return Exit.OK
     *unjudged, first_bad = (label(repo, sha) for sha in found.suspects)
     print(f"harness: bisect: only unjudged commits are left between the last good and the "
           f"first bad one: {_any_of('first bad commit', unjudged, f'{first_bad} (bad)')}")
-    return 3
+    return Exit.INFRA
 
 
 def _any_of(what: str, unjudged: list[str], judged: str) -> str:
@@ -90,7 +91,7 @@ def _conclude(steps: list[Step], *, unit: str) -> int:
         judged = (f"every {unit} judged is {' / '.join(sorted(verdicts))}" if verdicts
                   else f"no {unit} could be judged")
         print(f"harness: bisect: no change: {judged}{not_judged}")
-        return 3 if infra else 1
+        return Exit.INFRA if infra else Exit.FAILED
     before, after = change
     word = "first bad" if after.verdict is Verdict.BAD else "first good"
     across = [s.label for s in steps[steps.index(before) + 1:steps.index(after)]]
@@ -98,8 +99,8 @@ def _conclude(steps: list[Step], *, unit: str) -> int:
         print(f"harness: bisect: the change lies across {unit}s that could not be judged: "
               + _any_of(f"{word} {unit}", across, f"{after.label} ({after.verdict.value}), "
                         f"after {before.label} ({before.verdict.value})"))
-        return 3
+        return Exit.INFRA
     aside = f"{not_judged} (the change does not lie there)" if unjudged else ""
     print(f"harness: bisect: {word} {unit}: {after.label} (after {before.label}, "
           f"{before.verdict.value}){aside}")
-    return 3 if infra else 0
+    return Exit.INFRA if infra else Exit.OK

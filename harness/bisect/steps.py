@@ -10,12 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.bisect.verdict import Step, Verdict, read_verdict
-from harness.errors import UsageError
+from harness.errors import Exit, UsageError
 from harness.process.run import run_streaming
 
 STEP_TIMEOUT_S = 7200.0  # an environment of several GB may be built first
-_INFRA = 3  # harness run's exit code for an infrastructure failure (errors.InfraError)
-_USAGE = 2
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,10 +45,10 @@ def run_step(where: Where, label: str, slug: str, extra: Sequence[str] = ()) -> 
     env = dict(os.environ if where.env is None else where.env)
     result = run_streaming(argv, env=env, log_path=where.work / f"{slug}.log", prefix="",
                            timeout_s=STEP_TIMEOUT_S, cwd=where.cwd, echo=None)
-    if result.exit_code == _USAGE:
+    if result.exit_code == Exit.USAGE:
         raise UsageError(f"{label}: {_last_error(result.tail).removeprefix('harness: error: ')}")
     runs = sorted(reports.glob("*/*/manifest.json"))
-    if result.exit_code == _INFRA or not runs:
+    if result.exit_code == Exit.INFRA or not runs:
         why = _last_error(result.tail).removeprefix("harness: error: ")
         return Step(label=label, verdict=Verdict.UNRUN,
                     status=f"could not run (exit {result.exit_code}): {why}", infra=True)

@@ -17,6 +17,8 @@ import signal
 from dataclasses import dataclass
 from enum import StrEnum
 
+from harness.errors import Exit
+
 # Exit codes a shell reports for a child killed by a signal (128 + the signal), and the
 # ones the harness treats as a crash (see runners/local.py).
 _CRASH_CODES = {134: "SIGABRT", 137: "SIGKILL", 139: "SIGSEGV"}
@@ -53,13 +55,13 @@ class Meaning:
 # instruction): a finding a retry would only repeat. SIGKILL comes from outside (the
 # out-of-memory killer, the agent), and so does any other.
 SELF_INFLICTED = ("SIGABRT", "SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE")
-_INFRA = 3
+_INFRA = Exit.INFRA
 MEANINGS: dict[Cause, Meaning] = {
-    Cause.TEST_FAILED: Meaning(exit_code=1, retried=False, finding=True,
+    Cause.TEST_FAILED: Meaning(exit_code=Exit.FAILED, retried=False, finding=True,
                                words="a test failed"),
-    Cause.COLLECTION_ERROR: Meaning(exit_code=1, retried=False, finding=True,
+    Cause.COLLECTION_ERROR: Meaning(exit_code=Exit.FAILED, retried=False, finding=True,
                                     words="a test module failed to import"),
-    Cause.SIGNAL: Meaning(exit_code=4, retried=False, finding=True, signature="crashed",
+    Cause.SIGNAL: Meaning(exit_code=Exit.CRASHED, retried=False, finding=True, signature="crashed",
                           words="a test process crashed by its own signal"),
     Cause.TIMEOUT: Meaning(exit_code=_INFRA, retried=True, finding=False, signature="timeout",
                            words="ran past its time limit and was killed"),

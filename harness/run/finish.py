@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.errors import InfraError, Interrupted, TestProcessCrashed, TestsFailed
+from harness.errors import Exit, InfraError, Interrupted, TestProcessCrashed, TestsFailed
 from harness.process import cancel
 from harness.results import layout
 from harness.results.cause import Cause, CauseRecord, exit_signal, meaning_of
@@ -113,18 +113,18 @@ def finish(run: Started, write_error: str = "") -> int:
     )
     infra_error = _infra_failure(write_error, next(iter(infra or crashes), None))
     if stopped:
-        code = cancel.exit_code() or 130
+        code = cancel.exit_code() or Exit.INTERRUPTED
         status = "cancelled" if cancel.is_ci_cancel() else "interrupted"
     elif write_error or infra:
         # The results are incomplete for a reason outside the tests: CI retries exit 3, so
         # it wins over a test failure in the same run (which the retry meets again).
-        code, status = 3, "error"
+        code, status = Exit.INFRA, "error"
     elif crashes:
-        code, status = 4, "crashed"
+        code, status = Exit.CRASHED, "crashed"
     elif failed:
-        code, status = 1, "failed" if tests_failed else "no-tests"
+        code, status = Exit.FAILED, "failed" if tests_failed else "no-tests"
     else:
-        code, status = 0, "passed"
+        code, status = Exit.OK, "passed"
     try:
         run.manifest.finish(status=status, exit_code=code, infra_error=infra_error)
     except OSError as error:
@@ -133,15 +133,15 @@ def finish(run: Started, write_error: str = "") -> int:
         infra_error = infra_error or InfraFailure(kind=Status.WRITE_FAILED.value,
                                                   message=describe_write_failure(
                                                       error, str(run.manifest.path)))
-        code = code if stopped else 3
+        code = code if stopped else Exit.INFRA
     if stopped:
         raise Interrupted(f"{cancel.describe()}; results so far are in {run_dir}",
                           exit_code=code)
-    if code == 3:
+    if code == Exit.INFRA:
         assert infra_error is not None
         where = f"{infra_error.suite}: " if infra_error.suite else ""
         raise InfraError(f"{where}{infra_error.message} (run folder {run_dir})")
-    if code == 4:
+    if code == Exit.CRASHED:
         first = crashes[0]
         raise TestProcessCrashed(f"{first.suite}: {first.reason}: a finding, not an "
                                  f"infrastructure failure (run folder {run_dir})")
