@@ -108,6 +108,7 @@ class SuiteCount(NamedTuple):
     case_status: str | None
     cases: int
     duration: float
+    peak_rss_mb: float | None = None  # the most a test process held among these cases
 
 
 class Point(NamedTuple):
@@ -242,11 +243,13 @@ class WindowReader:
     def suite_counts(self, runs: Collection[int]) -> list[SuiteCount]:
         """Every suite of ``runs`` with its cases counted and timed by status."""
         return [SuiteCount(run, name, status, sig, reason, case_status, int(count),
-                           float(duration))
-                for run, name, status, sig, reason, case_status, count, duration
+                           float(duration), None if peak is None else float(peak))
+                for run, name, status, sig, reason, case_status, count, duration, peak
                 in self._db.execute(
                     "SELECT s.run, s.name, s.status, s.infra_signature, s.reason, c.status,"
-                    " count(c.status), coalesce(sum(c.duration), 0) FROM suites s"
+                    " count(c.status), coalesce(sum(c.duration), 0),"
+                    " max(CASE WHEN json_valid(c.extra) THEN"
+                    " CAST(json_extract(c.extra, '$.peak_rss_mb') AS REAL) END) FROM suites s"
                     " LEFT JOIN cases c ON c.run = s.run AND c.suite = s.id"
                     f" WHERE s.run IN ({ids(runs)}) GROUP BY s.id, c.status")]
 

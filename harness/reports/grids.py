@@ -24,7 +24,8 @@ def _suite_cells(
     seen: dict[tuple[str, str], SuiteCell] = {}
     verdict: dict[tuple[str, str], bool] = {}
     status_of: dict[tuple[str, str], str | None] = {}
-    for run, name, status, sig, reason, case_status, count, duration in db.suite_counts(run_lane):
+    for run, name, status, sig, reason, case_status, count, duration, peak in db.suite_counts(
+            run_lane):
         lane = run_lane[run]
         cell = seen.get((lane, name))
         if cell is None:
@@ -36,6 +37,8 @@ def _suite_cells(
         if case_status:
             cell.counts[case_status] = cell.counts.get(case_status, 0) + count
             cell.duration_s += duration
+        if peak is not None:
+            cell.peak_rss_mb = max(peak, cell.peak_rss_mb or 0.0)
     for ident, cell in seen.items():
         total, skipped = cell.total, cell.counts.get("skipped", 0)
         if cell.state == "infra":

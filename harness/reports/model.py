@@ -62,6 +62,7 @@ class SuiteCell:
     counts: dict[str, int]
     duration_s: float
     reason: str = ""
+    peak_rss_mb: float | None = None  # the most one of its test processes held (plugin/memory.py)
 
     @property
     def flagged(self) -> bool:

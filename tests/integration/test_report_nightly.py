@@ -74,6 +74,10 @@ def test_suite_grid_shows_only_declared_suites(report: Report) -> None:
     assert cells[("cpu", "kernels")].state == "failed"
     assert cells[("rocm-mi300x", "kernels")].state == "infra"
     assert cells[("cuda-h100", "kernels")].state == "passed"
+    # each suite's peak test memory, as its tests recorded it (plugin/memory.py): a test
+    # process holds at least its interpreter and pytest
+    assert all((cells[(lane, "kernels")].peak_rss_mb or 0) > 20
+               for lane in ("cpu", "cuda-h100"))
 
 
 def test_test_grid_cells_and_short_ids(report: Report) -> None:
