@@ -39,6 +39,7 @@ import time
 from typing import Any
 
 _MAX_HEADER = 1 << 22  # argv and environment of one request
+TAG = "harness-forkserver: "  # the line the runner waits for: "<TAG>ready: ..." / "unsafe: ..."
 _CANARY_S = 20.0
 
 
@@ -120,8 +121,13 @@ def serve(path: str, modules: list[str]) -> int:
     listener.bind(path)
     listener.listen(4)
     took = time.monotonic() - started
-    print(f"unsafe: {hazard}" if hazard else f"ready: imported {', '.join(modules)} "
-          f"in {took:.1f} s", flush=True)
+    said = (f"unsafe: {hazard}" if hazard
+            else f"ready: imported {', '.join(modules)} in {took:.1f} s")
+    # Tagged: what the imports logged to stdout (vLLM's logger does) comes before it.
+    print(f"{TAG}{said}", flush=True)
+    quiet = os.open(os.devnull, os.O_WRONLY)  # nothing more goes to the runner's pipe
+    os.dup2(quiet, 1)
+    os.dup2(quiet, 2)
     while True:
         conn, _ = listener.accept()
         with conn:

@@ -80,16 +80,23 @@ class ForkServer:
 
 
 def _first_line(proc: subprocess.Popen[str], timeout_s: float) -> str:
-    """The server's first line ("ready: ..." / "unsafe: ..."), or '' when it ends first."""
+    """The server's tagged line ("ready: ..." / "unsafe: ..."), past what its imports
+    logged; why not, where it ends or says nothing in time."""
     import selectors
+    import time
 
     assert proc.stdout is not None
+    deadline = time.monotonic() + timeout_s
     with selectors.DefaultSelector() as selector:
         selector.register(proc.stdout, selectors.EVENT_READ)
-        if not selector.select(timeout_s):
-            return f"not ready after {timeout_s:g} s"
-    line = proc.stdout.readline().strip()
-    if not line and proc.poll() is not None:
-        return f"ended with exit {proc.returncode} while importing"
-    return line
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not selector.select(left):
+                return f"not ready after {timeout_s:g} s"
+            line = proc.stdout.readline()
+            if line.startswith(forkserver.TAG):
+                return line[len(forkserver.TAG):].strip()
+            if not line:
+                proc.wait()
+                return f"ended with exit {proc.returncode} while importing"
 

@@ -18,6 +18,7 @@ ROOT = project_root()
 
 ENGINE = """
 import os, pathlib, time
+print("[WARNING engine] logged to stdout while importing, as vLLM's logger does")
 time.sleep(1.0)  # an engine's import: paid once by the server, never by a suite
 pathlib.Path(os.environ["ENGINE_LOG"]).open("a").write(f"{os.getpid()}\\n")
 """
