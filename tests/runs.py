@@ -58,6 +58,19 @@ def write_matrix(folder: Path, name: str = "record", extends: str = "cpu.yaml") 
     return path
 
 
+def own_suites_matrix(path: Path, name: str, suites: list[str], *,
+                      top: tuple[str, ...] = ()) -> Path:
+    """A matrix extending cpu.yaml with the cpu lane's own suites off and ``suites`` (YAML
+    lines, ``"  name: {path: ..., ...}"``) instead; ``top``: more top-level lines."""
+    path.write_text("\n".join([
+        "extends: cpu.yaml", f"name: {name}", *top, "suites:",
+        *(f"  {own}: {{enabled: false}}" for own in ("platform", "kernel_parity", "fusion",
+                                                      "e2e")),
+        *suites,
+    ]) + "\n")
+    return path
+
+
 def harness(*args: str, env: dict[str, str] | None = None,
             cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.errors import ConfigError
 from harness.history.schema import connect
@@ -49,17 +50,23 @@ def recent_suite_times(db: Path, lane: str, *, limit: int = 200) -> list[SuiteTi
     Read-only and brief (a run in progress must not wait on an ingest, nor migrate the
     file): no database, a busy one or a damaged one gives no rows.
     """
+    return [SuiteTime(suite=name, seconds=float(seconds))
+            for name, seconds in _read_only(db, _SUITE_TIMES, (lane, limit))]
+
+
+def _read_only(db: Path, query: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
+    """The rows of one query, read-only and brief: no database, a busy one or a damaged
+    one gives none (a run in progress must not wait on an ingest, nor migrate the file)."""
     if not db.is_file():
         return []
     try:
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
         try:
-            rows = conn.execute(_SUITE_TIMES, (lane, limit)).fetchall()
+            return conn.execute(query, params).fetchall()
         finally:
             conn.close()
     except sqlite3.Error:
         return []
-    return [SuiteTime(suite=name, seconds=float(seconds)) for name, seconds in rows]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,18 +95,9 @@ GROUP BY s.name
 def recent_suite_peaks(db: Path, lane: str, *, last_runs: int = 5) -> list[SuitePeak]:
     """Each suite's peak test memory over this lane's last runs; read-only and brief, as
     ``recent_suite_times`` (no database, a busy or a damaged one: no rows)."""
-    if not db.is_file():
-        return []
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
-        try:
-            rows = conn.execute(_SUITE_PEAKS, (lane, last_runs)).fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return []
     return [SuitePeak(suite=name, mb=float(mb), nodeid=str(nodeid))
-            for name, mb, nodeid in rows if mb is not None]
+            for name, mb, nodeid in _read_only(db, _SUITE_PEAKS, (lane, last_runs))
+            if mb is not None]
 
 
 # The last runs of every lane, newest first; a case an infrastructure failure cut short

@@ -21,6 +21,7 @@ from harness.history import ingest_paths
 from harness.results.cause import CAUSE_PROPERTY, Cause, CauseRecord
 from harness.results.manifest import RunRecord
 from harness.roots import project_root
+from tests.runs import own_suites_matrix
 
 ROOT = project_root()
 
@@ -47,15 +48,8 @@ def aborting_run(tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], Path
     suite = tmp_path / "aborting"
     suite.mkdir()
     (suite / "test_aborting.py").write_text(textwrap.dedent(SUITE))
-    matrix = tmp_path / "aborts.yaml"
-    matrix.write_text("\n".join([
-        "extends: cpu.yaml",
-        "name: aborts",
-        "suites:",
-        *(f"  {name}: {{enabled: false}}" for name in ("platform", "kernel_parity", "fusion",
-                                                       "e2e")),
-        f"  aborting: {{path: {suite}, workers: 1, timeout_s: 300}}",
-    ]) + "\n")
+    matrix = own_suites_matrix(tmp_path / "aborts.yaml", "aborts",
+                               [f"  aborting: {{path: {suite}, workers: 1, timeout_s: 300}}"])
     reports = tmp_path / "reports"
     done = harness("run", "--matrix", str(matrix), "--python", "current", "--local",
                    "--reports", str(reports))

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from harness.results.manifest import RunRecord
 from harness.roots import project_root
+from tests.runs import own_suites_matrix
 
 ROOT = project_root()
 
@@ -66,24 +67,13 @@ def scratch(tmp_path: Path, engine: str = ENGINE) -> Path:
         (suites / f"test_{name}.py").write_text(textwrap.dedent(WHO.format(name=name)))
     (suites / "test_dies.py").write_text(textwrap.dedent(DIES))
     (suites / "test_hangs.py").write_text(textwrap.dedent(HANGS))
-    path = tmp_path / "forked.yaml"
-    path.write_text("\n".join([
-        "extends: cpu.yaml",
-        "name: forked",
-        "runtime:",
-        "  preload: [fake_engine]",
-        "  env:",
-        f"    ENGINE_LOG: {tmp_path / 'engine.log'}",
-        f"    WHO_LOG: {tmp_path / 'who.log'}",
-        "suites:",
-        *(f"  {name}: {{enabled: false}}" for name in ("platform", "kernel_parity", "fusion",
-                                                       "e2e")),
+    return own_suites_matrix(tmp_path / "forked.yaml", "forked", [
         *(f"  {name}: {{path: {suites / f'test_{name}.py'}, workers: 1, timeout_s: 120}}"
           for name in ("a", "dies", "b")),
         f"  hangs: {{path: {suites / 'test_hangs.py'}, workers: 1, timeout_s: 20}}",
         f"  c: {{path: {suites / 'test_c.py'}, workers: 1, timeout_s: 120}}",
-    ]) + "\n")
-    return path
+    ], top=("runtime:", "  preload: [fake_engine]", "  env:",
+            f"    ENGINE_LOG: {tmp_path / 'engine.log'}", f"    WHO_LOG: {tmp_path / 'who.log'}"))
 
 
 def harness_run(tmp_path: Path, matrix: Path, *extra: str

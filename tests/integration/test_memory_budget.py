@@ -17,6 +17,7 @@ import pytest
 from harness.history.read import recent_suite_peaks
 from harness.results.manifest import RunRecord
 from harness.roots import project_root
+from tests.runs import own_suites_matrix
 
 ROOT = project_root()
 MB = 60  # each test keeps this much more resident than the one before it, in its worker
@@ -49,16 +50,8 @@ def matrix(tmp_path: Path) -> Path:
     suite = tmp_path / "growing"
     suite.mkdir()
     (suite / "test_growing.py").write_text(textwrap.dedent(SUITE))
-    path = tmp_path / "grows.yaml"
-    path.write_text("\n".join([
-        "extends: cpu.yaml",
-        "name: grows",
-        "suites:",
-        *(f"  {name}: {{enabled: false}}" for name in ("platform", "kernel_parity", "fusion",
-                                                       "e2e")),
-        f"  growing: {{path: {suite}, workers: auto, timeout_s: 300}}",
-    ]) + "\n")
-    return path
+    return own_suites_matrix(tmp_path / "grows.yaml", "grows",
+                             [f"  growing: {{path: {suite}, workers: auto, timeout_s: 300}}"])
 
 
 def run(tmp_path: Path, matrix: Path, limit: str, *extra: str
