@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from refengine.ops.reference import gather_paged, route
-from refengine.providers.vllm_provider import kernel_library
+from refengine.providers.vllm_library import kernel_library
 
 BLOCK = 32  # vLLM's CPU attention block size (a multiple of 32 for the vec/amx kernels)
 HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)  # CPU_ATTN's list

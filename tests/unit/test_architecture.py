@@ -16,6 +16,7 @@ from itertools import pairwise
 from pathlib import Path
 
 HARNESS = Path(__file__).resolve().parents[2] / "harness"
+REFENGINE = HARNESS.parent / "refengine"
 
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
@@ -251,6 +252,17 @@ def test_modules_inside_a_room_import_each_other_one_way(tmp_path: Path) -> None
     assert "harness.run.workflow" in graph  # the graph sees real imports
     cycle = find_cycle(graph)
     assert not cycle, "import cycle inside a room: " + " -> ".join(cycle or ())
+
+
+def test_refengine_modules_import_each_other_one_way() -> None:
+    """No module cycle in refengine/ either (vllm_provider and vllm_paged once imported
+    each other: the library choice is vllm_library's now), and the graph sees real imports."""
+    known = _modules(REFENGINE)
+    graph = {name: dict.fromkeys((t for t in _imported(name, path, known) if t != name), 1)
+             for name, path in known.items()}
+    assert "refengine.providers.vllm_library" in graph["refengine.providers.vllm_paged"]
+    cycle = find_cycle(graph)
+    assert not cycle, "import cycle in refengine: " + " -> ".join(cycle or ())
 
 
 def test_sql_stays_in_the_history_and_the_report() -> None:
