@@ -58,8 +58,9 @@ def case_properties(suite: str, i: int, dtype: str, rng: random.Random) -> list[
     """A test case's properties, as the harness plugin records them: none on most cases
     (the matrix is its testsuite's); on a parity case the op, provider, dtype and its numbers
     (suites/kernel_parity/test_parity.py); on every 50th fusion case two pattern
-    counts. tests/integration/test_nightly_day.py checks the names against the real runs
-    of a nightly day."""
+    counts; on every 50th case the test process's peak memory (plugin/memory.py records it
+    where a test raises its file's peak in its process). tests/integration/test_nightly_day.py
+    checks the names against the real runs of a nightly day."""
     props: list[tuple[str, str]] = []
     if suite == "kernel_parity":
         head = rng.random()
@@ -71,6 +72,8 @@ def case_properties(suite: str, i: int, dtype: str, rng: random.Random) -> list[
     elif suite == "fusion" and i % 50 == 0:
         found = 2 if rng.random() > 0.1 else 1
         props += [("fusion.add_rms_norm.expected", "2"), ("fusion.add_rms_norm.found", str(found))]
+    if i % 50 == 0:  # the cases that raise their file's peak memory in their process
+        props.append(("peak_rss_mb", f"{400 + rng.random() * 800:.1f}"))
     return props
 
 

@@ -2,9 +2,10 @@
 
 Every test process (an xdist worker, or pytest itself without xdist) resets its peak
 resident set (Linux's ``/proc/self/clear_refs``) when a test starts and reads it once the
-test is torn down: the test's ``peak_rss_mb`` property (the process's whole resident set at
-its highest during that test, the interpreter and what earlier tests left included), which
-the sidecar, the manifest and the history keep beside its duration.
+test is torn down: the process's whole resident set at its highest during that test (the
+interpreter and what earlier tests left included). Where that is the highest of the test's
+file in this process so far, the test gets it as its ``peak_rss_mb`` property, which the
+sidecar and the history keep beside its duration; the manifest keeps the suite's highest.
 
 With ``--harness-worker-memory-mb=N`` under xdist the controller schedules by work
 stealing (xdist's ``worksteal``) and watches each worker's resident memory after each
@@ -53,10 +54,13 @@ def reset_peak() -> bool:
 
 
 class TestMemory:
-    """In every process that runs tests: each test's peak, on its teardown report."""
+    """In every process that runs tests: each test's peak, on its teardown report, where it
+    is the highest of its file in this process so far (the file's and the suite's peak per
+    process stay exact, and the history stores a few values a file, not one a test)."""
 
     def __init__(self) -> None:
         self._resets = True
+        self._file_peak: dict[str, float] = {}
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logstart(self, nodeid: str) -> None:
@@ -72,7 +76,9 @@ class TestMemory:
         report = outcome.get_result()
         # Without a reset (no clear_refs) the peak is the process's since it started.
         peak, rss = _status_mb("VmHWM"), _status_mb("VmRSS")
-        if peak is not None:
+        file = item.nodeid.split("::", 1)[0]
+        if peak is not None and peak > self._file_peak.get(file, 0.0):
+            self._file_peak[file] = peak
             report.user_properties.append((PROPERTY, round(peak, 1)))
         if rss is not None:
             setattr(report, RSS_ATTR, round(rss, 1))

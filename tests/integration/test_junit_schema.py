@@ -123,11 +123,13 @@ def test_every_outcome_is_valid_xunit2_and_ingests_with_its_properties(
                             " JOIN tests t ON t.id = c.test").fetchall()
     stored = {nodeid: (status, op, headroom, extra) for nodeid, status, op, headroom, extra in rows}
     assert set(stored) == set(got)  # pytest's node ids, from the sidecar, never rebuilt
-    # its columns, and in `extra` only the test process's peak memory (plugin/memory.py)
+    # its columns, and in `extra` at most the test process's peak memory (plugin/memory.py:
+    # on a test that raised its file's peak in its process)
     status, op, headroom, extra = stored[f"{MODULE}::test_passes"]
     assert (status, op, headroom) == ("passed", "rms_norm", 0.25)
-    kept = json.loads(extra)
-    assert set(kept) == {"peak_rss_mb"} and float(kept["peak_rss_mb"]) > 20
+    assert extra is None or set(json.loads(extra)) == {"peak_rss_mb"}
+    peaks = [float(json.loads(e)["peak_rss_mb"]) for *_, e in stored.values() if e]
+    assert peaks and min(peaks) > 20
     assert stored[f"{MODULE}::test_fails"][:2] == ("failed", "linear")
     assert stored[f"{MODULE}::test_strict_xpass"][0] == "xpass"
     assert stored[f"{MODULE}::test_expected_failure"][0] == "xfail"
