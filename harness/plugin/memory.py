@@ -32,16 +32,16 @@ _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
 
 
-def _status_mb(field: str) -> float | None:
-    """``VmRSS`` / ``VmHWM`` of this process in MB; None where /proc has none."""
+def _status_mb() -> dict[str, float]:
+    """This process's ``Vm*`` sizes in MB (``VmHWM``, ``VmRSS``, ...), read once; none
+    where /proc has none."""
     try:
         text = _STATUS.read_text()
     except OSError:
-        return None
-    for line in text.splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    return None
+        return {}
+    return {name: int(rest.split()[0]) / 1024 for name, _, rest in
+            (line.partition(":") for line in text.splitlines())
+            if name.startswith("Vm") and rest.strip().endswith("kB")}
 
 
 def reset_peak() -> bool:
@@ -75,7 +75,8 @@ class TestMemory:
             return
         report = outcome.get_result()
         # Without a reset (no clear_refs) the peak is the process's since it started.
-        peak, rss = _status_mb("VmHWM"), _status_mb("VmRSS")
+        sizes = _status_mb()
+        peak, rss = sizes.get("VmHWM"), sizes.get("VmRSS")
         file = item.nodeid.split("::", 1)[0]
         if peak is not None and peak > self._file_peak.get(file, 0.0):
             self._file_peak[file] = peak
