@@ -203,11 +203,14 @@ def _ingest_file(
         # A loose file uses its <testsuite> names.
         return writer.insert_cases(run_id, batches, suite)
     # In a run folder the file names the suite.
-    named = suite(layout.suite_of(file.path)[0])
+    name, shard = layout.suite_of(file.path)
+    named = suite(name)
     total = writer.insert_cases(run_id, batches, lambda _: named)
     props: dict[str, str] = {}
     for found in file.suites.values():
         props.update(found.properties)
+    if run.record.shard and shard is None:
+        props["whole_suite"] = "true"  # a shard ran it whole (shard/suites.py): its time
     writer.set_suite_properties(named[0], props)
     return total
 

@@ -54,6 +54,23 @@ def recent_suite_times(db: Path, lane: str, *, limit: int = 200) -> list[SuiteTi
             for name, seconds in _read_only(db, _SUITE_TIMES, (lane, limit))]
 
 
+# A suite's whole runs: those of an unsharded run, and those a shard ran whole (the
+# ingest marks them, history/ingest.py); a shard's part of a suite is not its time.
+_WHOLE_SUITE_TIMES = """
+    SELECT s.name, s.duration FROM suites s JOIN runs r ON r.id = s.run
+    WHERE r.lane = ? AND s.duration IS NOT NULL AND s.status IN ('passed', 'failed')
+      AND (r.shard IS NULL OR (json_valid(s.properties)
+                               AND json_extract(s.properties, '$.whole_suite') = 'true'))
+    ORDER BY r.started DESC LIMIT ?
+"""
+
+
+def recent_whole_suite_times(db: Path, lane: str, *, limit: int = 2000) -> list[SuiteTime]:
+    """As ``recent_suite_times``, the suites that ran whole only (shard/durations.py)."""
+    return [SuiteTime(suite=name, seconds=float(seconds))
+            for name, seconds in _read_only(db, _WHOLE_SUITE_TIMES, (lane, limit))]
+
+
 def _read_only(db: Path, query: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
     """The rows of one query, read-only and brief: no database, a busy one or a damaged
     one gives none (a run in progress must not wait on an ingest, nor migrate the file)."""

@@ -34,6 +34,10 @@ class PlanOptions:
     extra_pytest_args: Sequence[str] = ()
     # suite -> pytest node ids run instead of the suite's path (repro); never sharded.
     tests: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    # The lane's plan for this shard (shard/suites.py): suites it runs whole, and suites
+    # another shard runs whole (not planned here).
+    whole: frozenset[str] = frozenset()
+    elsewhere: frozenset[str] = frozenset()
 
 
 def select_suites(matrix: Matrix, wanted: Sequence[str]) -> list[Suite]:
@@ -120,13 +124,14 @@ def override_notes(matrix: Matrix, options: PlanOptions) -> list[str]:
 def plan_run(matrix: Matrix, run_dir: Path, root: Path, options: PlanOptions) -> list[Invocation]:
     """One invocation per selected suite, but those the matrix declares not applicable."""
     return [plan_suite(matrix, suite, run_dir, root, options)
-            for suite in select_suites(matrix, options.suites) if not suite.not_applicable]
+            for suite in select_suites(matrix, options.suites)
+            if not suite.not_applicable and suite.name not in options.elsewhere]
 
 
 def plan_suite(matrix: Matrix, suite: Suite, run_dir: Path, root: Path,
                options: PlanOptions) -> Invocation:
     node_ids = options.tests.get(suite.name, ())
-    shard = None if node_ids else options.shard
+    shard = None if node_ids or suite.name in options.whole else options.shard
     junit = run_dir / layout.junit_rel(suite.name, shard)
     partial = run_dir / layout.partial_rel(suite.name, shard)
     place = suite_place(suite, root)

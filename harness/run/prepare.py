@@ -31,6 +31,8 @@ from harness.select import dump_lane
 from harness.shard.durations import DurationSet, dump, durations_for
 from harness.shard.durations import load as load_durations
 from harness.shard.plan import PLANS_DIR
+from harness.shard.suites import LANE_PLAN, plan_lane
+from harness.shard.suites import describe as describe_lane_plan
 
 
 def new_run_id() -> str:
@@ -153,6 +155,8 @@ def plan_step(ctx: RunContext, *, threads: ThreadPlan, run_dir: Path,
     # The suites load exactly the resolved matrix this run recorded (repro relies on it).
     dry_spec = str(ctx.request.platform_file or ctx.matrix.file)
     spec = dry_spec if ctx.request.dry_run else str(run_dir / layout.MATRIX)
+    durations = write_durations(ctx, run_dir)
+    whole, elsewhere = lane_plan_step(ctx, run_dir, durations)
     options = PlanOptions(
         python=python,
         platform_spec=spec,
@@ -166,8 +170,10 @@ def plan_step(ctx: RunContext, *, threads: ThreadPlan, run_dir: Path,
         peaks=recorded_peaks(ctx),
         seed=ctx.request.seed,
         shard=ctx.request.shard,
-        durations=write_durations(ctx, run_dir),
+        durations=durations,
         plan_dir=run_dir / PLANS_DIR if ctx.request.shard else None,
+        whole=whole,
+        elsewhere=elsewhere,
         update_expectations=ctx.request.update_expectations,
         tests=ctx.request.tests,
         extra_pytest_args=(*ctx.request.pytest_args, *write_selection(ctx, run_dir)),
@@ -175,6 +181,27 @@ def plan_step(ctx: RunContext, *, threads: ThreadPlan, run_dir: Path,
     for note in override_notes(ctx.matrix, options):
         print(f"harness: {note}")
     return tuple(plan_run(ctx.matrix, run_dir, ctx.root, options))
+
+
+def lane_plan_step(ctx: RunContext, run_dir: Path, durations: Path | None
+                   ) -> tuple[frozenset[str], frozenset[str]]:
+    """For a shard of a lane of several suites: which suites it runs whole, and which
+    another shard runs whole (shard/suites.py), planned from the durations file every
+    shard reads; the plan in shard-plans/ beside the suites' own."""
+    if durations is None or ctx.request.tests or ctx.request.shard is None:
+        return frozenset(), frozenset()
+    names = [s.name for s in select_suites(ctx.matrix, ctx.request.suites)
+             if not s.not_applicable]
+    if len(names) < 2:
+        return frozenset(), frozenset()
+    shard = layout.Shard.parse(ctx.request.shard)
+    plan = plan_lane(names, load_durations(durations).suites, shard.count)
+    out = run_dir / PLANS_DIR / f"{layout.junit_stem(LANE_PLAN, ctx.request.shard)}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(plan.as_dict(shard.index), indent=1) + "\n", encoding="utf-8")
+    print(f"harness: {describe_lane_plan(plan, shard.index)}")
+    here = {s for s, i in plan.whole.items() if i == shard.index}
+    return frozenset(here), frozenset(set(plan.whole) - here)
 
 
 def write_durations(ctx: RunContext, run_dir: Path) -> Path | None:

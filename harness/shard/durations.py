@@ -9,7 +9,11 @@ File format (``schema`` 1)::
 
     {"schema": 1, "matrix": "rocm",
      "durations": {"<test id>": seconds, ...},          # this matrix
-     "siblings": {"cuda": {"<test id>": seconds, ...}}}  # other matrices
+     "siblings": {"cuda": {"<test id>": seconds, ...}},  # other matrices
+     "suites": {"<suite>": {"seconds": s, "peak_mb": mb}}}  # this matrix's suites, whole
+
+``suites`` (optional) is each suite's recent wall time and test peak memory on this lane:
+what a shard plans the lane's suites from (shard/suites.py), before any suite's tests.
 
 A flat ``{"<test id>": seconds}`` mapping (pytest-split's ``.test_durations``) is read
 as this matrix's durations with no siblings. Test ids are pytest node ids, either raw
@@ -29,6 +33,7 @@ from typing import Any
 from harness.errors import ConfigError
 from harness.results.jsonfile import read_json
 from harness.results.layout import Lane
+from harness.shard.suites import SuiteCost
 
 SCHEMA = 1
 
@@ -38,11 +43,14 @@ class DurationSet:
     matrix: str | None = None
     durations: Mapping[str, float] = field(default_factory=dict)
     siblings: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    suites: Mapping[str, SuiteCost] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "matrix": self.matrix,
                 "durations": dict(sorted(self.durations.items())),
-                "siblings": {m: dict(sorted(d.items())) for m, d in sorted(self.siblings.items())}}
+                "siblings": {m: dict(sorted(d.items())) for m, d in sorted(self.siblings.items())},
+                "suites": {s: {"seconds": c.seconds, "peak_mb": c.peak_mb}
+                           for s, c in sorted(self.suites.items())}}
 
 
 def _seconds_map(raw: Any, path: Path, key: str) -> dict[str, float]:
@@ -54,6 +62,31 @@ def _seconds_map(raw: Any, path: Path, key: str) -> dict[str, float]:
             raise ConfigError(f"expected seconds (a number), got {seconds!r}",
                               file=str(path), key=f"{key}.{test}")
         out[str(test)] = float(seconds)
+    return out
+
+
+def _suite_costs(raw: Any, path: Path) -> dict[str, SuiteCost]:
+    if not isinstance(raw, dict):
+        raise ConfigError("expected a mapping of suite to its seconds and peak_mb",
+                          file=str(path), key="suites")
+    out: dict[str, SuiteCost] = {}
+    for suite, cost in raw.items():
+        key = f"suites.{suite}"
+        if not isinstance(cost, dict):
+            raise ConfigError(f"expected {{seconds, peak_mb}}, got {cost!r}", file=str(path),
+                              key=key)
+        values: dict[str, float | None] = {}
+        for name in ("seconds", "peak_mb"):
+            value = cost.get(name)
+            if value is None and name == "peak_mb":
+                values[name] = None
+            elif isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ConfigError(f"expected a number of at least 0, got {value!r}",
+                                  file=str(path), key=f"{key}.{name}")
+            else:
+                values[name] = float(value)
+        out[str(suite)] = SuiteCost(seconds=float(values["seconds"] or 0.0),
+                                    peak_mb=values["peak_mb"])
     return out
 
 
@@ -73,6 +106,7 @@ def load(path: Path) -> DurationSet:
             durations=_seconds_map(data.get("durations") or {}, path, "durations"),
             siblings={str(m): _seconds_map(d, path, f"siblings.{m}")
                       for m, d in siblings_raw.items()},
+            suites=_suite_costs(data.get("suites") or {}, path),
         )
     return DurationSet(durations=_seconds_map(data, path, "durations"))
 
@@ -112,7 +146,8 @@ def _first(candidates: Iterable[str], mapping: Mapping[str, float]) -> list[str]
 
 def durations_for(lane: Lane, db: Path, *, last_runs: int = 10) -> DurationSet:
     """Median durations from the history database over the last runs of ``lane`` (its
-    emulated runs are a lane apart); every other lane becomes a sibling."""
+    emulated runs are a lane apart); every other lane becomes a sibling; each of the lane's
+    suites its median wall time and its peak test memory (``suites``)."""
     from harness.history.read import recent_case_times
 
     matrix = str(lane)  # as the history stores it
@@ -125,5 +160,22 @@ def durations_for(lane: Lane, db: Path, *, last_runs: int = 10) -> DurationSet:
         per_lane.setdefault(case.lane, {}).setdefault(test, []).append(case.seconds)
     medians = {lane: {t: statistics.median(v) for t, v in tests.items()}
                for lane, tests in per_lane.items()}
-    return DurationSet(matrix=matrix, durations=medians.pop(matrix, {}), siblings=medians)
+    return DurationSet(matrix=matrix, durations=medians.pop(matrix, {}), siblings=medians,
+                       suites=suite_costs(db, matrix, last_runs=last_runs))
+
+
+def suite_costs(db: Path, lane: str, *, last_runs: int = 10) -> dict[str, SuiteCost]:
+    """Each suite's median wall time over the lane's recent finished runs of it (a run
+    whose shard ran a part of it says nothing of the whole: the history keeps the
+    whole runs' times only), with its recent peak test memory."""
+    from harness.history.read import recent_suite_peaks, recent_whole_suite_times
+
+    times: dict[str, list[float]] = {}
+    for row in recent_whole_suite_times(db, lane):
+        found = times.setdefault(row.suite, [])
+        if len(found) < last_runs:
+            found.append(row.seconds)
+    peaks = {p.suite: p.mb for p in recent_suite_peaks(db, lane)}
+    return {suite: SuiteCost(seconds=statistics.median(seconds), peak_mb=peaks.get(suite))
+            for suite, seconds in times.items()}
 
