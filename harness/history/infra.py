@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from harness.results.cause import CauseRecord, meaning_of
+from harness.results.cause import GPU_ABORT, Cause, CauseRecord, cause_of_exit, meaning_of
 
 SIGNATURES = ("gpu-hang", "oom-kill", "timeout", "missing-junit", "image", "docker", "crashed")
 
@@ -23,7 +23,6 @@ SIGNATURES = ("gpu-hang", "oom-kill", "timeout", "missing-junit", "image", "dock
 # without causes called a crashed run "crashed" whatever its message said (SIGABRT).
 _KIND_ALIASES = {"timeout": "timeout", "no-junit": "missing-junit", "crashed": "crashed"}
 _STATUS = {"timeout": "timeout", "no-junit": "missing-junit", "crashed": "crashed"}
-_EXIT_CODES = {134: "gpu-hang", -6: "gpu-hang", 137: "oom-kill", -9: "oom-kill"}
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "gpu-hang",
@@ -79,22 +78,36 @@ def signature_of(cause: CauseRecord, *, gpu: bool) -> str | None:
     return meaning_of(cause, gpu=gpu).signature
 
 
+def by_exit_code(exit_code: int | None, *, gpu: bool | None) -> str | None:
+    """The signature a signal's exit code (134, -6, 137, -9, ...) has, from the one table
+    (``results/cause.py`` meaning_of): an abort by the lane (``gpu``; None where nothing
+    says, as in a loose JUnit file from another producer: vLLM's AMD CI retries exit 134
+    as a GPU hang, and so it is read)."""
+    record = cause_of_exit(exit_code)
+    if record is None or record.cause is not Cause.SIGNAL:
+        return None
+    if gpu is None and record.signal == "SIGABRT":
+        return GPU_ABORT.signature
+    return meaning_of(record, gpu=bool(gpu)).signature
+
+
 def guess_signature(
     *,
     kind: str | None = None,
     status: str | None = None,
     exit_code: int | None = None,
     message: str | None = None,
+    gpu: bool | None = None,
 ) -> str | None:
     """The infrastructure signature of what records no cause, or None when this looks
-    like a real test result."""
+    like a real test result (``gpu``: whether its run was on a GPU, None: not known)."""
     if kind:
         return _KIND_ALIASES.get(kind.lower()) or from_message(message) or kind.lower()
-    if exit_code in _EXIT_CODES and status not in (None, "passed", "failed"):
-        return _EXIT_CODES[exit_code]
+    by_code = by_exit_code(exit_code, gpu=gpu)
+    if by_code and status not in (None, "passed", "failed"):
+        return by_code
     if status in _STATUS:
-        by_code = _EXIT_CODES.get(exit_code) if exit_code is not None else None
-        return by_code or from_message(message) or _STATUS[status]
+        return from_message(message) or _STATUS[status]
     if status == "error":
         return from_message(message) or ("oom-kill" if exit_code == 137 else None)
     return None

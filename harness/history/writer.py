@@ -118,7 +118,7 @@ class Writer:
         signature = (
             infra.signature_of(outcome.cause, gpu=gpu)
             if outcome is not None and outcome.cause
-            else infra.guess_signature(status=status, exit_code=code, message=reason)
+            else infra.guess_signature(status=status, exit_code=code, message=reason, gpu=gpu)
         )
         cursor = self.db.execute(
             "INSERT INTO suites (run, name, status, exit_code, duration, reason,"

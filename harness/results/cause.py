@@ -172,6 +172,31 @@ def exit_signal(exit_code: int | None) -> str | None:
     return signal_name(exit_code)
 
 
+def exit_words(code: int | None) -> str:
+    """An exit code in words, a signal by its name (``killed by SIGABRT (exit -6)``, ``exit
+    134 (SIGABRT)``): what it says, not what it means (that is :func:`meaning_of`'s, by the
+    lane: an abort on a GPU lane is a GPU hang, on a CPU lane a crash)."""
+    if code is None:
+        return "no exit code"
+    name = signal_name(code)
+    if code < 0:
+        return f"killed by {name} (exit {code})"
+    return f"exit {code} ({name})" if name else f"exit {code}"
+
+
+def reason_of(record: CauseRecord) -> str:
+    """The words a suite's reason begins with for a cause the process's end shows (a
+    timeout's, a cancel's and a failed write's carry what only their runner knows)."""
+    code = exit_words(record.exit_code)
+    if record.cause is Cause.SIGNAL:
+        return f"crashed: {code}"
+    if record.cause is Cause.NO_JUNIT:
+        return f"pytest {code} without writing JUnit"
+    if record.cause is Cause.PYTEST_ERROR:
+        return f"pytest usage or internal error ({code})"
+    return MEANINGS[record.cause].words
+
+
 def cause_of_exit(
     exit_code: int | None,
     *,

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
-from harness.results.cause import CauseRecord
+from harness.results.cause import Cause, CauseRecord
 
 # A test's outcome, one spelling everywhere a case is read, stored or shown (JUnit, the
 # history, the reports).
@@ -50,6 +50,29 @@ class Status(StrEnum):
         """How the case the harness writes for a stopped suite says it ended."""
         return STOPPED_WORDS.get(self, "stopped")
 
+    @classmethod
+    def ended(cls, record: CauseRecord | None) -> Status:
+        """The status a process's end implies before its JUnit is read (results/cause.py
+        ``cause_of_exit``; None: it ended as pytest does, PASSED until JUnit says)."""
+        return cls.PASSED if record is None else _STATUS_OF[record.cause]
+
+
+# A cause of a process's end -> the suite's status (the causes a runner records; a test's
+# failure, a refusal or an unavailable host are a run's, never a suite process's end).
+_STATUS_OF: Mapping[Cause, Status] = {
+    Cause.WRITE_FAILED: Status.WRITE_FAILED,
+    Cause.CANCELLED: Status.INTERRUPTED,
+    Cause.TIMEOUT: Status.TIMEOUT,
+    Cause.SIGNAL: Status.CRASHED,
+    Cause.OOM: Status.CRASHED,
+    Cause.CONTAINER_GONE: Status.CRASHED,
+    Cause.NO_JUNIT: Status.NO_JUNIT,
+    Cause.PYTEST_ERROR: Status.ERROR,
+    Cause.TEST_FAILED: Status.FAILED,
+    Cause.COLLECTION_ERROR: Status.FAILED,
+    Cause.INFRA_REFUSAL: Status.ERROR,
+    Cause.UNAVAILABLE: Status.NOT_APPLICABLE,
+}
 
 # The statuses of a suite that stopped, and how its written case says so ("crashed").
 STOPPED_WORDS: Mapping[Status, str] = {

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,7 +16,7 @@ from harness.platform.probe_local import probe_and_check
 from harness.process import cancel
 from harness.process.run import ProcResult, run_streaming
 from harness.process.secret_names import masked, scrub_file
-from harness.results.cause import Cause, CauseRecord, cause_of_exit
+from harness.results.cause import Cause, CauseRecord, cause_of_exit, reason_of
 from harness.results.facts import DeviceFingerprint
 from harness.results.junit_write import (
     append_error_case,
@@ -34,25 +33,6 @@ from harness.results.writefail import is_write_failure
 from harness.runners.forkserver import ForkServer
 from harness.runners.invocation import Invocation
 from harness.runners.runner import Runner
-
-
-def describe_exit(code: int | None) -> str:
-    """Name what an exit code means (a signal by its name): the words of a suite's failure."""
-    if code is None:
-        return "no exit code"
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"killed by {name} (exit {code})"
-    if code == 134:
-        return "exit 134 (SIGABRT: an abort, on ROCm typically a GPU hang)"
-    if code == 137:
-        return "exit 137 (SIGKILL: typically the out-of-memory killer)"
-    if code == 139:
-        return "exit 139 (SIGSEGV: segmentation fault)"
-    return f"exit {code}"
 
 
 def _ran_nothing(code: int | None, counts: dict[str, int]) -> bool:
@@ -73,8 +53,10 @@ def outcome_of(inv: Invocation, result: ProcResult) -> SuiteOutcome:
             if not is_write_failure(error):
                 raise
     code = result.exit_code
-    status, cause = _how_it_ended(inv, result)
-    ended = _cause(inv, result)
+    ended = cause_of_exit(code, timed_out=result.timed_out, cancelled=result.interrupted,
+                          write_failed=bool(result.write_error),
+                          junit_written=inv.junit.is_file())
+    status, cause = Status.ended(ended), _reason(inv, result, ended)
     try:
         if cause:
             stopped = status.stopped_words
@@ -125,30 +107,19 @@ def outcome_of(inv: Invocation, result: ProcResult) -> SuiteOutcome:
     )
 
 
-def _cause(inv: Invocation, result: ProcResult) -> CauseRecord | None:
-    """Why the process ended as it did, as data (beside ``_how_it_ended``'s prose)."""
-    return cause_of_exit(result.exit_code, timed_out=result.timed_out,
-                         cancelled=result.interrupted, write_failed=bool(result.write_error),
-                         junit_written=inv.junit.is_file())
-
-
-def _how_it_ended(inv: Invocation, result: ProcResult) -> tuple[Status, str]:
-    """The status the process's end implies before its JUnit is read, and why (empty when
-    it ended as pytest does)."""
-    code = result.exit_code
-    if result.write_error:
-        return Status.WRITE_FAILED, result.write_error
-    if result.interrupted:
-        return Status.INTERRUPTED, cancel.describe()
-    if result.timed_out:
-        return Status.TIMEOUT, f"timeout: step ran past {inv.timeout_s:g} s and was killed"
-    if code is not None and (code < 0 or code in (134, 137, 139)):
-        return Status.CRASHED, f"crashed: {describe_exit(code)}"
-    if not inv.junit.is_file():
-        return Status.NO_JUNIT, f"pytest {describe_exit(code)} without writing JUnit"
-    if code in (2, 3, 4):
-        return Status.ERROR, f"pytest usage or internal error ({describe_exit(code)})"
-    return Status.PASSED, ""
+def _reason(inv: Invocation, result: ProcResult, ended: CauseRecord | None) -> str:
+    """Why the process ended as it did, in words (empty when it ended as pytest does): the
+    cause's (results/cause.py), with what only this runner knows of a timeout, a cancel
+    and a failed write."""
+    if ended is None:
+        return ""
+    if ended.cause is Cause.WRITE_FAILED:
+        return result.write_error or reason_of(ended)
+    if ended.cause is Cause.CANCELLED:
+        return cancel.describe()
+    if ended.cause is Cause.TIMEOUT:
+        return f"timeout: step ran past {inv.timeout_s:g} s and was killed"
+    return reason_of(ended)
 
 
 class LocalRunner(Runner):

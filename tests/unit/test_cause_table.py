@@ -10,14 +10,17 @@ import pytest
 import yaml
 
 from harness import errors
-from harness.history.infra import signature_of
+from harness.history.infra import guess_signature, signature_of
 from harness.results.cause import (
     MEANINGS,
     RETRIED_EXIT_CODES,
     SELF_INFLICTED,
     Cause,
     CauseRecord,
+    cause_of_exit,
+    exit_words,
     meaning_of,
+    reason_of,
 )
 from harness.results.outcome import Status, SuiteOutcome
 from harness.roots import shipped_root
@@ -94,3 +97,36 @@ def test_the_ci_templates_retry_what_the_table_retries() -> None:
     github = (templates / "github.yml").read_text()
     retried = re.findall(r'if \[ "\$status" != (\d+) \]; then break; fi', github)
     assert tuple(int(code) for code in retried) == RETRIED_EXIT_CODES
+
+
+@pytest.mark.parametrize(("code", "timed_out", "junit", "status", "words"), [
+    (-6, False, True, Status.CRASHED, "crashed: killed by SIGABRT (exit -6)"),
+    (134, False, True, Status.CRASHED, "crashed: exit 134 (SIGABRT)"),
+    (139, False, False, Status.CRASHED, "crashed: exit 139 (SIGSEGV)"),
+    (-9, True, True, Status.TIMEOUT, None),
+    (0, False, False, Status.NO_JUNIT, "pytest exit 0 without writing JUnit"),
+    (3, False, True, Status.ERROR, "pytest usage or internal error (exit 3)"),
+    (1, False, True, Status.PASSED, None),  # a failed test: JUnit decides
+])
+def test_a_process_s_end_gives_its_status_and_words_from_its_cause(
+    code: int, timed_out: bool, junit: bool, status: Status, words: str | None
+) -> None:
+    """The runners' status and reason come from the cause the end shows, the table's words
+    of a signal with no guess at what it means (that is the lane's, meaning_of)."""
+    record = cause_of_exit(code, timed_out=timed_out, junit_written=junit)
+    assert Status.ended(record) is status
+    if words is not None:
+        assert record is not None and reason_of(record) == words
+    assert "GPU" not in exit_words(134) and "out-of-memory" not in exit_words(137)
+
+
+@pytest.mark.parametrize(("gpu", "signature"), [(True, "gpu-hang"), (False, "crashed"),
+                                               (None, "gpu-hang")])
+def test_a_folder_without_causes_reads_an_abort_by_its_lane(gpu: bool | None,
+                                                            signature: str) -> None:
+    """A run folder written before causes were recorded: its crashed suite's exit 134 means
+    what the table says on its lane; a loose file (no lane known) as vLLM's AMD CI reads
+    it, a GPU hang."""
+    for code in (134, -6):
+        assert guess_signature(status="crashed", exit_code=code, gpu=gpu) == signature
+    assert guess_signature(status="crashed", exit_code=137, gpu=False) == "oom-kill"
