@@ -10,14 +10,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 if TYPE_CHECKING:  # torch and the session load only when a fixture runs
     import torch
 
-    from harness.plugin.numerics import Comparison
+    from harness.plugin.numerics import Comparison, Tolerances
     from harness.plugin.profile import Profile
     from harness.plugin.session import HarnessSession, Tolerance
 
@@ -182,7 +182,7 @@ def record_numerics(record_property: Callable[[str, object], None]) -> Callable[
     (``nonfinite_ok=True`` where the op's contract allows NaN and Inf)."""
     from harness.plugin.numerics import record_numerics as _record
 
-    def check(actual: torch.Tensor, expected: torch.Tensor, tol: Any, *,
+    def check(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerances, *,
               nonfinite_ok: bool = False, **props: object) -> Comparison:
         return _record(actual, expected, tol, record_property, nonfinite_ok=nonfinite_ok,
                        **props)

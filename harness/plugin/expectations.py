@@ -20,13 +20,16 @@ import fcntl
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
 
 from harness.errors import ConfigError
 from harness.matrix.lane_data import KINDS, LaneDataMissing, lane_file
+
+if TYPE_CHECKING:
+    from harness.plugin.profile import Profile
 
 SCHEMA = 1
 Counts = Mapping[str, Any]  # {"passes": {name: int|str}, "unfused": {op: int}, "kernels": int}
@@ -168,7 +171,7 @@ _STORES = pytest.StashKey[dict[Path, ExpectationStore]]()
 
 
 @pytest.fixture
-def expectations(request: pytest.FixtureRequest, platform: Any) -> ExpectationStore:
+def expectations(request: pytest.FixtureRequest, platform: Profile) -> ExpectationStore:
     """The expectation store of the requesting test's suite folder and this platform."""
     import torch
 

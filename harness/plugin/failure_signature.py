@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 RANGES = ("headroom", "max_abs_err")
 
@@ -34,7 +33,12 @@ def _recorded(properties: Iterable[tuple[str, object]], name: str) -> float | No
         return None
 
 
-def mismatch(expect: Mapping[str, Any], exc_types: Iterable[str], message: str,
+def _bound(value: object) -> int | float | None:
+    """A range's end as the matrix schema checked it (a number), None where open."""
+    return value if isinstance(value, int | float) else None
+
+
+def mismatch(expect: Mapping[str, object], exc_types: Iterable[str], message: str,
              properties: Iterable[tuple[str, object]]) -> str | None:
     """What about this failure is outside ``expect``; None when all of it fits."""
     properties = list(properties)
@@ -44,14 +48,14 @@ def mismatch(expect: Mapping[str, Any], exc_types: Iterable[str], message: str,
     if raises and raises not in types:
         problems.append(f"raises {raises}, found {types[0] if types else 'no exception'}")
     pattern = expect.get("match")
-    if pattern and not re.search(pattern, message):
+    if isinstance(pattern, str) and pattern and not re.search(pattern, message):
         first = message.strip().splitlines()[0] if message.strip() else "(empty)"
         problems.append(f"message matching {pattern!r}, found {first[:300]!r}")
     for name in RANGES:
         bounds = expect.get(name)
-        if not bounds:
+        if not isinstance(bounds, Mapping) or not bounds:
             continue
-        low, high = bounds.get("min"), bounds.get("max")
+        low, high = _bound(bounds.get("min")), _bound(bounds.get("max"))
         value = _recorded(properties, name)
         span = f"[{'' if low is None else low}, {'' if high is None else high}]"
         if value is None:

@@ -19,9 +19,12 @@ restarted, never killed by the kernel's OOM killer in the middle of a test.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from pluggy import Result
 
 import pytest
 
@@ -69,7 +72,8 @@ class TestMemory:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item,
-                                  call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+                                  call: pytest.CallInfo[None]
+                                  ) -> Generator[None, Result[pytest.TestReport], None]:
         outcome = yield
         if call.when != "teardown":
             return
@@ -85,7 +89,32 @@ class TestMemory:
             setattr(report, RSS_ATTR, round(rss, 1))
 
 
-def make_recycling(config: pytest.Config, log: Any, budget_mb: float) -> Any:
+class Gateway(Protocol):
+    id: str
+
+
+class Worker(Protocol):
+    """What the scheduler uses of an xdist worker (``xdist.workermanage.WorkerController``,
+    untyped)."""
+
+    gateway: Gateway
+    shutting_down: bool
+
+    def shutdown(self) -> None: ...
+
+    def send_steal(self, indices: Sequence[int]) -> None: ...
+
+
+class Scheduler(Protocol):
+    """What the controller's hooks use of the scheduler ``make_recycling`` makes."""
+
+    draining: dict[Worker, str]
+    tests_finished: bool
+
+    def note(self, node: Worker, rss_mb: float, nodeid: str) -> None: ...
+
+
+def make_recycling(config: pytest.Config, log: object, budget_mb: float) -> Scheduler:
     """xdist's work-stealing scheduler that drains and replaces a worker over budget."""
     from xdist.scheduler.worksteal import (  # type: ignore[import-untyped]
         MIN_PENDING,
@@ -95,9 +124,9 @@ def make_recycling(config: pytest.Config, log: Any, budget_mb: float) -> Any:
     class Recycling(WorkStealingScheduling):  # type: ignore[misc]
         def __init__(self) -> None:
             super().__init__(config, log)
-            self.draining: dict[Any, str] = {}  # node -> why
+            self.draining: dict[Worker, str] = {}  # node -> why
 
-        def note(self, node: Any, rss_mb: float, nodeid: str) -> None:
+        def note(self, node: Worker, rss_mb: float, nodeid: str) -> None:
             if rss_mb > budget_mb and node in self.node2pending and node not in self.draining:
                 self.draining[node] = (f"{rss_mb:.0f} MB resident after {nodeid}, over the "
                                        f"{budget_mb:.0f} MB a worker may use")
@@ -127,11 +156,12 @@ class WorkerBudget:
     def __init__(self, config: pytest.Config, budget_mb: float) -> None:
         self.config = config
         self.budget_mb = budget_mb
-        self.sched: Any = None
+        self.sched: Scheduler | None = None
         self.restarts: list[str] = []
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: object
+                                    ) -> Scheduler | None:
         if config.getvalue("dist") not in ("load", "worksteal"):
             return None  # the suite chose how its tests group (loadfile, loadscope, ...)
         try:
@@ -148,12 +178,13 @@ class WorkerBudget:
             self.sched.note(node, float(rss), report.nodeid)
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: object | None) -> None:
-        why = self.sched.draining.pop(node, None) if self.sched is not None else None
-        if why is None or error is not None:
+    def pytest_testnodedown(self, node: Worker, error: object | None) -> None:
+        sched = self.sched
+        why = sched.draining.pop(node, None) if sched is not None else None
+        if sched is None or why is None or error is not None:
             return  # a crash: xdist replaces the worker itself, or gives up
         dsession = self.config.pluginmanager.getplugin("dsession")
-        if dsession is None or dsession.shuttingdown or self.sched.tests_finished:
+        if dsession is None or dsession.shuttingdown or sched.tests_finished:
             return
         clone = dsession._clone_node(node)  # how xdist replaces a crashed worker, since 1.x
         line = (f"harness: worker {node.gateway.id} restarted between tests as "
@@ -163,7 +194,7 @@ class WorkerBudget:
         if reporter is not None:
             reporter.write_line(line)
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.restarts:
             terminalreporter.write_line(
                 f"harness: {len(self.restarts)} worker restart(s) for memory "

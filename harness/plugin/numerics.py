@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 import torch
 
@@ -73,11 +73,22 @@ def _bitwise(actual: torch.Tensor, expected: torch.Tensor, problem: str) -> Comp
     )
 
 
+class Tolerances(Protocol):
+    """What a comparison reads of a tolerance (the session's ``Tolerance``, a matrix's, a
+    suite's own); ``bitwise`` where it has one."""
+
+    @property
+    def atol(self) -> float: ...
+
+    @property
+    def rtol(self) -> float: ...
+
+
 def _same_nonfinite(a: torch.Tensor, e: torch.Tensor) -> bool:
     return all(torch.equal(f(a), f(e)) for f in (torch.isnan, torch.isposinf, torch.isneginf))
 
 
-def compare(actual: torch.Tensor, expected: torch.Tensor, tol: Any, *,
+def compare(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerances, *,
             nonfinite_ok: bool = False) -> Comparison:
     """``actual`` against ``expected`` under ``tol``; ``nonfinite_ok``: the op's contract
     allows NaN and Inf (they must then match the reference's, position and kind)."""
@@ -117,7 +128,7 @@ def compare(actual: torch.Tensor, expected: torch.Tensor, tol: Any, *,
 def record_numerics(
     actual: torch.Tensor,
     expected: torch.Tensor,
-    tol: Any,
+    tol: Tolerances,
     record_property: Callable[[str, object], None],
     *,
     nonfinite_ok: bool = False,

@@ -16,8 +16,9 @@ import datetime as dt
 import json
 import os
 import platform
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import pytest
 from _pytest.junitxml import xml_key
@@ -29,6 +30,19 @@ XUNIT2_WARNING = "ignore:record_property is incompatible with junit_family:pytes
 _MESSAGE_LIMIT = 1000
 
 
+@dataclass
+class _Result:
+    """A test's line in the making, phase by phase: the first phase that did not pass
+    decides it."""
+
+    when: str
+    outcome: str = "passed"
+    duration: float = 0.0
+    message: str = ""
+    details: str = ""
+    properties: list[tuple[str, object]] = field(default_factory=list)
+
+
 class PartialResults:
     """Registered in the controller process (not in xdist workers) by the plugin."""
 
@@ -38,7 +52,7 @@ class PartialResults:
         self._file: TextIO = path.open("a", encoding="utf-8")
         self._progress: TextIO = progress.open("a", encoding="utf-8")
         self._collected = False
-        self._open: dict[tuple[str, object], dict[str, Any]] = {}  # tests not yet torn down
+        self._open: dict[tuple[str, object], _Result] = {}  # tests not yet torn down
 
     # -- progress ------------------------------------------------------------------------
 
@@ -77,16 +91,15 @@ class PartialResults:
         key = (report.nodeid, getattr(report, "worker_id", None))
         record = self._open.get(key)
         if record is None or report.when == "setup":
-            record = self._open[key] = {"when": report.when, "outcome": "passed",
-                                        "duration": 0.0, "message": ""}
-        record["duration"] += report.duration
-        if record["outcome"] == "passed" and (report.when == "call" or not report.passed):
+            record = self._open[key] = _Result(when=report.when)
+        record.duration += report.duration
+        if record.outcome == "passed" and (report.when == "call" or not report.passed):
             outcome: str = report.outcome
             if hasattr(report, "wasxfail"):
                 outcome = "xpassed" if report.passed else "xfailed"
-            message, details = _messages(report)
-            record.update(when=report.when, outcome=outcome, message=message, details=details)
-        record["properties"] = list(report.user_properties)
+            record.message, record.details = _messages(report)
+            record.when, record.outcome = report.when, outcome
+        record.properties = list(report.user_properties)
         # xunit2 has no per-case <properties>: pytest's JUnit writer must not see them.
         report.user_properties = []
         if report.when == "teardown":
@@ -105,14 +118,13 @@ class PartialResults:
         xdist reports its failure alone) still gets its line; one still undecided (the
         test Ctrl-C stopped) is left to the runner, as a test that was running."""
         for (nodeid, _), record in list(self._open.items()):
-            if record["outcome"] != "passed":
+            if record.outcome != "passed":
                 self._write_record(nodeid, record)
         self._open.clear()
 
-    def _write_record(self, nodeid: str, record: dict[str, Any]) -> None:
-        self._write(result_line(nodeid, record["when"], record["outcome"], record["duration"],
-                                record["message"], record["properties"],
-                                record.get("details", "")))
+    def _write_record(self, nodeid: str, record: _Result) -> None:
+        self._write(result_line(nodeid, record.when, record.outcome, record.duration,
+                                record.message, record.properties, record.details))
 
     def _write(self, line: str) -> None:
         self._file.write(line)

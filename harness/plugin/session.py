@@ -7,12 +7,15 @@ import inspect
 import os
 import random
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from pluggy import Result
 
 from harness.errors import UsageError
 from harness.matrix.known_failures import Entry, entries_for, glob_to_regex, match
@@ -33,7 +36,7 @@ class Tolerance:
 
 
 def make_tolerance_lookup(profile: Profile) -> Callable[..., Tolerance]:
-    def lookup(dtype: Any, op: str | None = None) -> Tolerance:
+    def lookup(dtype: object, op: str | None = None) -> Tolerance:
         name = str(dtype).removeprefix("torch.")
         tol, source = profile.matrix.tolerances.lookup(name, op)
         return Tolerance(tol.atol, tol.rtol, tol.bitwise, f"{profile.name}/{source}")
@@ -145,7 +148,8 @@ class HarnessSession:
             metafunc.parametrize("platform_dtype", list(self.profile.dtypes))
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_collectreport(self, report: pytest.CollectReport) -> Any:
+    def pytest_collectreport(self, report: pytest.CollectReport
+                             ) -> Generator[None, object, object]:
         """A module that failed to import is an error case in JUnit (pytest writes it):
         give it the module's node id, as a test's case has its own (in the partial file,
         the JUnit sidecar, when there is one: xunit2 has no per-case properties)."""
@@ -244,7 +248,8 @@ class HarnessSession:
             pass
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
+                                  ) -> Generator[None, Result[pytest.TestReport], None]:
         # Outermost, so the xfail handling has already turned the failure into an xfail.
         # Every phase: pytest turns an error in a fixture's setup or teardown into an
         # xfail of a known failure too, and it must fit the signature as the call's does.
@@ -268,7 +273,7 @@ class HarnessSession:
             f"the failure{phase}: {type(exc).__name__}: {exc}"
         )
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         tr = terminalreporter
         for entry in self.expired:
             tr.write_line(

@@ -21,7 +21,6 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from xml.parsers import expat
 
 from harness.results.cause import CAUSE_PROPERTY, CauseRecord, as_property
@@ -53,12 +52,12 @@ def count_junit(path: Path, warn: Warn = _quiet) -> dict[str, int]:
     return dict(counts)
 
 
-def read_partial(path: Path) -> list[dict[str, Any]]:
+def read_partial(path: Path) -> list[dict[str, object]]:
     """The result lines of a partial file (``sidecar.read_records``)."""
     return read_records(path)
 
 
-def _case_from_record(record: dict[str, Any]) -> ET.Element:
+def _case_from_record(record: dict[str, object]) -> ET.Element:
     classname, name = address(str(record["nodeid"]))
     duration = record.get("duration", 0.0)
     seconds = float(duration) if isinstance(duration, int | float | str) else 0.0
@@ -95,7 +94,7 @@ class Progress:
 
     collected: list[str] = field(default_factory=list)
     started: list[str] = field(default_factory=list)
-    suite: dict[str, Any] = field(default_factory=dict)
+    suite: dict[str, object] = field(default_factory=dict)
 
 
 def read_progress(path: Path) -> Progress:
@@ -146,13 +145,13 @@ def settle_partial(partial: Path, cause: str, stopped: str,
     return running, lines
 
 
-def _suite_element(suite: str, facts: dict[str, Any], seconds: float) -> ET.Element:
+def _suite_element(suite: str, facts: dict[str, object], seconds: float) -> ET.Element:
     """The <testsuite> of a salvaged file, with what the plugin recorded at collection
     (timestamp, hostname, the suite properties); its counts are filled in after."""
     element = ET.Element("testsuite", name=suite, time=f"{max(seconds, 0.0):.3f}")
     for key in ("timestamp", "hostname"):
-        if isinstance(facts.get(key), str):
-            element.set(key, facts[key])
+        if isinstance(value := facts.get(key), str):
+            element.set(key, value)
     props = facts.get("properties")
     if isinstance(props, dict) and props:
         container = ET.SubElement(element, "properties")

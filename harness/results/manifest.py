@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar, overload
 
 from harness.errors import ConfigError
 from harness.results import layout
@@ -25,6 +25,8 @@ from harness.results.outcome import Counts, SkipReason, Status, SuiteOutcome
 
 SCHEMA = 2
 T = TypeVar("T")
+U = TypeVar("U")
+D = TypeVar("D")
 
 
 @dataclass(kw_only=True)
@@ -160,8 +162,16 @@ class _Reader:
         shown = shown if len(shown) <= 60 else shown[:57] + "..."
         return ConfigError(f"expected {expected}, got {shown}", file=self.source, key=key)
 
-    def get(self, data: Mapping[str, Any], key: str, kind: type[T] | tuple[type, ...],
-            default: Any, path: str = "") -> Any:
+    @overload
+    def get(self, data: Mapping[str, object], key: str, kind: type[T], default: D,
+            path: str = "") -> T | D: ...
+
+    @overload
+    def get(self, data: Mapping[str, object], key: str, kind: tuple[type[T], type[U]],
+            default: D, path: str = "") -> T | U | D: ...
+
+    def get(self, data: Mapping[str, object], key: str, kind: type | tuple[type, ...],
+            default: object, path: str = "") -> object:
         full = f"{path}{key}"
         value = data.get(key)
         if value is None:  # absent or null: the field's default
@@ -173,12 +183,12 @@ class _Reader:
             raise self.fail(full, "/".join(k.__name__ for k in kinds), value)
         return value
 
-    def obj(self, data: Any, path: str) -> Mapping[str, Any]:
+    def obj(self, data: object, path: str) -> Mapping[str, object]:
         if not isinstance(data, Mapping):
             raise self.fail(path.rstrip("."), "an object", data)
         return data
 
-    def record(self, raw: Any) -> RunRecord:
+    def record(self, raw: object) -> RunRecord:
         data = self.obj(raw, "")
         g = self.get
         schema = g(data, "schema", int, 1)
@@ -214,7 +224,7 @@ class _Reader:
             shard=g(data, "shard", str, None),
             suites_planned=self.strings(g(data, "suites_planned", list, []), "suites_planned"),
             env=self.string_map(g(data, "env", dict, {}), "env"),
-            container_env=self.string_map(g(data, "container_env", dict, None) or {},
+            container_env=self.string_map(g(data, "container_env", dict, {}),
                                           "container_env") if data.get("container_env") else None,
             command=self.strings(g(data, "command", list, []), "command"),
             repro_of=g(data, "repro_of", str, None),
@@ -237,7 +247,7 @@ class _Reader:
             pins=[self.pin(p, f"pins[{i}].") for i, p in enumerate(g(data, "pins", list, []))],
         )
 
-    def pin(self, raw: Any, path: str) -> PinOverride:
+    def pin(self, raw: object, path: str) -> PinOverride:
         data = self.obj(raw, path)
         requirement = self.get(data, "requirement", str, "", path)
         if not requirement:
@@ -245,7 +255,7 @@ class _Reader:
         return PinOverride(requirement=requirement,
                            replaces=self.get(data, "replaces", str, "", path))
 
-    def unmatched(self, raw: Any, path: str) -> UnmatchedKnownFailure:
+    def unmatched(self, raw: object, path: str) -> UnmatchedKnownFailure:
         data = self.obj(raw, path)
         return UnmatchedKnownFailure(
             suite=self.get(data, "suite", str, "", path),
@@ -254,7 +264,7 @@ class _Reader:
             where=self.get(data, "where", str, "", path),
         )
 
-    def skip_reasons(self, values: list[Any], path: str) -> list[SkipReason]:
+    def skip_reasons(self, values: list[object], path: str) -> list[SkipReason]:
         out = []
         for index, raw in enumerate(values):
             data = self.obj(raw, f"{path}[{index}].")
@@ -273,19 +283,21 @@ class _Reader:
         except TypeError:
             raise self.fail("device_fingerprint", "an object", value) from None
 
-    def strings(self, values: list[Any], key: str) -> list[str]:
+    def strings(self, values: list[object], key: str) -> list[str]:
+        out = []
         for index, value in enumerate(values):
             if not isinstance(value, str):
                 raise self.fail(f"{key}[{index}]", "str", value)
-        return list(values)
+            out.append(value)
+        return out
 
-    def optional_strings(self, data: Mapping[str, Any], key: str) -> list[str] | None:
+    def optional_strings(self, data: Mapping[str, object], key: str) -> list[str] | None:
         """A list of strings, or None where the manifest has none (null or absent)."""
         if data.get(key) is None:
             return None
         return self.strings(self.get(data, key, list, []), key)
 
-    def string_map(self, values: Mapping[str, Any], key: str) -> dict[str, str]:
+    def string_map(self, values: Mapping[str, object], key: str) -> dict[str, str]:
         for name, value in values.items():
             if not isinstance(value, str | int | float | bool):
                 raise self.fail(f"{key}.{name}", "str", value)
@@ -311,13 +323,15 @@ class _Reader:
         except ValueError:
             raise self.fail(f"{path}status", "a suite status", value) from None
 
-    def suite(self, raw: Any, path: str) -> SuiteOutcome:
+    def suite(self, raw: object, path: str) -> SuiteOutcome:
         data = self.obj(raw, path)
         g = self.get
         counts = self.obj(g(data, "counts", dict, {}, path), f"{path}counts.")
+        numbers: dict[str, int] = {}
         for name, value in counts.items():
             if isinstance(value, bool) or not isinstance(value, int):
                 raise self.fail(f"{path}counts.{name}", "int", value)
+            numbers[name] = value
         name = g(data, "suite", str, "", path)
         if not name:
             raise self.fail(f"{path}suite", "a suite name", data.get("suite"))
@@ -331,7 +345,7 @@ class _Reader:
             junit=inside_run(g(data, "junit", str, "", path)) or layout.junit_rel(name, shard),
             log=inside_run(g(data, "log", str, "", path)) or layout.log_rel(name, shard),
             shard=shard,
-            counts=Counts.of(counts),
+            counts=Counts.of(numbers),
             log_tail=self.strings(g(data, "log_tail", list, [], path), f"{path}log_tail"),
             skip_ratio=g(data, "skip_ratio", (int, float), None, path),
             mostly_skipped=g(data, "mostly_skipped", bool, False, path),

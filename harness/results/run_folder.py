@@ -102,8 +102,8 @@ def _details(partial: Path, wanted: set[str]) -> dict[str, str]:
     """The report tails of ``wanted`` node ids from a sidecar, read line by line."""
     if not wanted:
         return {}
-    return {r["nodeid"]: r["details"] for r in iter_records(partial)
-            if r["nodeid"] in wanted and isinstance(r.get("details"), str) and r["details"]}
+    return {str(r["nodeid"]): details for r in iter_records(partial)
+            if r["nodeid"] in wanted and isinstance(details := r.get("details"), str) and details}
 
 
 def _suite_cases(junit: Path, warn: Warn) -> Iterator[CaseResult]:

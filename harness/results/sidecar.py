@@ -18,7 +18,7 @@ import itertools
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from harness.results.junit_expat import NODEID_PROPERTY
 from harness.results.layout import partial_for
@@ -59,7 +59,7 @@ def result_line(
     return json.dumps(record) + "\n"
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
+def read_records(path: Path) -> list[dict[str, object]]:
     """Every result line of a partial file (to its end, or the line a crash cut short)."""
     return list(iter_records(path))
 
@@ -78,11 +78,11 @@ def peak_memory(path: Path) -> tuple[float, str] | None:
         except (TypeError, ValueError):
             mb = None
         if mb is not None and (best is None or mb > best[0]):
-            best = (mb, record["nodeid"])
+            best = (mb, str(record["nodeid"]))
     return best
 
 
-def iter_records(path: Path) -> Iterator[dict[str, Any]]:
+def iter_records(path: Path) -> Iterator[dict[str, object]]:
     """The result lines of a partial file one at a time (none when it is absent)."""
     if not path.is_file():
         return

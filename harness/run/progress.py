@@ -12,7 +12,6 @@ import statistics
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from harness.errors import HarnessError
 from harness.history.read import recent_suite_times
@@ -80,7 +79,7 @@ class Progress:
             parts.append(f"about {_clock(left)} left in all")
         _emit(parts)
 
-    def end(self, index: int, suite: str, status: str, counts: Mapping[str, Any]) -> None:
+    def end(self, index: int, suite: str, status: str, counts: Mapping[str, int]) -> None:
         for key, value in counts.items():
             if isinstance(value, int):
                 self.totals[key] = self.totals.get(key, 0) + value
