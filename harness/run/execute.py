@@ -14,7 +14,6 @@ from harness.platform.gitinfo import git_info
 from harness.platform.host import host_fingerprint
 from harness.process.secret_names import masked as mask_env
 from harness.process.secret_names import register_secrets, scrub
-from harness.results import layout
 from harness.results.facts import ThreadsRecord
 from harness.results.manifest import GitRef, MatrixRef, RunRecord
 from harness.results.manifest_write import ManifestWriter, build_id, now
@@ -23,7 +22,6 @@ from harness.run.plan import select_suites
 from harness.run.progress import Progress, folder_estimates, history_estimates
 from harness.run.request import Prepared, RunContext, Started
 from harness.run.threads import ThreadPlan
-from harness.run.venvs import requirements_for
 
 # Suites that read the persistent tokenizer caches (and must find them warm).
 CACHE_SUITES = frozenset({"e2e"})
@@ -73,7 +71,7 @@ def environment_pins(ctx: RunContext) -> list[str] | None:
         return list(ctx.matrix.python.requirements)
     if ctx.request.python != "matrix":
         return None
-    return list(requirements_for(ctx.matrix, emulate=ctx.request.emulate))
+    return list(ctx.environment.requirements)
 
 
 def open_manifest(run_dir: Path, record: RunRecord,
@@ -141,7 +139,7 @@ def execute(run: Started) -> None:
 
 def make_progress(ctx: RunContext, plan: Prepared) -> Progress:
     """Suite i of N with an estimate from the history (or the last run folder)."""
-    lane = layout.Lane(matrix=ctx.matrix.name, emulated=ctx.request.emulate)
+    lane = ctx.environment.lane
     estimates = history_estimates(default_db_path(ctx.root), str(lane)) or folder_estimates(
         plan.run_dir.parent, ctx.request.emulate
     )

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from harness.errors import HostUnavailable
 from harness.history.schema import default_db_path
-from harness.platform.cache import cache_root
 from harness.platform.doctor import preflight, require_device, run_checks
 from harness.platform.probe import ProbeRefused
 from harness.results import layout
@@ -89,9 +88,8 @@ def preflight_step(ctx: RunContext) -> None:
     )
     preflight(checks)
     if ctx.request.python == "matrix" and not ctx.runner.in_container:
-        check_sources(ctx.matrix, emulate=ctx.request.emulate)
-        check_pins(ctx.matrix, [p.requirement for p in ctx.request.pins],
-                   emulate=ctx.request.emulate)
+        check_sources(ctx.environment)
+        check_pins(ctx.environment, [p.requirement for p in ctx.request.pins])
 
 
 def plan_threads_step(ctx: RunContext) -> ThreadPlan:
@@ -102,9 +100,8 @@ def recorded_peaks(ctx: RunContext) -> dict[str, Peak]:
     """Each suite's peak test memory when this lane last ran, from this host's history."""
     from harness.history.read import recent_suite_peaks
 
-    lane = layout.Lane(matrix=ctx.matrix.name, emulated=ctx.request.emulate)
     return {p.suite: Peak(mb=p.mb, test=p.nodeid)
-            for p in recent_suite_peaks(default_db_path(), str(lane))}
+            for p in recent_suite_peaks(default_db_path(), str(ctx.environment.lane))}
 
 
 def prepare_run_dir(ctx: RunContext) -> tuple[str, Path]:
@@ -128,7 +125,7 @@ def choose_python(ctx: RunContext) -> str:
         return ctx.runner.python
     # Under --emulate: the emulation's environment (a CPU torch), not the device's.
     return interpreter(ctx.request.python, ctx.matrix, emulate=ctx.request.emulate,
-                       build=not ctx.request.dry_run)
+                       build=not ctx.request.dry_run, environment=ctx.environment)
 
 
 def build_env(ctx: RunContext, threads: ThreadPlan) -> dict[str, str]:
@@ -144,7 +141,7 @@ def build_env(ctx: RunContext, threads: ThreadPlan) -> dict[str, str]:
         defaults["COLUMNS"] = str(max(40, width - 3 - max(map(len, names))))
     # The suites import harness and refengine from this checkout (or, installed, from a
     # folder holding just those two), in any interpreter.
-    return suite_env(ctx.matrix, ctx.root, import_root=import_path(cache_root(ctx.matrix)),
+    return suite_env(ctx.matrix, ctx.root, import_root=import_path(ctx.environment.cache),
                      inherited_pythonpath=os.environ.get("PYTHONPATH"),
                      emulate=ctx.request.emulate, defaults=defaults,
                      overrides=ctx.request.env)
@@ -218,7 +215,7 @@ def write_durations(ctx: RunContext, run_dir: Path) -> Path | None:
               f"tests from {given}")
         return path
     db = default_db_path()
-    lane = layout.Lane(matrix=ctx.matrix.name, emulated=ctx.request.emulate)
+    lane = ctx.environment.lane
     durations = durations_for(lane, db) if db.is_file() else DurationSet(matrix=str(lane))
     path = run_dir / layout.DURATIONS
     dump(durations, path)

@@ -13,6 +13,7 @@ from harness.results.manifest import PinOverride
 from harness.results.manifest_write import ManifestWriter
 from harness.results.outcome import SuiteOutcome
 from harness.run.threads import ThreadPlan
+from harness.run.venvs import Environment
 from harness.runners.docker import DockerRunner
 from harness.runners.invocation import Invocation
 from harness.runners.local import LocalRunner
@@ -65,9 +66,13 @@ class RunContext:
     root: Path
     matrix: Matrix
     runner: Runner = field(init=False)  # picked once, from the request and the matrix
+    # The lane's environment (its pins, the cache, its folder), resolved once from the
+    # matrix (with the run's --pin) and --emulate: every step reads this one.
+    environment: Environment = field(init=False)
 
     def __post_init__(self) -> None:
         self.runner = pick_runner(self.request, self.matrix)
+        self.environment = Environment.of(self.matrix, emulate=self.request.emulate)
 
 
 @dataclass(frozen=True, kw_only=True)

