@@ -18,10 +18,10 @@ import dataclasses
 import itertools
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypedDict
 
 import yaml
 
@@ -29,7 +29,8 @@ from harness.errors import UsageError
 from harness.importers.pytest_argv import option_table, read_argv
 
 SHARD_FLAGS = ("--num-shards", "--shard-id")
-ROUTED = {"-m": "markers", "-k": "k"}  # the suite keys these options set
+# the suite keys these options set
+ROUTED: dict[str, Literal["markers", "k"]] = {"-m": "markers", "-k": "k"}
 RUNNER_TIMEOUT = re.compile(r"^(\d+)([smh])$")
 ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 UNIT_S = {"s": 1, "m": 60, "h": 3600}
@@ -61,6 +62,16 @@ class ImportedSuite:
         return [*rest, *(f"--ignore={i}" for i in self.ignores), *self.options]
 
 
+class PytestCommand(TypedDict):
+    """One pytest command's argv as ``parse_pytest`` reads it."""
+
+    targets: list[str]
+    markers: str
+    k: str
+    ignores: list[str]
+    options: list[str]
+
+
 @dataclass(frozen=True, kw_only=True)
 class Imported:
     file: Path
@@ -68,7 +79,7 @@ class Imported:
     unmapped: tuple[str, ...]  # one line each: what the matrix has no place for
 
 
-def read_steps(file: Path) -> list[dict[str, Any]]:
+def read_steps(file: Path) -> list[dict[str, object]]:
     """Every step of the file (groups walked), or a UsageError naming the file."""
     try:
         data = yaml.safe_load(file.read_text(encoding="utf-8"))
@@ -82,7 +93,7 @@ def read_steps(file: Path) -> list[dict[str, Any]]:
         data = {"steps": data}
     if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
         raise UsageError(f"{file}: steps: a Buildkite step file has a list of steps")
-    steps: list[dict[str, Any]] = []
+    steps: list[dict[str, object]] = []
     for step in data["steps"]:
         if isinstance(step, dict) and isinstance(step.get("steps"), list):  # a group
             steps += [s for s in step["steps"] if isinstance(s, dict)]
@@ -91,11 +102,12 @@ def read_steps(file: Path) -> list[dict[str, Any]]:
     return steps
 
 
-def step_id(step: dict[str, Any]) -> str:
+def step_id(step: Mapping[str, object]) -> str:
     return str(step.get("key") or step.get("label") or "?")
 
 
-def pick(file: Path, steps: list[dict[str, Any]], wanted: Sequence[str]) -> list[dict[str, Any]]:
+def pick(file: Path, steps: list[dict[str, object]],
+         wanted: Sequence[str]) -> list[dict[str, object]]:
     if not wanted:
         return steps
     chosen = []
@@ -109,7 +121,7 @@ def pick(file: Path, steps: list[dict[str, Any]], wanted: Sequence[str]) -> list
     return chosen
 
 
-def _suite_name(step: dict[str, Any], index: int) -> str:
+def _suite_name(step: Mapping[str, object], index: int) -> str:
     base = _slug(step_id(step)) or "step"
     return base if index == 0 else f"{base}_{index + 1}"
 
@@ -130,28 +142,51 @@ def _runner_parts(command: str) -> tuple[list[str], int | None]:
     return [line for line in command.splitlines() if line.strip()], None
 
 
-def parse_pytest(words: list[str], where: str, unmapped: list[str]) -> dict[str, Any]:
+def parse_pytest(words: list[str], where: str, unmapped: list[str]) -> PytestCommand:
     """pytest's argv (after ``pytest``) split into targets, -m, -k, ignores and the other
     options (each with its value, in order), read with pytest's own table of options; the
     shard flags are dropped. An option pytest here does not know is kept as a flag and
     named in ``unmapped``."""
-    out: dict[str, Any] = {"targets": [], "markers": "", "k": "", "ignores": [], "options": []}
+    out: PytestCommand = {"targets": [], "markers": "", "k": "", "ignores": [], "options": []}
     table = {**dict.fromkeys(SHARD_FLAGS), **option_table()}  # pytest-shard's take a value
     for arg in read_argv(words, table):
         if not arg.option:
             out["targets"] += arg.words
         elif arg.missing:
             _note(unmapped, f"{where}: {arg.option}: takes a value and none follows, not kept")
-        elif arg.option in ROUTED:
-            out[ROUTED[arg.option]] = arg.value
+        elif arg.option in ROUTED:  # these and --ignore take a value: not missing, it is set
+            out[ROUTED[arg.option]] = arg.value or ""
         elif arg.option == "--ignore":
-            out["ignores"].append(arg.value)
+            out["ignores"].append(arg.value or "")
         elif arg.option not in SHARD_FLAGS:
             if not arg.known:
                 _note(unmapped, f"{where}: {arg.option}: not an option of pytest here (a "
                                 "plugin not installed?), read as a flag without a value")
             out["options"] += arg.words
     return out
+
+
+def _listed(value: object) -> list[object]:
+    """``list(value)`` of a value as the step file has it (its TypeError if no list)."""
+    if isinstance(value, Iterable):
+        return list(value)
+    raise TypeError(f"{type(value).__name__!r} object is not iterable")
+
+
+def _text(value: object) -> str | None:
+    """A value the matrix keeps as a comment only (the step's device): as the comment
+    writes it, None for one it leaves out."""
+    if isinstance(value, str) or value is None:
+        return value
+    return str(value) if value else None
+
+
+def _int(value: object) -> int:
+    """``int(value)`` of a value as the step file has it (its TypeError if no number)."""
+    if isinstance(value, str | bytes | int | float):
+        return int(value)
+    raise TypeError("int() argument must be a string, a bytes-like object or a real number, "
+                    f"not {type(value).__name__!r}")
 
 
 def _note(unmapped: list[str], line: str) -> None:
@@ -252,13 +287,13 @@ def import_steps(file: Path, wanted: Sequence[str] = (), only: Sequence[str] = (
     return Imported(file=file, suites=tuple(suites), unmapped=tuple(unmapped))
 
 
-def _one_step(file: Path, step: dict[str, Any], unmapped: list[str]) -> list[ImportedSuite]:
+def _one_step(file: Path, step: Mapping[str, object], unmapped: list[str]) -> list[ImportedSuite]:
     sid = step_id(step)
     where = f"{file}: step {sid}"
-    commands = step.get("commands") or step.get("command") or []
-    commands = [commands] if isinstance(commands, str) else list(commands)
-    found: list[dict[str, Any]] = []
-    timeout = int(step["timeout_in_minutes"]) * 60 if step.get("timeout_in_minutes") else None
+    given = step.get("commands") or step.get("command") or []
+    commands = [given] if isinstance(given, str) else _listed(given)
+    found: list[PytestCommand] = []
+    timeout = _int(step["timeout_in_minutes"]) * 60 if step.get("timeout_in_minutes") else None
     for command in commands:
         lines, limit = _runner_parts(str(command))
         timeout = timeout or limit
@@ -281,15 +316,16 @@ def _one_step(file: Path, step: dict[str, Any], unmapped: list[str]) -> list[Imp
     for key in ("device", "source_file_dependencies", "env", "agents", "depends_on"):
         if step.get(key):
             unmapped.append(f"{where}: {key}: no place in a matrix suite, kept as a comment")
+    device = _text(step.get("device"))
     return [
         ImportedSuite(
             name=_suite_name(step, i), step=sid, label=str(step.get("label", sid)),
             targets=tuple(f["targets"]), markers=f["markers"], k=f["k"],
             ignores=tuple(f["ignores"]), options=tuple(f["options"]), timeout_s=timeout,
-            shards=int(step.get("parallelism") or 1), soft_fail=step.get("soft_fail") is True,
-            device=step.get("device"),
-            source_file_dependencies=tuple(str(d) for d in step.get("source_file_dependencies")
-                                           or ()),
+            shards=_int(step.get("parallelism") or 1), soft_fail=step.get("soft_fail") is True,
+            device=device,
+            source_file_dependencies=tuple(str(d) for d in _listed(
+                step.get("source_file_dependencies") or ())),
         )
         for i, f in enumerate(found) if f["targets"]
     ]

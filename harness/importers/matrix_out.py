@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -12,14 +11,16 @@ from harness.errors import UsageError
 from harness.importers.buildkite import Imported, ImportedSuite
 
 SOFT_FAIL_EXPIRES = "2027-06-30"
+# A step as its suites say it: (step, label, parallelism, device, source_file_dependencies)
+StepKey = tuple[str, str, int, str | None, tuple[str, ...]]
 
 
-def suite_entry(suite: ImportedSuite, source: Path) -> dict[str, Any]:
+def suite_entry(suite: ImportedSuite, source: Path) -> dict[str, object]:
     """The matrix's suite keys: one target is ``path``, the rest ride in pytest_args
     (pytest runs in the source root, the suite's rootdir and cwd, so they stay relative)."""
     # a file first where there is one; a node id as path is passed to pytest as written
     plain = [t for t in suite.targets if "::" not in t] or [suite.targets[0]]
-    entry: dict[str, Any] = {
+    entry: dict[str, object] = {
         "path": str(source / plain[0]),
         "rootdir": str(source),
         "cwd": str(source),
@@ -39,7 +40,7 @@ def suite_entry(suite: ImportedSuite, source: Path) -> dict[str, Any]:
     return entry
 
 
-def soft_fail_entries(suite: ImportedSuite) -> list[dict[str, Any]]:
+def soft_fail_entries(suite: ImportedSuite) -> list[dict[str, str]]:
     """soft_fail: the step's failures are allowed: each target quarantined (runs, is
     recorded, never fails the run)."""
     return [{
@@ -53,7 +54,7 @@ def soft_fail_entries(suite: ImportedSuite) -> list[dict[str, Any]]:
 
 def render(imported: Imported, *, extends: str, name: str, source: Path) -> str:
     """The matrix file: a comment header with what has no key, then the YAML."""
-    doc: dict[str, Any] = {
+    doc: dict[str, object] = {
         "extends": extends,
         "description": f"imported from {imported.file.name}: "
                        + ", ".join(sorted({s.label for s in imported.suites})),
@@ -70,10 +71,10 @@ def render(imported: Imported, *, extends: str, name: str, source: Path) -> str:
     return "\n".join(head) + "\n" + yaml.safe_dump(doc, sort_keys=False, width=100)
 
 
-def _suites(imported: Imported, source: Path) -> dict[str, Any]:
+def _suites(imported: Imported, source: Path) -> dict[str, dict[str, object]]:
     """The suites by name; a name twice is refused, never the second written over the
     first (the importer names them apart; this is the guard)."""
-    suites: dict[str, Any] = {}
+    suites: dict[str, dict[str, object]] = {}
     for suite in imported.suites:
         if suite.name in suites:
             raise UsageError(f"{imported.file}: suite {suite.name}: two imported suites have "
@@ -85,7 +86,7 @@ def _suites(imported: Imported, source: Path) -> dict[str, Any]:
 def step_comments(suites: Sequence[ImportedSuite]) -> list[str]:
     """What has no key, said once per step (its device, its source_file_dependencies, its
     parallelism), then the step's suites: ``--per-file`` makes many suites of one step."""
-    steps: dict[tuple[Any, ...], list[str]] = {}
+    steps: dict[StepKey, list[str]] = {}
     for suite in suites:
         key = (suite.step, suite.label, suite.shards, suite.device,
                suite.source_file_dependencies)

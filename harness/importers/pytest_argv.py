@@ -10,13 +10,16 @@ pytest is imported inside :func:`option_table` only: ``harness --help`` starts w
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+if TYPE_CHECKING:
+    from _pytest.config.argparsing import Parser
 # argparse's nargs: None one value, 0 a flag, N that many, "?" one if one follows, "*"/"+"
 # every word up to the next option.
 Nargs = int | str | None
@@ -45,10 +48,24 @@ def option_table() -> Mapping[str, Nargs]:
     # a plugin that fails to load: its options are named as unknown, one line each
     with contextlib.suppress(Exception):
         config.pluginmanager.load_setuptools_entrypoints("pytest11")
-    parser: Any = config._parser
-    argparser = parser.optparser if hasattr(parser, "optparser") else parser._getparser()
-    return {name: action.nargs for action in argparser._actions
+    return {name: action.nargs for action in _argparser(config._parser)._actions
             for name in action.option_strings}
+
+
+@runtime_checkable
+class _ParserBefore9(Protocol):
+    """pytest 8's ``Parser``: it builds its argparse parser on demand."""
+
+    def _getparser(self) -> argparse.ArgumentParser: ...
+
+
+def _argparser(parser: Parser) -> argparse.ArgumentParser:
+    """The argparse parser behind pytest's: ``optparser`` (pytest 9), else built."""
+    if hasattr(parser, "optparser"):
+        return parser.optparser
+    if not isinstance(parser, _ParserBefore9):
+        raise AttributeError("'Parser' object has no attribute '_getparser'")
+    return parser._getparser()
 
 
 def option_like(word: str) -> bool:

@@ -5,7 +5,7 @@ These run after the type walk passed, so every value has the declared shape.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from harness.errors import ConfigError
 from harness.matrix import schema as S
@@ -21,7 +21,7 @@ LOADER_KEYS = ("file", "tolerances.origins")
 
 def where_of(merged: LDict, path: str) -> Loc:
     """The file:line that set ``path`` (dotted), or of its nearest parent that exists."""
-    node: Any = merged
+    node: object = merged
     where: Loc = merged.at
     for part in path.split("."):
         if not isinstance(node, LDict) or part not in node:
@@ -31,13 +31,24 @@ def where_of(merged: LDict, path: str) -> Loc:
     return where
 
 
-def get(merged: LDict, path: str) -> Any:
-    node: Any = merged
+def get(merged: LDict, path: str) -> object:
+    node: object = merged
     for part in path.split("."):
         if not isinstance(node, dict) or part not in node:
             return None
         node = node[part]
     return node
+
+
+def _mapping(value: object) -> Mapping[str, object]:
+    """A mapping as the type walk passed it; anything else (None: not set) as empty."""
+    return value if isinstance(value, dict) else {}
+
+
+def _strings(value: object) -> list[str]:
+    """A list of strings as the type walk passed it; anything else (None: not set) as
+    empty."""
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
 
 
 class _Errors(list[ConfigError]):
@@ -69,9 +80,14 @@ def check_semantics(merged: LDict, refs: list[_Ref], *, shapes_ok: bool) -> list
     _check_required(merged, errors, shapes_ok=shapes_ok)
     if not shapes_ok:
         return list(errors)
-    provides = set(get(merged, "capabilities.provides") or ())
+    provides = set(_strings(get(merged, "capabilities.provides")))
     family, device = merged.get("family"), merged.get("device")
-    if family in FAMILY_DEVICE and device is not None and FAMILY_DEVICE[family] != device:
+    if (
+        isinstance(family, str)
+        and family in FAMILY_DEVICE
+        and device is not None
+        and FAMILY_DEVICE[family] != device
+    ):
         errors.add(
             merged,
             "device",
@@ -89,7 +105,7 @@ def _check_cpu(merged: LDict, errors: _Errors) -> None:
     from harness.matrix.model import CPU_LEVELS, NO_TCG_LEVELS
 
     value = get(merged, "cpu.emulated")
-    if value is None:
+    if not isinstance(value, str):  # None: the agent's own CPU
         return
     if merged.get("device") != "cpu":
         errors.add(merged, "cpu.emulated", f"an emulated CPU is for a CPU lane (device cpu), "
@@ -136,8 +152,8 @@ def _check_required(merged: LDict, errors: _Errors, *, shapes_ok: bool) -> None:
             )
     if not shapes_ok:
         return
-    for suite, entry in (merged.get("suites") or {}).items():
-        if "path" not in entry:
+    for suite, entry in _mapping(merged.get("suites")).items():
+        if "path" not in _mapping(entry):
             errors.add(
                 merged,
                 f"suites.{suite}.path",
@@ -146,11 +162,13 @@ def _check_required(merged: LDict, errors: _Errors, *, shapes_ok: bool) -> None:
             )
 
 
-def _check_catalog_cycles(merged: LDict, catalog: dict[str, Any], errors: _Errors) -> None:
+def _check_catalog_cycles(
+    merged: LDict, catalog: Mapping[str, object], errors: _Errors
+) -> None:
     for name in catalog:
         seen = [name]
-        parent = (catalog[name] or {}).get("parent")
-        while parent in catalog:
+        parent = _mapping(catalog[name]).get("parent")
+        while isinstance(parent, str) and parent in catalog:
             if parent in seen:
                 errors.add(
                     merged,
@@ -159,16 +177,15 @@ def _check_catalog_cycles(merged: LDict, catalog: dict[str, Any], errors: _Error
                 )
                 break
             seen.append(parent)
-            parent = (catalog[parent] or {}).get("parent")
+            parent = _mapping(catalog[parent]).get("parent")
 
 
 def _check_kernels(merged: LDict, provides: set[str], errors: _Errors) -> None:
-    kernels = merged.get("kernels") or {}
-    for op, providers in kernels.items():
+    for op, providers in _mapping(merged.get("kernels")).items():
         if not providers:
             errors.add(merged, f"kernels.{op}", "needs at least one provider")
             continue
-        for index, provider in enumerate(providers):
+        for index, provider in enumerate(_strings(providers)):
             cap = PROVIDER_CAPABILITY.get(provider)
             if cap is not None and cap not in provides:
                 at = providers.where(index) if isinstance(providers, LList) else None
@@ -181,24 +198,24 @@ def _check_kernels(merged: LDict, provides: set[str], errors: _Errors) -> None:
 
 
 def _check_numerics(merged: LDict, provides: set[str], errors: _Errors) -> None:
-    by_dtype = get(merged, "tolerances.by_dtype") or {}
-    dtypes = merged.get("dtypes") or []
+    by_dtype = _mapping(get(merged, "tolerances.by_dtype"))
+    dtypes = _strings(merged.get("dtypes"))
     if not dtypes:
         errors.add(merged, "dtypes", "needs at least one dtype")
     for dtype in dtypes:
         if dtype not in by_dtype:
             errors.add(merged, "dtypes", f"{dtype} has no tolerance in tolerances.by_dtype")
     for flavour in ("e4m3", "e5m2"):
-        dtype = get(merged, f"fp8.{flavour}")
-        if dtype is None:
+        fp8 = get(merged, f"fp8.{flavour}")
+        if not isinstance(fp8, str):  # None: the platform has no such fp8
             continue
-        cap = "fp8_" + dtype.removeprefix("float8_")
+        cap = "fp8_" + fp8.removeprefix("float8_")
         if cap not in provides:
             errors.add(
-                merged, f"fp8.{flavour}", f"{dtype} needs capability {cap} in capabilities.provides"
+                merged, f"fp8.{flavour}", f"{fp8} needs capability {cap} in capabilities.provides"
             )
-        if dtype not in by_dtype:
-            errors.add(merged, f"fp8.{flavour}", f"{dtype} has no tolerance in tolerances.by_dtype")
+        if fp8 not in by_dtype:
+            errors.add(merged, f"fp8.{flavour}", f"{fp8} has no tolerance in tolerances.by_dtype")
     big = "big_endian" in provides
     if big != (merged.get("byteorder") == "big"):
         errors.add(merged, "byteorder", "byteorder big and capability big_endian go together")

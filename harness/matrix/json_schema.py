@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.matrix.schema import MATRIX, Bool, Date, Dict, Int, Num, Obj, OneOf, Seq, Str, Type
 
 
-def _json(node: Type) -> dict[str, Any]:
-    out: dict[str, Any]
+def _json(node: Type) -> dict[str, object]:
+    out: dict[str, object]
     if isinstance(node, Str):
         out = {"type": "string"}
         if node.enum is not None:
@@ -39,7 +37,7 @@ def _json(node: Type) -> dict[str, Any]:
             "additionalProperties": _json(node.value),
         }
     elif isinstance(node, Obj):
-        props: dict[str, Any] = {}
+        props: dict[str, object] = {}
         for name, sub in node.fields.items():
             props[name] = _json(sub)
             if isinstance(sub, Seq):  # `key+:` appends to the inherited list
@@ -52,15 +50,17 @@ def _json(node: Type) -> dict[str, Any]:
     else:  # pragma: no cover - every Type subclass is handled above
         raise TypeError(node)
     if node.nullable:
-        out = {"anyOf": [out, {"type": "null"}]} if "anyOf" not in out else out
-        if "anyOf" in out and {"type": "null"} not in out["anyOf"]:
-            out["anyOf"].append({"type": "null"})
+        options = out.get("anyOf")
+        if not isinstance(options, list):
+            out = {"anyOf": [out, {"type": "null"}]}
+        elif {"type": "null"} not in options:
+            options.append({"type": "null"})
     if node.doc:
         out["description"] = node.doc
     return out
 
 
-def json_schema() -> dict[str, Any]:
+def json_schema() -> dict[str, object]:
     """The JSON Schema (draft 2020-12) of one matrix file, or of a resolved matrix."""
     body = _json(MATRIX)
     return {

@@ -38,7 +38,9 @@ class Entry:
     issue: str = ""
     owner: str = ""
     raw: str = ""  # the id as the matrix writes it
-    expect: Any = None  # the failure's signature (harness.plugin.failure_signature)
+    # the failure's signature (harness.plugin.failure_signature), None if it has none; not
+    # Optional: the plugin hands it on as a mapping once it has seen it set
+    expect: Any = None
     host: HostCondition | None = None  # the host it depends on (None: every host)
     engine_fallback: str = ""  # what the engine itself does when this failure happens in it
     matched: list[str] = field(default_factory=list)

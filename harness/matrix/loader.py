@@ -5,8 +5,8 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from harness.errors import ConfigError, ConfigErrors
 from harness.matrix.build import build, plain
@@ -80,10 +80,10 @@ def _origins(merged: LDict, abstract_files: frozenset[str]) -> dict[str, str]:
     return {d: "base" if by_dtype.where(d)[0] in abstract_files else "platform" for d in by_dtype}
 
 
-def resolve_chain(chain: Chain, name: str, file: str) -> dict[str, Any]:
+def resolve_chain(chain: Chain, name: str, file: str) -> dict[str, object]:
     merged = chain.merged
-    body: dict[str, Any] = plain(merged)
-    resolved: dict[str, Any] = {
+    body = plain(merged)
+    resolved: dict[str, object] = {
         "name": body.pop("name", name),
         "file": file,
         "extends": body.pop("extends", None),
@@ -93,9 +93,9 @@ def resolve_chain(chain: Chain, name: str, file: str) -> dict[str, Any]:
     tol = resolved.setdefault("tolerances", {})
     if isinstance(tol, dict):
         tol["origins"] = _origins(merged, chain.abstract_files)
-    failures = merged.get("known_failures")
-    if isinstance(failures, LList):
-        for index, entry in enumerate(resolved.get("known_failures", [])):
+    failures, entries = merged.get("known_failures"), resolved.get("known_failures")
+    if isinstance(failures, LList) and isinstance(entries, list):
+        for index, entry in enumerate(entries):
             if isinstance(entry, dict):
                 entry["file"], entry["line"] = failures.where(index)
     return resolved
@@ -123,7 +123,8 @@ def load_matrix(name_or_path: str | Path, root: Path | None = None) -> Matrix:
     if errors:
         errors.sort(key=lambda e: (e.file or "", e.line or 0))
         raise errors[0] if len(errors) == 1 else ConfigErrors(errors)
-    name = merged.get("name") or path.stem
+    own_name = merged.get("name")
+    name = own_name if isinstance(own_name, str) and own_name else path.stem
     _check_name(merged, path, root, shown)
     resolved = resolve_chain(chain, name, shown)
     resolve_suite_paths(resolved, merged, located, root)
@@ -176,9 +177,13 @@ def matrix_from_json(text: str, shown: str) -> Matrix:
         raise ConfigError(f"not a resolved matrix ({error})", file=shown) from None
 
 
-def _as_located(data: Any, shown: str) -> Any:
-    if isinstance(data, dict):
-        return ldict({k: _as_located(v, shown) for k, v in data.items()}, (shown, None))
-    if isinstance(data, list):
-        return llist([_as_located(v, shown) for v in data], (shown, None))
-    return data
+def _as_located(data: Mapping[str, object], shown: str) -> LDict:
+    return ldict({k: _located(v, shown) for k, v in data.items()}, (shown, None))
+
+
+def _located(value: object, shown: str) -> object:
+    if isinstance(value, dict):
+        return _as_located(value, shown)
+    if isinstance(value, list):
+        return llist([_located(v, shown) for v in value], (shown, None))
+    return value

@@ -13,7 +13,6 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from harness.errors import ConfigError, ConfigErrors
 from harness.matrix.yamlsafe import LDict, LList, ldict, llist, read_yaml
@@ -22,7 +21,7 @@ APPEND = "+"
 OWN_KEYS = ("name", "abstract", "extends")
 
 
-def type_name(value: Any) -> str:
+def type_name(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):

@@ -12,7 +12,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from harness.errors import UsageError
 
@@ -170,10 +170,23 @@ class Runtime:
     preload: tuple[str, ...] = ()
 
 
+class ProbeExpect(TypedDict, total=False):
+    """What the probe must find (``probe.expect`` in ``schema.py``); each key optional."""
+
+    arch: str
+    compute_cap: str
+    min_devices: int
+    vendor: str
+    cpu_flags: list[str]
+    byteorder: Literal["little", "big"]
+    vendor_library: str
+    capabilities: list[str]
+
+
 @dataclass(frozen=True, kw_only=True)
 class Probe:
     kind: str = "none"
-    expect: Mapping[str, Any] = field(default_factory=dict)
+    expect: ProbeExpect = field(default_factory=ProbeExpect)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -231,7 +244,7 @@ class KnownFailure:
     requires: tuple[str, ...] = ()  # applies only where the platform has all of these
     # the failure's signature: raises, match, headroom / max_abs_err {min, max}; a
     # failure outside it fails the run (harness.plugin.failure_signature)
-    expect: Mapping[str, Any] | None = None
+    expect: Mapping[str, object] | None = None
     host: HostCondition | None = None  # applies only on such a host (None: on every host)
     engine_fallback: str = ""  # what the engine itself does when this failure happens in it
     line: int | None = None
@@ -309,6 +322,8 @@ class Matrix:
     emulation: Emulation
     cpu: Cpu = field(default_factory=Cpu)
     abstract: bool = False
+    # matrix.json's mapping; not Mapping[str, object]: callers read its sections key by
+    # key (repro/trust.py), each as the type walk found it
     resolved: Mapping[str, Any] = field(repr=False, compare=False)
 
     @property
@@ -316,9 +331,9 @@ class Matrix:
         return matrix_hash(self.resolved)
 
 
-def canonical_json(data: Mapping[str, Any]) -> str:
+def canonical_json(data: Mapping[str, object]) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
-def matrix_hash(data: Mapping[str, Any]) -> str:
+def matrix_hash(data: Mapping[str, object]) -> str:
     return hashlib.sha256(canonical_json(data).encode()).hexdigest()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from harness.errors import ConfigError
 from harness.matrix.yamlsafe import LDict
@@ -73,7 +72,7 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def resolve_suite_paths(
-    resolved: dict[str, Any], merged: LDict, located: Mapping[str, Path], root: Path
+    resolved: dict[str, object], merged: LDict, located: Mapping[str, Path], root: Path
 ) -> None:
     """Rewrite ``resolved['suites'][*][path|rootdir|cwd]`` in place; ConfigError on a bad one."""
     suites = resolved.get("suites")

@@ -12,7 +12,6 @@ import difflib
 import posixpath
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from harness.errors import ConfigError
 from harness.matrix import schema as S
@@ -40,7 +39,7 @@ class _Walker:
     def error(self, message: str, path: str, where: Loc) -> None:
         self.errors.append(ConfigError(message, file=where[0], line=where[1], key=path or None))
 
-    def walk(self, value: Any, node: S.Type, path: str, where: Loc) -> None:
+    def walk(self, value: object, node: S.Type, path: str, where: Loc) -> None:
         if value is None:
             if not node.nullable:
                 self.error(f"expected {_hint(node)}, got null", path, where)
@@ -74,7 +73,7 @@ class _Walker:
         elif isinstance(node, S.OneOf):
             self._one_of(value, node, path, where)
 
-    def _str(self, value: Any, node: S.Str, path: str, where: Loc) -> None:
+    def _str(self, value: object, node: S.Str, path: str, where: Loc) -> None:
         if not isinstance(value, str):
             hint = f"one of {', '.join(node.enum)}" if node.enum else node.hint
             quote = (
@@ -104,7 +103,7 @@ class _Walker:
             elif posixpath.normpath(value).split("/")[0] == "..":
                 self.error(f"path escapes the repository: {value!r}", path, where)
 
-    def _date(self, value: Any, path: str, where: Loc) -> None:
+    def _date(self, value: object, path: str, where: Loc) -> None:
         if isinstance(value, datetime.datetime):
             self.error(f"expected a date like 2026-06-30, got a date and time {value}", path, where)
         elif isinstance(value, datetime.date):
@@ -117,7 +116,7 @@ class _Walker:
         else:
             self.error(f"expected a date like 2026-06-30, got {_shown(value)}", path, where)
 
-    def _mapping(self, value: Any, node: S.Dict | S.Obj, path: str, where: Loc) -> None:
+    def _mapping(self, value: object, node: S.Dict | S.Obj, path: str, where: Loc) -> None:
         if not isinstance(value, dict):
             self.error(f"expected a mapping, got {_shown(value)}", path, where)
             return
@@ -143,7 +142,7 @@ class _Walker:
                 if name not in value:
                     self.error("missing required key", f"{path}.{name}" if path else name, where)
 
-    def _one_of(self, value: Any, node: S.OneOf, path: str, where: Loc) -> None:
+    def _one_of(self, value: object, node: S.OneOf, path: str, where: Loc) -> None:
         attempts: list[_Walker] = []
         for option in node.options:
             trial = _Walker()
@@ -186,7 +185,7 @@ def _hint(node: S.Type) -> str:
     }.get(type(node), "a mapping")
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     kind = type_name(value)
     if kind in ("string", "number", "boolean"):
         return f"{kind} {value!r}" if kind != "boolean" else f"{str(value).lower()}"

@@ -9,11 +9,14 @@ remember the file and line of each key and item.
 
 from __future__ import annotations
 
+import datetime
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 import yaml
+from yaml.constructor import SafeConstructor
+from yaml.resolver import Resolver
 
 from harness.errors import ConfigError, ConfigErrors
 
@@ -32,7 +35,7 @@ _PLAIN_TAGS = frozenset(
 _FLOAT_12 = re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
 
 
-class LDict(dict[str, Any]):
+class LDict(dict[str, object]):
     """A mapping that remembers where it and each of its keys were written."""
 
     at: Loc
@@ -42,7 +45,7 @@ class LDict(dict[str, Any]):
         return self.loc.get(key, self.at)
 
 
-class LList(list[Any]):
+class LList(list[object]):
     """A sequence that remembers where it and each of its items were written."""
 
     at: Loc
@@ -52,62 +55,80 @@ class LList(list[Any]):
         return self.loc[index] if 0 <= index < len(self.loc) else self.at
 
 
-def ldict(items: dict[str, Any], at: Loc, loc: dict[str, Loc] | None = None) -> LDict:
+def ldict(items: Mapping[str, object], at: Loc, loc: dict[str, Loc] | None = None) -> LDict:
     out = LDict(items)
     out.at = at
     out.loc = dict(loc or {})
     return out
 
 
-def llist(items: list[Any], at: Loc, loc: list[Loc] | None = None) -> LList:
+def llist(items: Iterable[object], at: Loc, loc: list[Loc] | None = None) -> LList:
     out = LList(items)
     out.at = at
     out.loc = list(loc or [])
     return out
 
 
-class _Located:
-    """Constructors that build LDict / LList; mixed into a SafeLoader class below."""
+class _Located(SafeConstructor, Resolver):
+    """The constructors that build LDict / LList and the float resolver, registered
+    below; mixed in before a SafeLoader class, whose parser does the rest."""
 
     display: str = "<yaml>"
 
-    def construct_located_map(self: Any, node: yaml.MappingNode) -> LDict:
-        out = ldict({}, (self.display, node.start_mark.line + 1))
-        for key_node, value_node in node.value:
-            key = self.construct_object(key_node, deep=True)
-            out[key] = self.construct_object(value_node, deep=True)
-            out.loc[key] = (self.display, key_node.start_mark.line + 1)
-        return out
 
-    def construct_located_seq(self: Any, node: yaml.SequenceNode) -> LList:
-        out = llist([], (self.display, node.start_mark.line + 1))
-        for item in node.value:
-            out.append(self.construct_object(item, deep=True))
-            out.loc.append((self.display, item.start_mark.line + 1))
-        return out
-
-    def construct_checked_timestamp(self: Any, node: yaml.ScalarNode) -> Any:
-        try:
-            return yaml.SafeLoader.construct_yaml_timestamp(self, node)
-        except ValueError as error:  # 2026-13-45 looks like a date but is not one
-            raise yaml.constructor.ConstructorError(
-                None, None, f"invalid date {node.value!r} ({error})", node.start_mark
-            ) from None
+def _construct_located_map(
+    loader: MatrixSafeLoader | MatrixCSafeLoader, node: yaml.MappingNode
+) -> LDict:
+    out = ldict({}, (loader.display, node.start_mark.line + 1))
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        out[key] = loader.construct_object(value_node, deep=True)
+        out.loc[key] = (loader.display, key_node.start_mark.line + 1)
+    return out
 
 
-def _loader_class(base: Any) -> Any:
-    cls: Any = type(f"Matrix{base.__name__}", (_Located, base), {})
-    cls.add_constructor("tag:yaml.org,2002:timestamp", _Located.construct_checked_timestamp)
-    cls.add_constructor("tag:yaml.org,2002:map", _Located.construct_located_map)
-    cls.add_constructor("tag:yaml.org,2002:seq", _Located.construct_located_seq)
-    cls.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+0123456789"))
-    return cls
+def _construct_located_seq(
+    loader: MatrixSafeLoader | MatrixCSafeLoader, node: yaml.SequenceNode
+) -> LList:
+    out = llist([], (loader.display, node.start_mark.line + 1))
+    for item in node.value:
+        out.append(loader.construct_object(item, deep=True))
+        out.loc.append((loader.display, item.start_mark.line + 1))
+    return out
 
 
-_PY_LOADER = _loader_class(yaml.SafeLoader)
+def _construct_checked_timestamp(
+    loader: MatrixSafeLoader | MatrixCSafeLoader, node: yaml.ScalarNode
+) -> datetime.date:
+    try:
+        return SafeConstructor.construct_yaml_timestamp(loader, node)
+    except ValueError as error:  # 2026-13-45 looks like a date but is not one
+        raise yaml.constructor.ConstructorError(
+            None, None, f"invalid date {node.value!r} ({error})", node.start_mark
+        ) from None
+
+
+_Located.add_constructor("tag:yaml.org,2002:timestamp", _construct_checked_timestamp)
+_Located.add_constructor("tag:yaml.org,2002:map", _construct_located_map)
+_Located.add_constructor("tag:yaml.org,2002:seq", _construct_located_seq)
+_Located.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+0123456789"))
+
+
+class MatrixSafeLoader(_Located, yaml.SafeLoader):
+    """PyYAML's pure-Python parser, building located containers."""
+
+
 # libyaml's parser, when PyYAML has it, is about 4x faster here. Syntax errors are
 # re-read with the pure-Python parser so their wording does not depend on the build.
-_FAST_LOADER = _loader_class(getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+_FAST_LOADER: type[MatrixSafeLoader] | type[MatrixCSafeLoader]
+if yaml.__with_libyaml__:
+
+    class MatrixCSafeLoader(_Located, yaml.CSafeLoader):
+        """libyaml's parser, building located containers."""
+
+    _FAST_LOADER = MatrixCSafeLoader
+else:
+    _FAST_LOADER = MatrixSafeLoader
 
 
 def _count_nodes(root: yaml.Node, display: str) -> None:
@@ -197,7 +218,7 @@ def _check_nodes(node: yaml.Node, path: str, display: str, errors: list[ConfigEr
             _check_nodes(value_node, sub, display, errors)
 
 
-def read_yaml(path: Path, display: str) -> Any:
+def read_yaml(path: Path, display: str) -> object:
     """Parse one YAML file into LDict/LList/scalars, or raise ConfigError(s)."""
     try:
         size = path.stat().st_size
@@ -214,14 +235,19 @@ def read_yaml(path: Path, display: str) -> Any:
     try:
         return _parse(text, display, _FAST_LOADER)
     except _SyntaxError:
-        return _parse(text, display, _PY_LOADER, final=True)
+        return _parse(text, display, MatrixSafeLoader, final=True)
 
 
 class _SyntaxError(Exception):
     pass
 
 
-def _parse(text: str, display: str, loader_class: Any, final: bool = False) -> Any:
+def _parse(
+    text: str,
+    display: str,
+    loader_class: type[MatrixSafeLoader] | type[MatrixCSafeLoader],
+    final: bool = False,
+) -> object:
     loader = loader_class(text)
     loader.display = display
     try:

@@ -53,9 +53,7 @@ def outcome_of(inv: Invocation, result: ProcResult) -> SuiteOutcome:
             if not is_write_failure(error):
                 raise
     code = result.exit_code
-    ended = cause_of_exit(code, timed_out=result.timed_out, cancelled=result.interrupted,
-                          write_failed=bool(result.write_error),
-                          junit_written=inv.junit.is_file())
+    ended = _ended(inv, result)
     status, cause = Status.ended(ended), _reason(inv, result, ended)
     try:
         if cause:
@@ -105,6 +103,13 @@ def outcome_of(inv: Invocation, result: ProcResult) -> SuiteOutcome:
         peak_rss_mb=peak[0] if peak else None,
         peak_test=peak[1] if peak else "",
     )
+
+
+def _ended(inv: Invocation, result: ProcResult) -> CauseRecord | None:
+    """Why the process ended as it did, before its JUnit is read (results/cause.py)."""
+    return cause_of_exit(result.exit_code, timed_out=result.timed_out,
+                         cancelled=result.interrupted, write_failed=bool(result.write_error),
+                         junit_written=inv.junit.is_file())
 
 
 def _reason(inv: Invocation, result: ProcResult, ended: CauseRecord | None) -> str:

@@ -24,7 +24,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 CACHE_SCHEMA = 1
 
@@ -156,7 +156,26 @@ def python_files(root: Path, tops: Iterable[str]) -> list[str]:
     return sorted(set(out))
 
 
-def _load_cache(path: Path | None) -> dict[str, Any]:
+class CacheEntry(TypedDict):
+    """One file's names as the cache keeps them, under the hash of its content."""
+
+    package: str
+    imports: list[str]
+    strings: list[str]
+    keyed: list[list[str]]  # [dict key, dotted string]
+
+
+def _cache_entry(data: bytes, package: str) -> CacheEntry:
+    """Parse one file's bytes (in ``package``) into its cache entry."""
+    try:
+        parsed = parse_source(data.decode("utf-8", "replace"), package)
+    except SyntaxError:
+        parsed = Parsed(imports=(), strings=())
+    return {"package": package, "imports": list(parsed.imports),
+            "strings": list(parsed.strings), "keyed": [list(k) for k in parsed.keyed]}
+
+
+def _load_cache(path: Path | None) -> dict[str, object]:
     if path is None or not path.is_file():
         return {}
     try:
@@ -169,7 +188,7 @@ def _load_cache(path: Path | None) -> dict[str, Any]:
     return entries if isinstance(entries, dict) else {}
 
 
-def _save_cache(path: Path | None, entries: Mapping[str, Any]) -> None:
+def _save_cache(path: Path | None, entries: Mapping[str, object]) -> None:
     if path is None:
         return
     try:
@@ -186,7 +205,7 @@ def build_graph(root: Path, tops: Iterable[str], cache: Path | None = None) -> I
     files = python_files(root, tops)
     known = set(files)
     entries = _load_cache(cache)
-    fresh: dict[str, Any] = {}
+    fresh: dict[str, object] = {}
     static: dict[str, frozenset[str]] = {}
     dynamic: dict[str, frozenset[str]] = {}
     keyed: dict[str, tuple[tuple[str, str], ...]] = {}
@@ -195,12 +214,7 @@ def build_graph(root: Path, tops: Iterable[str], cache: Path | None = None) -> I
         digest = hashlib.sha256(data).hexdigest()
         entry = entries.get(digest)
         if not isinstance(entry, dict) or entry.get("package") != _package_of(rel):
-            try:
-                parsed = parse_source(data.decode("utf-8", "replace"), _package_of(rel))
-            except SyntaxError:
-                parsed = Parsed(imports=(), strings=())
-            entry = {"package": _package_of(rel), "imports": list(parsed.imports),
-                     "strings": list(parsed.strings), "keyed": [list(k) for k in parsed.keyed]}
+            entry = _cache_entry(data, _package_of(rel))
         fresh[digest] = entry
         here = (root / rel).parent
         static[rel] = frozenset(

@@ -112,7 +112,7 @@ class Selection:
     self_tests: tuple[Rule, ...] = ()  # the harness's own tests (tests/)
     notes: tuple[tuple[str, str], ...] = ()  # (file, why) for files that select nothing
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"schema": SCHEMA, "ref": self.ref, "changed": list(self.changed),
                 "everything": [list(e) for e in self.everything],
                 "self_tests": [asdict(r) for r in self.self_tests],
@@ -120,7 +120,7 @@ class Selection:
                 "lanes": {name: _lane_json(lane) for name, lane in self.lanes.items()}}
 
 
-def _lane_json(lane: LaneSelection) -> dict[str, Any]:
+def _lane_json(lane: LaneSelection) -> dict[str, object]:
     data = asdict(lane)
     data["listed"] = {op: list(p) for op, p in lane.listed.items()}
     return data
@@ -137,6 +137,9 @@ def _pairs(raw: Iterable[Sequence[str]]) -> tuple[tuple[str, str], ...]:
 
 
 def lane_from_json(raw: Mapping[str, Any]) -> LaneSelection:
+    """A lane selection as ``dump_lane`` wrote it. Its values are not narrowed one by one:
+    ``str``, ``tuple`` and the like judge them, and ``load_lane`` names what they refuse
+    (a malformed file), as it always has."""
     return LaneSelection(
         lane=str(raw["lane"]), full=bool(raw["full"]), docker=bool(raw.get("docker", False)),
         reasons=_pairs(raw.get("reasons", ())), rules=tuple(_rule(r) for r in raw["rules"]),

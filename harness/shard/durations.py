@@ -28,7 +28,6 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from harness.errors import ConfigError
 from harness.results.jsonfile import read_json
@@ -45,7 +44,7 @@ class DurationSet:
     siblings: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     suites: Mapping[str, SuiteCost] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"schema": SCHEMA, "matrix": self.matrix,
                 "durations": dict(sorted(self.durations.items())),
                 "siblings": {m: dict(sorted(d.items())) for m, d in sorted(self.siblings.items())},
@@ -53,7 +52,7 @@ class DurationSet:
                            for s, c in sorted(self.suites.items())}}
 
 
-def _seconds_map(raw: Any, path: Path, key: str) -> dict[str, float]:
+def _seconds_map(raw: object, path: Path, key: str) -> dict[str, float]:
     if not isinstance(raw, dict):
         raise ConfigError("expected a mapping of test id to seconds", file=str(path), key=key)
     out: dict[str, float] = {}
@@ -65,7 +64,7 @@ def _seconds_map(raw: Any, path: Path, key: str) -> dict[str, float]:
     return out
 
 
-def _suite_costs(raw: Any, path: Path) -> dict[str, SuiteCost]:
+def _suite_costs(raw: object, path: Path) -> dict[str, SuiteCost]:
     if not isinstance(raw, dict):
         raise ConfigError("expected a mapping of suite to its seconds and peak_mb",
                           file=str(path), key="suites")

@@ -32,11 +32,11 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal
 
 from harness.errors import UsageError
 from harness.results.layout import Shard
-from harness.shard.estimate import module_of
+from harness.shard.estimate import DurationModel, module_of
 
 # A sibling needs this many tests in common before its speed ratio is trusted.
 MIN_COMMON = 3
@@ -124,7 +124,8 @@ def estimate_durations(
     module_medians = {m: statistics.median(v) for m, v in by_module.items()}
 
     out: dict[str, Estimate] = {}
-    model: Any = False  # fitted on first need: most plans time every test
+    # fitted on first need (most plans time every test); None: too few timed tests
+    model: DurationModel | Literal[False] | None = False
     for test in test_ids:
         known = durations.get(test)
         if known is not None and _usable(known):
