@@ -50,8 +50,10 @@ def summarise_skips(junit: Path, suite: str) -> SkipSummary:
     return SkipSummary(
         total=total,
         skipped=sum(reasons.values()),
-        reasons=tuple(SkipReason(reason=reason, count=count)
-                      for reason, count in reasons.most_common(TOP_REASONS)),
+        # most common first, ties by their words: not by the order xdist's workers
+        # finished in, so that two runs of the same tests list the same reasons
+        reasons=tuple(SkipReason(reason=reason, count=count) for reason, count in
+                      sorted(reasons.items(), key=lambda r: (-r[1], r[0]))[:TOP_REASONS]),
     )
 
 
