@@ -9,10 +9,13 @@ second time, which it refuses.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pytest
 
 
-def pytest_addhooks(pluginmanager: Any) -> None:
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     if not pluginmanager.has_plugin("harness"):
         import harness.plugin
 

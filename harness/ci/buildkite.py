@@ -25,7 +25,7 @@ UPLOADS_AT_RUN_TIME = True  # `buildkite-agent pipeline upload`
 WHY_NO_UPLOAD = ""
 
 
-def _shard_values(target: CiTarget, index: int, parts: Mapping[str, Any]) -> dict[str, Any]:
+def _shard_values(target: CiTarget, index: int, parts: Mapping[str, Any]) -> dict[str, object]:
     many = target.shards > 1
     needs = [DURATIONS_KEY] + ([f"image-{target.matrix}"] if target.docker else [])
     values = {"matrix": target.matrix, "index": index, "count": target.shards,
@@ -41,20 +41,20 @@ def _shard_values(target: CiTarget, index: int, parts: Mapping[str, Any]) -> dic
     return values
 
 
-def _check_selectable(parts: Mapping[str, Any]) -> None:
+def _check_selectable(parts: Mapping[str, object]) -> None:
     if "{select_args}" not in yaml.safe_dump(parts["shard_step"]):
         raise ConfigError("has no {select_args} placeholder: a --changed-since pipeline "
                           "would run every test", key="x-harness.shard_step")
 
 
 def build(targets: Sequence[CiTarget], template: Mapping[str, Any], *, kind: Kind,
-          report_queue: str | None = None, matrices: Sequence[str] = ()) -> dict[str, Any]:
+          report_queue: str | None = None, matrices: Sequence[str] = ()) -> dict[str, object]:
     """``matrices`` (asked for by name) are already the targets: the steps are static."""
     del matrices
     parts = template["x-harness"]
     common = {"report_queue": report_queue, "setup": parts["setup"],
               "report_queue_args": f" --report-queue {report_queue}" if report_queue else ""}
-    steps: list[Any] = []
+    steps: list[object] = []
     if kind is Kind.PULL_REQUEST:
         steps.append(fill(parts["select_step"], common))
     elif not targets:

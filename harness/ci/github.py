@@ -26,7 +26,7 @@ WHY_NO_UPLOAD = ("a workflow is committed once and cannot be uploaded at run tim
 
 
 def build(targets: Sequence[CiTarget], template: Mapping[str, Any], *, kind: Kind,
-          report_queue: str | None = None, matrices: Sequence[str] = ()) -> dict[str, Any]:
+          report_queue: str | None = None, matrices: Sequence[str] = ()) -> dict[str, object]:
     parts = template["x-harness"]
     mode = " --nightly" if kind is Kind.NIGHTLY else ""
     if matrices:
@@ -42,7 +42,7 @@ def build(targets: Sequence[CiTarget], template: Mapping[str, Any], *, kind: Kin
         jobs["report"] = fill(parts["report_job"], values)
     else:
         jobs["check"] = fill(parts["check_job"], values)
-    doc: dict[str, Any] = {}
+    doc: dict[str, object] = {}
     overrides = parts["nightly"] if kind is Kind.NIGHTLY else {}
     for key, value in template.items():
         if key not in ("x-harness", "jobs"):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from harness.ci.pipeline import CiTarget
 from harness.ci.pull_request import history_durations, pr_targets
@@ -56,7 +55,7 @@ def write_durations(lanes: Sequence[str], db: Path, out_dir: Path,
     return lines
 
 
-def github_entry(target: CiTarget, index: int) -> dict[str, Any]:
+def github_entry(target: CiTarget, index: int) -> dict[str, object]:
     many = target.shards > 1
     return {
         "lane": target.matrix, "shard": index, "count": target.shards,
@@ -78,5 +77,5 @@ def github_outputs(targets: Sequence[CiTarget]) -> list[str]:
             f"has_images={'true' if images else 'false'}"]
 
 
-def _line(data: Any) -> str:
+def _line(data: object) -> str:
     return json.dumps(data, separators=(",", ":"), sort_keys=True)

@@ -38,7 +38,7 @@ class CiProvider(Protocol):
         """Why ``--changed-since`` is refused where it cannot upload ("" where it can)."""
 
     def build(self, targets: Sequence[CiTarget], template: Mapping[str, Any], *, kind: Kind,
-              report_queue: str | None, matrices: Sequence[str]) -> dict[str, Any]:
+              report_queue: str | None, matrices: Sequence[str]) -> dict[str, object]:
         """The pipeline document (before rendering) from the template's parts."""
 
 

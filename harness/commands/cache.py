@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("cache", help="prime or verify the persistent caches")
     actions = parser.add_subparsers(dest="cache_action", metavar="ACTION", required=True)
     prime = actions.add_parser("prime", help="fill the cache root from the shipped files")

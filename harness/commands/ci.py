@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness.errors import UsageError
 
+if TYPE_CHECKING:
+    from harness.ci.pipeline import Kind
 
-def register(subparsers: Any) -> None:
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("ci", help="CI pipelines, checkout hygiene, shard durations")
     sub = parser.add_subparsers(dest="ci_command", metavar="ACTION", required=True)
     _register_pipeline(sub)
@@ -54,7 +57,7 @@ def register(subparsers: Any) -> None:
     durations.set_defaults(func=cmd_durations)
 
 
-def _register_pipeline(sub: Any) -> None:
+def _register_pipeline(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     pipeline = sub.add_parser(
         "pipeline", help="print a Buildkite or GitHub Actions pipeline: the shard durations, "
                          "one step per matrix x shard, the nightly report")
@@ -84,7 +87,7 @@ def _register_pipeline(sub: Any) -> None:
     pipeline.set_defaults(func=cmd_pipeline)
 
 
-def _kind(args: argparse.Namespace) -> Any:
+def _kind(args: argparse.Namespace) -> Kind:
     from harness.ci.pipeline import Kind
     from harness.ci.providers import ci_provider
 

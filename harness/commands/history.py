@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from harness.results.case_meaning import NEW_FAILURES, sql
 
@@ -58,7 +57,7 @@ def _ls(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("history", help="the SQLite history of runs")
     sub = parser.add_subparsers(dest="history_command", metavar="ACTION", required=True)
     db_help = "history database (default: $HARNESS_HISTORY or reports/history.sqlite)"

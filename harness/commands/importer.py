@@ -14,10 +14,9 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "import", help="another CI's test definition as a matrix",
         description="Read another CI system's test steps and write a matrix of your own "

@@ -7,18 +7,21 @@ rejected and the reason, as the registry decides it on this machine.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from harness.errors import InfraError, UsageError
 
 if TYPE_CHECKING:
     from pathlib import Path
+    from types import ModuleType
 
     from harness.matrix.model import Matrix
-    from harness.platform.kernel_table import OpRow
+    from harness.platform.kernel_table import KernelCall, OpRow
+    from harness.plugin.profile import Profile
+    from refengine.registry import Candidate, Registry
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("kernels", help="explain which provider each op gets")
     parser.add_argument("--matrix", required=True, help="matrix name or path")
     parser.add_argument("--op", action="append", default=[], help="only this op (repeatable)")
@@ -118,7 +121,7 @@ def explain_rows(matrix: Matrix, ops: list[str], dtype: str | None,
     profile = Profile(matrix=matrix, emulate=emulate)
     registry = Registry.for_platform(profile, use_env=False)
 
-    def explain(op: str, _dtype: str, args: tuple[Any, ...]) -> list[Any]:
+    def explain(op: str, _dtype: str, args: tuple[object, ...]) -> list[Candidate]:
         info = describe(op, args)
         return registry.explain(op, info.dtype, info.shapes, info.layout)
 
@@ -132,7 +135,7 @@ def explain_rows(matrix: Matrix, ops: list[str], dtype: str | None,
     return rows(calls, explain, entries, ops, dtype), ""
 
 
-def _suite_calls(matrix: Matrix, profile: Any, root: Path) -> list[dict[str, Any]] | None:
+def _suite_calls(matrix: Matrix, profile: Profile, root: Path) -> list[KernelCall] | None:
     from harness.platform.suite_hooks import hooks_of
 
     found = hooks_of(matrix, root, "kernel_calls")
@@ -141,8 +144,8 @@ def _suite_calls(matrix: Matrix, profile: Any, root: Path) -> list[dict[str, Any
     return [call for hooks in found for call in hooks.module.kernel_calls(profile)]
 
 
-def _shapeless(matrix: Matrix, registry: Any, ops: list[str], dtype: str | None,
-               torch: Any) -> list[OpRow]:
+def _shapeless(matrix: Matrix, registry: Registry, ops: list[str], dtype: str | None,
+               torch: ModuleType) -> list[OpRow]:
     """Each op walked without shapes (a matrix whose suites offer no calls): its fp8
     flavours for an fp8 op, else the platform's dtypes; a dtype this torch lacks says so."""
     from harness.platform.kernel_table import OpRow

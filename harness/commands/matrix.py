@@ -6,14 +6,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from harness.errors import ConfigError, ConfigErrors, UsageError
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "matrix" / "matrix.schema.json"
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("matrix", help="list, show and validate capability matrices")
     sub = parser.add_subparsers(dest="matrix_command", metavar="ACTION", required=True)
 

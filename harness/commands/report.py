@@ -8,7 +8,6 @@ import datetime as dt
 import re
 import sys
 from pathlib import Path
-from typing import Any
 
 from harness.errors import UsageError
 
@@ -42,7 +41,7 @@ class _DeprecatedHistory(argparse.Action):
     """``report nightly --history``: the old name of ``--db``, still read, with a note."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
+                 values: object, option_string: str | None = None) -> None:
         print("harness: report nightly --history is deprecated: use --db (the name "
               "`harness history ingest` uses)", file=sys.stderr)
         namespace.db = values
@@ -92,7 +91,7 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_compare(sub: Any) -> None:
+def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     compare = sub.add_parser(
         "compare", help="what changed between two run folders of a lane",
         description="The tests whose outcome, failure signature or headroom changed from "
@@ -110,7 +109,7 @@ def _add_compare(sub: Any) -> None:
     compare.set_defaults(func=_compare)
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("report", help="reports from the history and run folders")
     sub = parser.add_subparsers(dest="report_command", metavar="KIND", required=True)
     nightly = sub.add_parser("nightly", help="coverage report: HTML, Markdown and JSON")

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Literal
 
 import harness
 from harness.errors import InfraError
@@ -120,7 +120,9 @@ def _cpu_ticks(cpus: Sequence[int]) -> tuple[int, int] | None:
 
 # A worker's messages: ("rows", batch, []) any number of times, then
 # ("end", [(name, timestamp, hostname, properties), ...], [warning, ...]) per file.
-_Message = tuple[str, Any, list[str]]
+_SuiteItem = tuple[str, str, str, dict[str, str]]  # (name, timestamp, hostname, properties)
+_Message = (tuple[Literal["rows"], Batch, list[str]]
+            | tuple[Literal["end"], list[_SuiteItem], list[str]])
 
 
 def _in_process(files: Sequence[Path], warn: Warn) -> Generator[Parsed, None, None]:

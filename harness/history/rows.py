@@ -23,7 +23,6 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
 
 from harness.history import infra
 from harness.results.case_meaning import NEW_FAILURES
@@ -43,7 +42,7 @@ Columns = tuple[str, ...]  # the optional columns of a row, in table order
 Group = tuple[str, Columns, bool]
 # A row: (status, duration, reruns, the optional columns' values..., the message's
 # signature when judged); the node ids of a group's rows, in order, beside them.
-Rows = tuple[list[str], list[tuple[Any, ...]]]
+Rows = tuple[list[str], list[tuple[object, ...]]]
 Groups = dict[Group, Rows]
 # (rows by group, {node id: (key, params)} for node ids this parser had not sent)
 Batch = tuple[Groups, dict[str, tuple[str, str]]]
@@ -84,8 +83,8 @@ def _float(value: str) -> float | None:
 
 
 def _with_numbers_missing(
-    props: dict[str, str], head: tuple[Any, ...], message: bool, plan: _Plan
-) -> tuple[Columns, tuple[Any, ...]]:
+    props: dict[str, str], head: tuple[object, ...], message: bool, plan: _Plan
+) -> tuple[Columns, tuple[object, ...]]:
     """A number property that is not one (or is empty): that column stays NULL."""
     columns = ["message"] if message else []
     row = list(head)
@@ -101,8 +100,8 @@ def _with_numbers_missing(
 
 
 def _with_properties(
-    props: dict[str, str], head: tuple[Any, ...], message: bool
-) -> tuple[Columns, tuple[Any, ...]]:
+    props: dict[str, str], head: tuple[object, ...], message: bool
+) -> tuple[Columns, tuple[object, ...]]:
     """The row's optional columns, and the row: ``head`` and the property values."""
     plan = _PLANS.get(names := tuple(props)) or _plan(names)
     try:
@@ -138,7 +137,7 @@ class RowMaker:
         sent = self.sent
         group: Group = ("", (), False)
         nodeids: list[str] = []
-        rows: list[tuple[Any, ...]] = []
+        rows: list[tuple[object, ...]] = []
         for suite, nodeid, key, params, status, duration, message, reruns, props in cases:
             if nodeid not in sent:
                 if len(sent) >= _SEEN_MAX:
@@ -146,7 +145,7 @@ class RowMaker:
                 sent.add(nodeid)
                 new[nodeid] = (key, params)
             if message:
-                row: tuple[Any, ...] = (status, duration, reruns, message)
+                row: tuple[object, ...] = (status, duration, reruns, message)
                 columns = _MESSAGE
             else:
                 row = (status, duration, reruns)

@@ -12,7 +12,7 @@ import datetime as dt
 import json
 import sqlite3
 from collections.abc import Callable, Iterable
-from typing import Any, cast
+from typing import cast
 
 from harness.history import infra
 from harness.history.rows import Batch, Columns, key_and_params
@@ -134,7 +134,7 @@ class Writer:
         )
 
     def _new_test(
-        self, nodeid: str, new: dict[str, tuple[str, str]], fresh: list[tuple[Any, ...]]
+        self, nodeid: str, new: dict[str, tuple[str, str]], fresh: list[tuple[object, ...]]
     ) -> int:
         self.next_test += 1
         tid = self.test_ids[nodeid] = self.next_test
@@ -147,7 +147,7 @@ class Writer:
         the suite of a <testsuite> name (a run folder's file names one for all)."""
         total = 0
         for groups, new in batches:
-            fresh: list[tuple[Any, ...]] = []
+            fresh: list[tuple[object, ...]] = []
             tests = [self._test_ids(nodeids, new, fresh) for nodeids, _ in groups.values()]
             if fresh:  # before their cases (no foreign key points ahead)
                 self.db.executemany(
@@ -168,7 +168,7 @@ class Writer:
         return total
 
     def _test_ids(
-        self, nodeids: list[str], new: dict[str, tuple[str, str]], fresh: list[tuple[Any, ...]]
+        self, nodeids: list[str], new: dict[str, tuple[str, str]], fresh: list[tuple[object, ...]]
     ) -> list[int]:
         ids = list(map(self.test_ids.get, nodeids))
         if None in ids:  # a test this database has not seen (or seen twice in this batch)
@@ -182,7 +182,7 @@ class Writer:
         run_id: int,
         suite_id: int,
         columns: Columns,
-        rows: Iterable[tuple[tuple[Any, ...], int]],
+        rows: Iterable[tuple[tuple[object, ...], int]],
         suite_signature: str | None,
     ) -> None:
         """Failed and error rows: a case the harness wrote has its suite's signature (the

@@ -28,7 +28,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from harness.digest import file_sha256
 from harness.errors import ConfigError, InfraError
@@ -57,10 +57,19 @@ def _data_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "data"
 
 
-def _encodings() -> list[dict[str, Any]]:
+class _Encoding(TypedDict):
+    """One entry of refengine/data/encodings.json, the fields the cache reads."""
+
+    name: str
+    file: str
+    url: str
+    sha256: str
+
+
+def _encodings() -> list[_Encoding]:
     path = _data_dir() / "encodings.json"
     try:
-        entries: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["encodings"]
+        entries: list[_Encoding] = json.loads(path.read_text(encoding="utf-8"))["encodings"]
     except (OSError, ValueError, KeyError) as error:
         raise InfraError(f"{path}: cannot read the shipped encodings list: {error}") from error
     return entries

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO, TypedDict
 
 from harness.digest import file_sha256
 from harness.errors import ConfigError, InfraError
@@ -282,10 +282,16 @@ class _Tee:
             self.log.flush()
 
 
+class _PullOptions(TypedDict, total=False):
+    """What ``docker build`` is given only when it pulls the base image."""
+
+    platform: str
+
+
 def _stream_build(client: docker.DockerClient, rcp: Recipe, context: Path,
                   out: _Tee) -> None:
     start = time.monotonic()
-    kwargs: dict[str, Any] = {}
+    kwargs: _PullOptions = {}
     if rcp.platform and rcp.base_id is None:
         kwargs["platform"] = rcp.platform  # only a pull needs it (see docker.py)
     network = os.environ.get("HARNESS_BUILD_NETWORK", "host")
@@ -316,10 +322,20 @@ def _stream_build(client: docker.DockerClient, rcp: Recipe, context: Path,
     out.write(f"[image] built {rcp.tag} in {time.monotonic() - start:.1f} s\n")
 
 
-def list_images(client: docker.DockerClient) -> list[dict[str, Any]]:
-    rows = []
+class ImageRow(TypedDict):
+    """One harness image, as ``harness image ls`` lists it."""
+
+    matrix: str
+    tag: str
+    size_mb: float
+    created: str
+    git_sha: str
+
+
+def list_images(client: docker.DockerClient) -> list[ImageRow]:
+    rows: list[ImageRow] = []
     for image in client.images.list(filters={"label": LABEL_MATRIX}):
-        attrs: dict[str, Any] = image.attrs
+        attrs = image.attrs
         tags: Sequence[str] = image.tags or ["<none>"]
         rows.append({
             "matrix": image.labels.get(LABEL_MATRIX, "?"),

@@ -14,11 +14,37 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol, TypedDict
 
 from harness.matrix.known_failures import Entry, match
 
-Explain = Callable[[str, Any, Any], list[Any]]  # (op, dtype name, args) -> registry walk
+
+class Step(Protocol):
+    """One candidate of a registry walk (refengine's ``Candidate``)."""
+
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def chosen(self) -> bool: ...
+
+    @property
+    def reason(self) -> str: ...
+
+
+class KernelCall(TypedDict):
+    """One call a suite's ``kernel_calls`` hook yields (docs/byo-suite.md)."""
+
+    op: str
+    dtype: str
+    case: str
+    engine: bool  # the engine-shaped call of the op, not a parity case
+    args: Callable[[], tuple[object, ...]]  # builds the call's arguments
+    test_id: str  # the case's node id with ``{provider}`` left to fill ("" for the engine's)
+
+
+# (op, dtype name, args) -> registry walk
+Explain = Callable[[str, str, tuple[object, ...]], Sequence[Step]]
 
 
 @dataclass(frozen=True)
@@ -44,7 +70,7 @@ class Known:
 class OpRow:
     op: str
     dtype: str
-    walk: list[Any]  # the registry's Candidates for the engine-shaped call
+    walk: Sequence[Step]  # the registry's Candidates for the engine-shaped call
     families: list[Family] = field(default_factory=list)
     known: list[Known] = field(default_factory=list)
 
@@ -53,7 +79,7 @@ class OpRow:
         return chosen_in(self.walk)
 
 
-def chosen_in(walk: Sequence[Any]) -> str:
+def chosen_in(walk: Sequence[Step]) -> str:
     """The provider a registry walk chose ("-": none)."""
     return next((c.provider for c in walk if c.chosen), "-")
 
@@ -73,15 +99,15 @@ def signature(entry: Entry) -> str:
     return ", ".join(parts) or "any failure"
 
 
-def _reason_chain(walk: Sequence[Any]) -> str:
+def _reason_chain(walk: Sequence[Step]) -> str:
     return "; ".join(f"{c.provider}: {c.reason}" for c in walk if not c.chosen
                      and not c.reason.startswith("not reached"))
 
 
-def rows(calls: Iterable[dict[str, Any]], explain: Explain, entries: Sequence[Entry],
+def rows(calls: Iterable[KernelCall], explain: Explain, entries: Sequence[Entry],
          ops: Sequence[str] = (), dtype: str | None = None) -> list[OpRow]:
     """One row per (op, dtype) of the calls, in their order."""
-    walks: dict[tuple[str, str], list[Any]] = {}
+    walks: dict[tuple[str, str], Sequence[Step]] = {}
     cases: dict[tuple[str, str], dict[str, list[str]]] = {}
     whys: dict[tuple[str, str, str], str] = {}
     hits: dict[tuple[str, str], dict[tuple[str, int], tuple[Entry, int]]] = {}

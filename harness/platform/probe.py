@@ -12,7 +12,7 @@ import io
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from harness.errors import InfraError
 from harness.results.facts import DeviceFingerprint, probe_kind
@@ -34,7 +34,30 @@ S390X_SCRIPT = (
     "print(json.dumps({'machine':platform.machine(),'byteorder':sys.byteorder,'hwcap':hw}))\n"
 )
 
-def parse_nvidia_smi(text: str) -> dict[str, Any]:
+
+class Fingerprint(TypedDict, total=False):
+    """What a parser reads of its tool's output; the keys differ by probe kind."""
+
+    kind: str
+    vendor: str
+    model: str
+    devices: list[dict[str, object]]  # a GPU tool's, one per device
+    device_count: int
+    arch: list[str]
+    cpus: int | None
+    flags: list[str]
+    byteorder: str
+    hwcap: int
+
+
+class _LscpuEntry(TypedDict, total=False):
+    """One entry of ``lscpu -J``: newer releases nest children under an entry."""
+
+    field: str
+    data: str | None
+    children: list[_LscpuEntry]
+
+def parse_nvidia_smi(text: str) -> Fingerprint:
     rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
     gpus = []
     for row in rows:
@@ -56,7 +79,7 @@ def parse_nvidia_smi(text: str) -> dict[str, Any]:
             "device_count": len(gpus), "arch": archs}
 
 
-def parse_amd_smi(text: str) -> dict[str, Any]:
+def parse_amd_smi(text: str) -> Fingerprint:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
@@ -78,7 +101,7 @@ def parse_amd_smi(text: str) -> dict[str, Any]:
             "arch": archs}
 
 
-def parse_xpu_smi(text: str) -> dict[str, Any]:
+def parse_xpu_smi(text: str) -> Fingerprint:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
@@ -90,14 +113,14 @@ def parse_xpu_smi(text: str) -> dict[str, Any]:
             "arch": sorted({str(g["pci_device_id"]) for g in gpus if g["pci_device_id"]})}
 
 
-def parse_lscpu(text: str) -> dict[str, Any]:
+def parse_lscpu(text: str) -> Fingerprint:
     try:
         fields = json.loads(text)["lscpu"]
     except (json.JSONDecodeError, KeyError, TypeError) as error:
         raise InfraError(f"probe: cannot read lscpu -J output ({error})") from None
     values: dict[str, str] = {}
 
-    def walk(entries: list[dict[str, Any]]) -> None:  # newer lscpu nests children
+    def walk(entries: list[_LscpuEntry]) -> None:  # newer lscpu nests children
         for entry in entries:
             values[str(entry.get("field", "")).rstrip(":")] = str(entry.get("data") or "")
             walk(entry.get("children", []))
@@ -114,7 +137,7 @@ def s390x_features(hwcap: int) -> list[str]:
     return [name for name, bit in S390X_HWCAP.items() if hwcap & (1 << bit)]
 
 
-def parse_s390x(text: str) -> dict[str, Any]:
+def parse_s390x(text: str) -> Fingerprint:
     try:
         data = json.loads(text.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError) as error:
@@ -130,7 +153,7 @@ class ProbeTool:
     its commands, tried in turn, and the parser of the first that answers."""
 
     commands: list[list[str]]
-    parse: Callable[[str], dict[str, Any]]
+    parse: Callable[[str], Fingerprint]
 
 
 TOOLS: Mapping[str, ProbeTool] = {
@@ -179,7 +202,7 @@ def probe(kind: str, expect: Mapping[str, Any], run: CommandRunner) -> DeviceFin
     raise ProbeFailed(f"probe {kind}: {last}")
 
 
-def check(kind: str, expect: Mapping[str, Any], fingerprint: Mapping[str, Any]) -> None:
+def check(kind: str, expect: Mapping[str, Any], fingerprint: Fingerprint) -> None:
     """Raise ProbeRefused naming the first expectation the fingerprint does not meet."""
     count = int(fingerprint.get("device_count", 0))
     want = expect.get("min_devices")

@@ -36,18 +36,35 @@ import signal
 import socket
 import sys
 import time
-from typing import Any
+from types import ModuleType
+from typing import TypedDict
 
 _MAX_HEADER = 1 << 22  # argv and environment of one request
 TAG = "harness-forkserver: "  # the line the runner waits for: "<TAG>ready: ..." / "unsafe: ..."
 _CANARY_S = 20.0
 
 
-def _send(conn: socket.socket, message: dict[str, Any]) -> None:
+class Request(TypedDict):
+    """The stand-in's header line: its command and where and how it runs."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+
+
+class Reply(TypedDict, total=False):
+    """One line of the server's: the child's pid, then its wait status; or why not."""
+
+    refused: str
+    pid: int
+    status: int
+
+
+def _send(conn: socket.socket, message: Reply) -> None:
     conn.sendall(json.dumps(message).encode() + b"\n")
 
 
-def _recv_line(conn: socket.socket) -> dict[str, Any] | None:
+def _recv_line(conn: socket.socket) -> Reply | None:
     data = b""
     while not data.endswith(b"\n"):
         chunk = conn.recv(65536)
@@ -56,7 +73,7 @@ def _recv_line(conn: socket.socket) -> dict[str, Any] | None:
         data += chunk
         if len(data) > _MAX_HEADER:
             return None
-    found = json.loads(data)
+    found: Reply = json.loads(data)
     return found if isinstance(found, dict) else None
 
 
@@ -79,7 +96,7 @@ def fork_hazard() -> str | None:
     return _canary(torch)
 
 
-def _canary(torch: Any) -> str | None:
+def _canary(torch: ModuleType) -> str | None:
     """A forked child runs one parallel kernel (a GNU OpenMP region) within the deadline."""
     pid = os.fork()
     if pid == 0:
@@ -162,7 +179,7 @@ def _serve_one(conn: socket.socket, listener: socket.socket, hazard: str | None)
     _send(conn, {"status": _wait(pid, conn)})
 
 
-def _recv_request(conn: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
+def _recv_request(conn: socket.socket) -> tuple[Request | None, list[int]]:
     """The header line and the three file descriptors sent with its first bytes."""
     msg, fds, _flags, _addr = socket.recv_fds(conn, 65536, 3)
     data = msg
@@ -171,7 +188,7 @@ def _recv_request(conn: socket.socket) -> tuple[dict[str, Any] | None, list[int]
         if not chunk:
             return None, list(fds)
         data += chunk
-    found = json.loads(data)
+    found: Request = json.loads(data)
     return (found if isinstance(found, dict) else None), list(fds)
 
 
@@ -192,7 +209,7 @@ def _kill_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
 
 
-def _become(request: dict[str, Any], fds: list[int]) -> None:
+def _become(request: Request, fds: list[int]) -> None:
     """In the forked child: the stand-in's streams, folder and environment, then pytest
     as ``python -m pytest`` would run it there."""
     code = 70  # EX_SOFTWARE: the request could not be carried out

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import AnyStr, TextIO
 
 from harness.process import cancel
 from harness.process.secret_names import scrub
@@ -50,7 +50,7 @@ class ProcResult:
     tail: list[str] = field(default_factory=list)
 
 
-def _wait(proc: subprocess.Popen[Any], seconds: float) -> bool:
+def _wait(proc: subprocess.Popen[AnyStr], seconds: float) -> bool:
     """Wait up to ``seconds``, in slices, giving up early when a second signal hurries."""
     deadline = time.monotonic() + seconds
     while True:
@@ -63,7 +63,7 @@ def _wait(proc: subprocess.Popen[Any], seconds: float) -> bool:
 
 
 def stop_group(
-    proc: subprocess.Popen[Any], steps: tuple[tuple[signal.Signals, float], ...]
+    proc: subprocess.Popen[AnyStr], steps: tuple[tuple[signal.Signals, float], ...]
 ) -> None:
     """Send each signal to the child's process group with its bound, then SIGKILL."""
     for sig, wait in (*steps, (signal.SIGKILL, TERMINATE_TIMEOUT_S)):

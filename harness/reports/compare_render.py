@@ -9,7 +9,6 @@ import json
 import math
 from collections.abc import Iterable
 from dataclasses import asdict
-from typing import Any
 
 from harness.reports.compare import CaseChange, Comparison, KnownChange, RunSide
 from harness.reports.mdescape import code, text
@@ -24,7 +23,7 @@ def to_json(comparison: Comparison) -> str:
     return json.dumps(_finite(data), indent=2) + "\n"
 
 
-def _finite(value: Any) -> Any:
+def _finite(value: object) -> object:
     """NaN and infinities as strings: JSON has no spelling for them."""
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)

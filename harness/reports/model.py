@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
 
 # A cell of the test x platform grid is a JUnit status or one of these.
 NEVER_RAN = "never-ran"  # no run of this platform in the window had the test
@@ -268,7 +267,7 @@ class Report:
     def known_passing(self) -> list[KnownFailureRow]:
         return [k for k in self.known_failures if k.state == "now-passing"]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         data = dataclasses.asdict(self)
         data["suite_grid"] = [
             {**dataclasses.asdict(cell), "flagged": cell.flagged, "anchor": cell.anchor}

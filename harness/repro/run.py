@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, Unpack
 
 from harness.errors import ConfigError, ConfigErrors, HarnessError, UsageError
 from harness.matrix import load_matrix
@@ -261,6 +261,16 @@ def _check_node_ids(tests: dict[str, tuple[str, ...]], root: Path,
         raise UsageError("\n".join(problems))
 
 
+class RunOptions(TypedDict, total=False):
+    """What ``harness repro`` passes on to the run as ``harness run`` would."""
+
+    reports: Path | None
+    dry_run: bool
+    python: str
+    keep_container: bool
+    command_line: tuple[str, ...]
+
+
 def build_request(
     rec: Recorded,
     choice: Choice,
@@ -269,7 +279,7 @@ def build_request(
     emulate: bool,
     docker: bool | None,
     trust: bool = False,
-    **options: Any,
+    **options: Unpack[RunOptions],
 ) -> RunRequest:
     if docker is None and not emulate and rec.runner:
         docker = rec.runner == "docker"

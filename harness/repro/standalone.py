@@ -14,15 +14,16 @@ import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from harness.errors import InfraError, UsageError
 from harness.matrix.model import Matrix
 from harness.process.run import run_captured
+from harness.repro.standalone_dump import ArgSpec, DumpAnswer, DumpRequest
 from harness.repro.standalone_ops import OPS
-from harness.repro.standalone_render import Script, render
+from harness.repro.standalone_render import Script, Signature, render
 from harness.repro.standalone_shrink import Shrunk, minimize, same_failure
 from harness.results.run_folder import read_run
 
@@ -82,9 +83,10 @@ class Setup:
     origin: str
 
 
-def dump(setup: Setup, case: CaseId, shrink: dict[str, int] | None = None) -> dict[str, Any]:
-    request = {"op": case.op, "case": case.case, "dtype": case.dtype, "seed": setup.seed,
-               "dtypes": list(setup.matrix.dtypes), "shrink": shrink or {}}
+def dump(setup: Setup, case: CaseId, shrink: dict[str, int] | None = None) -> DumpAnswer:
+    request: DumpRequest = {"op": case.op, "case": case.case, "dtype": case.dtype,
+                            "seed": setup.seed, "dtypes": list(setup.matrix.dtypes),
+                            "shrink": shrink or {}}
     paths = [str(setup.root), str(setup.root / "suites" / "kernel_parity")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     try:
@@ -93,7 +95,7 @@ def dump(setup: Setup, case: CaseId, shrink: dict[str, int] | None = None) -> di
     except (OSError, subprocess.TimeoutExpired) as error:
         raise InfraError(f"--standalone: building the case failed: {error}") from error
     lines = got.stdout.strip().splitlines()
-    answer: dict[str, Any] = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else {}
+    answer: DumpAnswer = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else {}
     if "error" in answer:
         raise UsageError(f"--standalone: {answer['error']}")
     if got.returncode or "args" not in answer:
@@ -102,14 +104,14 @@ def dump(setup: Setup, case: CaseId, shrink: dict[str, int] | None = None) -> di
     return answer
 
 
-def tolerance(matrix: Matrix, case: CaseId, args: list[dict[str, Any]]) -> dict[str, float]:
+def tolerance(matrix: Matrix, case: CaseId, args: list[ArgSpec]) -> dict[str, float]:
     out_dtype = next((a["dtype"] for a in args if "dtype" in a), case.dtype)
     tol, _ = matrix.tolerances.lookup(out_dtype, case.op)
     return {"atol": tol.atol, "rtol": tol.rtol}
 
 
-def script_for(setup: Setup, case: CaseId, answer: dict[str, Any],
-               expected: dict[str, Any], shrunk: str = "") -> Script:
+def script_for(setup: Setup, case: CaseId, answer: DumpAnswer,
+               expected: Signature, shrunk: str = "") -> Script:
     return Script(test_id=PARITY + case.name.removeprefix("test_parity["), op=case.op,
                   args=answer["args"], tolerance=tolerance(setup.matrix, case, answer["args"]),
                   env=script_env(setup.matrix), expected=expected, origin=setup.origin,
@@ -127,12 +129,12 @@ def script_env(matrix: Matrix) -> dict[str, str]:
     return env
 
 
-def observe(setup: Setup, script: Script) -> dict[str, Any]:
+def observe(setup: Setup, script: Script) -> Signature:
     """Run the script in the matrix's environment; the signature it saw."""
     return observe_text(setup, render(script))
 
 
-def observe_text(setup: Setup, text: str, timeout_s: float = SCRIPT_TIMEOUT_S) -> dict[str, Any]:
+def observe_text(setup: Setup, text: str, timeout_s: float = SCRIPT_TIMEOUT_S) -> Signature:
     """Run a script's text in the matrix's environment; the signature it printed."""
     with tempfile.TemporaryDirectory(prefix="harness-standalone-") as tmp:
         path = Path(tmp) / "repro.py"
@@ -145,13 +147,13 @@ def observe_text(setup: Setup, text: str, timeout_s: float = SCRIPT_TIMEOUT_S) -
             raise InfraError(f"--standalone: the script did not finish: {error}") from error
     for line in got.stdout.splitlines():
         if line.startswith("SIGNATURE "):
-            seen: dict[str, Any] = json.loads(line.removeprefix("SIGNATURE "))
+            seen: Signature = json.loads(line.removeprefix("SIGNATURE "))
             return seen
     tail = (got.stderr.strip().splitlines() or ["no output"])[-1]
     raise InfraError(f"--standalone: the script ended without a signature: {tail}")
 
 
-def describe_signature(seen: dict[str, Any]) -> str:
+def describe_signature(seen: Mapping[str, object]) -> str:
     kind = str(seen.get("kind", ""))
     if kind == "mismatch":
         return (f"mismatch: max abs err {seen['max_abs_err']:.4g}, max rel err "
@@ -169,7 +171,7 @@ def describe_signature(seen: dict[str, Any]) -> str:
     return f"passes (headroom {seen.get('headroom', 0):.4g})"
 
 
-def a_finding(seen: dict[str, Any], name: str) -> dict[str, Any]:
+def a_finding(seen: Signature, name: str) -> Signature:
     """``seen`` when the script's first run showed a finding; else why there is no script
     (it could not run: InfraError; the case passes: NothingToReproduce)."""
     if seen.get("kind") == "cannot_run":
@@ -181,7 +183,7 @@ def a_finding(seen: dict[str, Any], name: str) -> dict[str, Any]:
     return seen
 
 
-def first_script(setup: Setup, case: CaseId) -> tuple[Script, dict[str, Any]]:
+def first_script(setup: Setup, case: CaseId) -> tuple[Script, DumpAnswer]:
     """The script of the case as built, with the signature it shows here."""
     answer = dump(setup, case)
     seen = a_finding(observe(setup, script_for(setup, case, answer, {"kind": "?"})), case.name)
@@ -206,8 +208,9 @@ def write_text(text: str, out: Path) -> None:
         raise UsageError(f"--standalone: cannot write {out}: {error.strerror}") from error
 
 
-def shrink_script(setup: Setup, case: CaseId, script: Script, answer: dict[str, Any], *,
-                  budget_s: float, say: Any = print) -> tuple[Script, Shrunk]:
+def shrink_script(setup: Setup, case: CaseId, script: Script, answer: DumpAnswer, *,
+                  budget_s: float,
+                  say: Callable[[str], object] = print) -> tuple[Script, Shrunk]:
     """The script of the smallest case that still fails as ``script`` does."""
 
     def fails(sizes: dict[str, int]) -> bool:

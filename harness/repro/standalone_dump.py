@@ -15,7 +15,7 @@ import base64
 import importlib
 import json
 import sys
-from typing import Any
+from typing import TypedDict
 
 # Which dimension of which argument each shrinkable size is: (argument, dim, size name).
 # Widths of the norm / activation ops step by 8 (vLLM's VEC_ELEM_NUM; torch's own too).
@@ -34,7 +34,42 @@ AXES: dict[str, tuple[tuple[int, int, str], ...]] = {
 STEP = {"width": 8, "width2": 16}
 
 
-def sizes(op: str, args: tuple[Any, ...]) -> dict[str, int]:
+class DumpRequest(TypedDict):
+    """What to build: the case, its seed, and the sizes to shrink to (none: as it is)."""
+
+    op: str
+    case: str
+    dtype: str
+    seed: int
+    dtypes: list[str]
+    shrink: dict[str, int]
+
+
+class ArgSpec(TypedDict, total=False):
+    """One argument as the script rebuilds it: a tensor (its dtype, shape, strides, storage
+    offset and storage bytes), a dtype, or a plain value."""
+
+    tensor: str
+    shape: list[int]
+    stride: list[int]
+    offset: int
+    b64: str
+    dtype: str
+    value: bool | int | float | str | None
+
+
+class DumpAnswer(TypedDict, total=False):
+    """The case built (every argument, its sizes as built and now, each size's step), or
+    why it could not be (``error``)."""
+
+    args: list[ArgSpec]
+    sizes: dict[str, int]
+    now: dict[str, int]
+    steps: dict[str, int]
+    error: str
+
+
+def sizes(op: str, args: tuple[object, ...]) -> dict[str, int]:
     import torch
 
     found: dict[str, int] = {}
@@ -45,7 +80,7 @@ def sizes(op: str, args: tuple[Any, ...]) -> dict[str, int]:
     return found
 
 
-def shrink(op: str, args: tuple[Any, ...], wanted: dict[str, int]) -> tuple[Any, ...]:
+def shrink(op: str, args: tuple[object, ...], wanted: dict[str, int]) -> tuple[object, ...]:
     """The arguments sliced to ``wanted`` (views of the same storage)."""
     import torch
 
@@ -57,7 +92,7 @@ def shrink(op: str, args: tuple[Any, ...], wanted: dict[str, int]) -> tuple[Any,
     return tuple(out)
 
 
-def encode(value: Any) -> Any:
+def encode(value: object) -> ArgSpec:
     import torch
 
     if isinstance(value, torch.Tensor):
@@ -67,7 +102,7 @@ def encode(value: Any) -> Any:
         flat = torch.empty(0, dtype=t.dtype).set_(t.untyped_storage(), 0, (reach,), (1,))
         raw = flat.view(torch.uint8).numpy().tobytes() if t.numel() else b""
         return {"tensor": str(t.dtype).removeprefix("torch."), "shape": list(t.shape),
-                "stride": list(t.stride()), "offset": t.storage_offset(),
+                "stride": list(t.stride()), "offset": int(t.storage_offset()),
                 "b64": base64.b64encode(raw).decode("ascii")}
     if isinstance(value, torch.dtype):
         return {"dtype": str(value).removeprefix("torch.")}
@@ -76,7 +111,7 @@ def encode(value: Any) -> Any:
     raise TypeError(f"cannot write a {type(value).__name__} argument into a script")
 
 
-def build(request: dict[str, Any]) -> dict[str, Any]:
+def build(request: DumpRequest) -> DumpAnswer:
     import torch
 
     cases = importlib.import_module("parity_cases")

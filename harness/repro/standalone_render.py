@@ -16,22 +16,42 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
+from harness.repro.standalone_dump import ArgSpec
 from harness.repro.standalone_ops import OPS
 from harness.results.fingerprint import mask_source
 
 EXIT = {"passes": 0, "reproduced": 1, "other": 2, "cannot_run": 3}
 
 
+class Signature(TypedDict, total=False):
+    """What a script saw (its ``SIGNATURE`` line): the kind ("" when the case passes) and
+    what goes with it (the numbers of a mismatch, the exception, the signal, the engine
+    case's first difference per prompt and both models' tokens)."""
+
+    kind: str  # "mismatch" | "exception" | "signal" | "tokens_differ" | "cannot_run" | ""
+    detail: str
+    headroom: float
+    max_abs_err: float
+    max_rel_err: float
+    type: str
+    message: str
+    signal: str
+    first_difference: list[int | None]
+    library: str
+    vllm: list[list[int]]
+    transformers: list[list[int]]
+
+
 @dataclass(frozen=True)
 class Script:
     test_id: str
     op: str
-    args: list[dict[str, Any]]
+    args: list[ArgSpec]
     tolerance: dict[str, float]
     env: dict[str, str]
-    expected: dict[str, Any]  # {"kind": "mismatch" | "exception" | "signal" | "", ...}
+    expected: Signature  # {"kind": "mismatch" | "exception" | "signal" | "", ...}
     origin: str  # what it was made from (a run folder, a matrix)
     shrunk: str = ""  # "rows 9 -> 2, width 96 -> 8" when minimized
     pins: tuple[str, ...] = ()  # the requirements of the environment it was seen in

@@ -13,9 +13,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness.results.fingerprint import mask
+
+if TYPE_CHECKING:
+    from harness.repro.standalone_render import Signature
 
 MAX_TRIALS = 24
 
@@ -33,7 +36,7 @@ class Shrunk:
         return moves + (f" (stopped early: {self.stopped})" if self.stopped else "")
 
 
-def same_failure(expected: dict[str, Any], seen: dict[str, Any]) -> bool:
+def same_failure(expected: Signature, seen: Signature) -> bool:
     """A mismatch stays a mismatch (its size may move), an exception keeps its type and
     its message up to its numbers (results/fingerprint.py, as every comparison of runs
     masks them), a signal stays that signal."""

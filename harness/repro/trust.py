@@ -20,9 +20,12 @@ import re
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.run.threads import THREAD_VARS
+
+if TYPE_CHECKING:
+    from harness.matrix.model import Matrix
 
 TRUST_FLAG = "--trust-run-folder"
 # The variables a run's environment may give back: the reproducibility knobs.
@@ -38,7 +41,8 @@ _LIST_OPTIONS = (("runtime", "cap_add"), ("runtime", "devices"), ("runtime", "se
 _VALUE_OPTIONS = (("runtime", "network"), ("runtime", "ipc"), ("runtime", "gpus"),
                   ("runtime", "platform"), ("caches", "root"))
 _MAP_OPTIONS = (("runtime", "env"), ("caches", "env"))
-# Without a current matrix of that name, the most a run folder may ask for.
+# Without a current matrix of that name, the most a run folder may ask for: shaped as a
+# matrix's `resolved` (Matrix.resolved), which matrix_problems reads alike by key.
 _BASELINE: dict[str, dict[str, Any]] = {
     "runtime": {"network": "none", "ipc": None, "gpus": None, "platform": None, "env": {},
                 "cap_add": [], "devices": [], "security_opt": [], "group_add": [],
@@ -51,7 +55,7 @@ def untrusted(what: str) -> str:
     return f"{what}; refused ({TRUST_FLAG} to accept the run folder as it is)"
 
 
-def matrix_problems(recorded: Any, manifest_hash: str, current: Any | None) -> list[str]:
+def matrix_problems(recorded: Matrix, manifest_hash: str, current: Matrix | None) -> list[str]:
     """One line per way the recorded matrix goes beyond what this checkout allows."""
     problems = []
     if manifest_hash and recorded.hash != manifest_hash:
@@ -85,9 +89,9 @@ def matrix_problems(recorded: Any, manifest_hash: str, current: Any | None) -> l
     return problems
 
 
-def matrix_diff(current: Any, recorded: Any, *, limit: int = 40) -> list[str]:
+def matrix_diff(current: Matrix, recorded: Matrix, *, limit: int = 40) -> list[str]:
     """The recorded matrix as a unified diff against the current one of that name."""
-    def lines(m: Any) -> list[str]:
+    def lines(m: Matrix) -> list[str]:
         return json.dumps(m.resolved, indent=1, sort_keys=True, default=str).splitlines()
 
     diff = list(difflib.unified_diff(lines(current), lines(recorded), "current", "recorded",
