@@ -34,6 +34,7 @@ from harness.results.testids import case_ids
 NOT_RUN_TYPE = "harness.notrun"  # the <skipped> type of a test a stopped suite never ran
 RUNNING = "running"  # a record's ``when`` for a test the suite was running when it stopped
 NOT_RUN = "notrun"
+NOT_RUN_WORDS = "not run: the suite "  # how such a test's <skipped> message begins
 _MESSAGE_LIMIT = 1000
 
 
@@ -132,7 +133,7 @@ def settle_partial(partial: Path, cause: str, stopped: str,
     lines = [result_line(test, RUNNING, "failed", 0.0, f"{cause} while this test ran", props)
              for test in running]
     done = finished | set(running)
-    lines += [result_line(test, NOT_RUN, "skipped", 0.0, f"not run: the suite {stopped}{where}", ())
+    lines += [result_line(test, NOT_RUN, "skipped", 0.0, f"{NOT_RUN_WORDS}{stopped}{where}", ())
               for test in collected if test not in done]
     if lines:
         partial.parent.mkdir(parents=True, exist_ok=True)

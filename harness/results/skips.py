@@ -8,13 +8,12 @@ top reasons travel into the manifest's suite row (``skip_ratio``, ``mostly_skipp
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
-from harness.results.junit_expat import collection_skip_reason
-from harness.results.junit_write import NOT_RUN_TYPE
+from harness.results.junit_read import Case
+from harness.results.junit_write import NOT_RUN_WORDS
 from harness.results.outcome import SkipReason
 
 TOP_REASONS = 5
@@ -34,19 +33,18 @@ class SkipSummary:
         return self.total > 0 and self.ratio > limit
 
 
-def summarise_skips(junit: Path, suite: str) -> SkipSummary:
+def summarise_skips(cases: Iterable[Case], suite: str) -> SkipSummary:
+    """Over a suite's cases as the one JUnit reader reads them (results/suite_junit.py)."""
     reasons: Counter[str] = Counter()
     total = 0
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        if case.get("classname") == f"harness.{suite}":
+    for case in cases:
+        if case.nodeid.startswith(f"harness.{suite}::"):
             continue  # "<suite>: crashed: ..." written by the runner, not a test
-        skipped = case.find("skipped")
-        if skipped is not None and skipped.get("type") == NOT_RUN_TYPE:
+        if case.status == "skipped" and case.message.startswith(NOT_RUN_WORDS):
             continue  # never ran: the suite stopped first (its crash says so), not a skip
         total += 1
-        if skipped is None or skipped.get("type") == "pytest.xfail":
-            continue
-        reasons[_reason(skipped)] += 1
+        if case.status == "skipped":
+            reasons[_reason(case.message)] += 1
     return SkipSummary(
         total=total,
         skipped=sum(reasons.values()),
@@ -57,10 +55,8 @@ def summarise_skips(junit: Path, suite: str) -> SkipSummary:
     )
 
 
-def _reason(element: ET.Element) -> str:
-    message = (element.get("message") or "").strip()
-    collected = collection_skip_reason(message, element.text or "")
-    if collected:
-        return collected[:200]
-    text = message or (element.text or "").strip()
+def _reason(message: str) -> str:
+    """A skip's reason: the first line of its message (a file skipped at collection: the
+    reason the reader found for it)."""
+    text = message.strip()
     return text.splitlines()[0][:200] if text else "(no reason given)"

@@ -20,14 +20,13 @@ from harness.results.cause import Cause, CauseRecord, cause_of_exit, reason_of
 from harness.results.facts import DeviceFingerprint
 from harness.results.junit_write import (
     append_error_case,
-    count_junit,
     write_salvaged_junit,
 )
 from harness.results.layout import progress_for_partial
 from harness.results.manifest_write import ManifestWriter
 from harness.results.outcome import Counts, Status, SuiteOutcome, failing
 from harness.results.sidecar import peak_memory
-from harness.results.skips import summarise_skips
+from harness.results.suite_junit import read_suite
 from harness.results.writefail import describe as describe_write_failure
 from harness.results.writefail import is_write_failure
 from harness.runners.forkserver import ForkServer
@@ -71,14 +70,16 @@ def outcome_of(inv: Invocation, result: ProcResult) -> SuiteOutcome:
             raise
         status, ended = Status.WRITE_FAILED, CauseRecord(cause=Cause.WRITE_FAILED, exit_code=code)
         cause = "; ".join(filter(None, [cause, describe_write_failure(error, str(inv.junit))]))
-    counts = count_junit(inv.junit) if inv.junit.is_file() else {}
+    # The JUnit file as it now stands, read once: counts, skips and peak memory.
+    read = read_suite(inv.junit, inv.suite) if inv.junit.is_file() else None
+    counts = read.counts if read else {}
     if status is Status.PASSED and (failing(counts) or counts.get("error") or code == 1):
         status = Status.FAILED
     reason = cause
     if status is Status.PASSED and _ran_nothing(code, counts):
         status, reason = Status.NO_TESTS, "no tests ran"
-    skips = summarise_skips(inv.junit, inv.suite) if inv.junit.is_file() else None
-    peak = peak_memory(inv.partial)
+    skips = read.skips if read else None
+    peak = read.peak if read else peak_memory(inv.partial)
     mostly = skips is not None and skips.mostly_skipped(inv.max_skip_ratio)
     if mostly and skips is not None:
         note = (f"mostly skipped: {skips.skipped} of {skips.total} "
