@@ -15,6 +15,14 @@ worker needs it to tear down), it is shut down between tests and a fresh worker 
 place, with one line saying so. A worker whose memory grows over a file's cases (vLLM's
 test_cpu_attn.py: 18.7 GB after an hour, where one case alone needs 5 GB) is then
 restarted, never killed by the kernel's OOM killer in the middle of a test.
+
+A test that held more than a worker's share while it ran and let it go after (its peak
+over the share, what the worker kept under it: vLLM's test_cpu_attn.py has cases of 14 GB
+on a 24 GB host, where two workers share 11.6 GB each) is not helped by a restart: its
+worker is drained the same way and not replaced, and the suite goes on with one worker
+fewer (never none), each of the rest with a larger share, the run saying so. Where the
+history has the suite's peak, the run gives it that many workers from the start
+(run/memory.py).
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import pytest
 from harness.results.sidecar import PEAK_RSS_PROPERTY as PROPERTY
 
 RSS_ATTR = "harness_rss_mb"  # a teardown report's current resident memory, for the controller
+PEAK_ATTR = "harness_peak_mb"  # and the test's peak, for the controller
 _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
 
@@ -87,6 +96,8 @@ class TestMemory:
             report.user_properties.append((PROPERTY, round(peak, 1)))
         if rss is not None:
             setattr(report, RSS_ATTR, round(rss, 1))
+        if peak is not None:
+            setattr(report, PEAK_ATTR, round(peak, 1))
 
 
 class Gateway(Protocol):
@@ -109,9 +120,10 @@ class Scheduler(Protocol):
     """What the controller's hooks use of the scheduler ``make_recycling`` makes."""
 
     draining: dict[Worker, str]
+    retiring: set[Worker]
     tests_finished: bool
 
-    def note(self, node: Worker, rss_mb: float, nodeid: str) -> None: ...
+    def note(self, node: Worker, rss_mb: float, peak_mb: float | None, nodeid: str) -> None: ...
 
 
 def make_recycling(config: pytest.Config, log: object, budget_mb: float) -> Scheduler:
@@ -125,11 +137,30 @@ def make_recycling(config: pytest.Config, log: object, budget_mb: float) -> Sche
         def __init__(self) -> None:
             super().__init__(config, log)
             self.draining: dict[Worker, str] = {}  # node -> why
+            self.retiring: set[Worker] = set()  # drained for good: not replaced
+            workers: int = self.numnodes
+            self.total_mb = budget_mb * max(1, workers)  # the suite's workers' budget
 
-        def note(self, node: Worker, rss_mb: float, nodeid: str) -> None:
-            if rss_mb > budget_mb and node in self.node2pending and node not in self.draining:
+        def share(self) -> float:
+            """What a worker may hold now: the workers' budget over those not retiring."""
+            live = [n for n in self.node2pending if n not in self.retiring]
+            return self.total_mb / max(1, len(live))
+
+        def note(self, node: Worker, rss_mb: float, peak_mb: float | None,
+                 nodeid: str) -> None:
+            if node not in self.node2pending or node in self.draining:
+                return
+            share = self.share()
+            live = [n for n in self.node2pending if n not in self.retiring]
+            if rss_mb > share:  # what it kept: a fresh worker starts without it
                 self.draining[node] = (f"{rss_mb:.0f} MB resident after {nodeid}, over the "
-                                       f"{budget_mb:.0f} MB a worker may use")
+                                       f"{share:.0f} MB a worker may use")
+            elif peak_mb is not None and peak_mb > share and len(live) > 1:
+                # it let the memory go, but needed it while it ran: so would it again
+                self.retiring.add(node)
+                self.draining[node] = (
+                    f"{nodeid} held {peak_mb:.0f} MB while it ran, over the {share:.0f} MB a "
+                    f"worker may use: the suite goes on with {len(live) - 1} worker(s)")
 
         def _drain(self) -> None:
             for node in list(self.draining):
@@ -173,9 +204,11 @@ class WorkerBudget:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         rss = getattr(report, RSS_ATTR, None)
+        peak = getattr(report, PEAK_ATTR, None)
         node = getattr(report, "node", None)
         if self.sched is not None and report.when == "teardown" and rss is not None and node:
-            self.sched.note(node, float(rss), report.nodeid)
+            self.sched.note(node, float(rss), None if peak is None else float(peak),
+                            report.nodeid)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Worker, error: object | None) -> None:
@@ -186,9 +219,12 @@ class WorkerBudget:
         dsession = self.config.pluginmanager.getplugin("dsession")
         if dsession is None or dsession.shuttingdown or sched.tests_finished:
             return
-        clone = dsession._clone_node(node)  # how xdist replaces a crashed worker, since 1.x
-        line = (f"harness: worker {node.gateway.id} restarted between tests as "
-                f"{clone.gateway.id}: {why}")
+        if node in sched.retiring:
+            line = f"harness: worker {node.gateway.id} stopped between tests: {why}"
+        else:
+            clone = dsession._clone_node(node)  # how xdist replaces a crashed worker (1.x+)
+            line = (f"harness: worker {node.gateway.id} restarted between tests as "
+                    f"{clone.gateway.id}: {why}")
         self.restarts.append(line)
         reporter = self.config.pluginmanager.getplugin("terminalreporter")
         if reporter is not None:
@@ -197,5 +233,5 @@ class WorkerBudget:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.restarts:
             terminalreporter.write_line(
-                f"harness: {len(self.restarts)} worker restart(s) for memory "
+                f"harness: {len(self.restarts)} worker restart(s) or stop(s) for memory "
                 f"(budget {self.budget_mb:.0f} MB a worker)")

@@ -117,3 +117,43 @@ def test_the_worker_count_follows_the_memory_limit(tmp_path: Path, matrix: Path)
     assert done.returncode == 3, said[-3000:]
     assert "suite growing: test_growing.py::test_grows[" in said
     assert "it cannot fit here" in said and "Traceback" not in said
+
+
+ONE_BIG = f"""
+import time
+
+import pytest
+
+
+@pytest.mark.parametrize("i", range({TESTS}))
+def test_mostly_small(i):
+    if i == 0:  # one test that alone needs more than a worker's share, then lets it go
+        block = bytearray(400 * 1024 * 1024)
+        for at in range(0, len(block), 4096):
+            block[at] = 1
+        del block
+    time.sleep(0.3)
+"""
+
+
+def test_a_test_over_a_worker_s_share_leaves_the_suite_one_worker_fewer(
+        tmp_path: Path) -> None:
+    # 2 workers in 700 MB: 350 MB each. The big test alone peaks at about 235 + 400 MB:
+    # restarting its worker would not help the next such test, so that worker stops
+    # between tests and is not replaced; the other worker, now with the whole budget,
+    # runs the rest. Nothing lost.
+    suite = tmp_path / "onebig"
+    suite.mkdir()
+    (suite / "test_onebig.py").write_text(textwrap.dedent(ONE_BIG))
+    matrix = own_suites_matrix(tmp_path / "grows.yaml", "grows",
+                               [f"  onebig: {{path: {suite}, workers: auto, timeout_s: 300}}"])
+    done, run_dir = run(tmp_path, matrix, "700M", "--workers", "2")
+    said = done.stdout + done.stderr
+    assert done.returncode == 0 and run_dir is not None, said[-3000:]
+    assert "stopped between tests: test_onebig.py::test_mostly_small[0] held" in said
+    assert "the suite goes on with 1 worker(s)" in said
+    assert "restarted between tests" not in said
+    record = RunRecord.read(run_dir)
+    (outcome,) = record.suites
+    assert outcome.counts.passed == TESTS and outcome.counts.error == 0
+    assert outcome.peak_test == "test_onebig.py::test_mostly_small[0]"
