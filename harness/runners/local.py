@@ -70,18 +70,15 @@ def outcome_of(inv: Invocation, result: ProcResult) -> SuiteOutcome:
             raise
         status, ended = Status.WRITE_FAILED, CauseRecord(cause=Cause.WRITE_FAILED, exit_code=code)
         cause = "; ".join(filter(None, [cause, describe_write_failure(error, str(inv.junit))]))
-    # The JUnit file as it now stands, read once: counts, skips and peak memory.
-    read = read_suite(inv.junit, inv.suite) if inv.junit.is_file() else None
+    read = read_suite(inv.junit, inv.suite) if inv.junit.is_file() else None  # once
     counts = read.counts if read else {}
     if status is Status.PASSED and (failing(counts) or counts.get("error") or code == 1):
         status = Status.FAILED
     reason = cause
     if status is Status.PASSED and _ran_nothing(code, counts):
         status, reason = Status.NO_TESTS, "no tests ran"
-    skips = read.skips if read else None
-    peak = read.peak if read else peak_memory(inv.partial)
-    mostly = skips is not None and skips.mostly_skipped(inv.max_skip_ratio)
-    if mostly and skips is not None:
+    skips, peak = (read.skips, read.peak) if read else (None, peak_memory(inv.partial))
+    if mostly := skips is not None and skips.mostly_skipped(inv.max_skip_ratio):
         note = (f"mostly skipped: {skips.skipped} of {skips.total} "
                 f"({skips.ratio:.0%} > max_skip_ratio {inv.max_skip_ratio:g})")
         reason = f"{reason}; {note}" if reason else note
