@@ -1,7 +1,8 @@
 """``harness repro --standalone OUT.py``: one kernel_parity finding as a script of its own.
 
 The case is built in the matrix's environment (standalone_dump, a subprocess: torch is
-never imported here), written out with the op's source (standalone_render), run once there
+never imported here), written out with the suite's own code for the op, taken from the
+files under the checkout by ``ast`` (standalone_ops, standalone_render), run once there
 to see its signature, and written with that signature as the expected outcome. A case that
 passes here is refused (nothing to reproduce). ``--minimize`` then shrinks its sizes one at
 a time (standalone_shrink) while the script still fails the same way.
@@ -22,7 +23,7 @@ from harness.errors import InfraError, UsageError
 from harness.matrix.model import Matrix
 from harness.process.run import run_captured
 from harness.repro.standalone_dump import ArgSpec, DumpAnswer, DumpRequest
-from harness.repro.standalone_ops import OPS
+from harness.repro.standalone_ops import SCRIPT_OPS
 from harness.repro.standalone_render import Script, Signature, render
 from harness.repro.standalone_shrink import Shrunk, minimize, same_failure
 from harness.results.run_folder import read_run
@@ -53,10 +54,10 @@ def parse_test_id(test_id: str) -> CaseId:
                          f"template ({PARITY}OP-CASE-DTYPE-PROVIDER-DEVICE], or "
                          "vllm_engine's test_greedy_tokens_match_transformers[DTYPE])")
     parts = match.group(1).split("-")
-    op = next((name for name in sorted(OPS, key=len, reverse=True)
+    op = next((name for name in sorted(SCRIPT_OPS, key=len, reverse=True)
                if match.group(1).startswith(name + "-")), None)
     if op is None or len(parts) < 5:
-        known = ", ".join(sorted(OPS))
+        known = ", ".join(sorted(SCRIPT_OPS))
         raise UsageError(f"--standalone: no standalone template for {match.group(1)!r} "
                          f"(ops with one: {known})")
     dtype, provider, device = parts[-3:]
@@ -115,7 +116,8 @@ def script_for(setup: Setup, case: CaseId, answer: DumpAnswer,
     return Script(test_id=PARITY + case.name.removeprefix("test_parity["), op=case.op,
                   args=answer["args"], tolerance=tolerance(setup.matrix, case, answer["args"]),
                   env=script_env(setup.matrix), expected=expected, origin=setup.origin,
-                  shrunk=shrunk, pins=tuple(setup.matrix.python.requirements))
+                  shrunk=shrunk, pins=tuple(setup.matrix.python.requirements),
+                  root=setup.root)
 
 
 def script_env(matrix: Matrix) -> dict[str, str]:

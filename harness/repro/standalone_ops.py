@@ -1,180 +1,399 @@
-"""Per op, the source a standalone repro script holds: the reference and the engine call.
+"""The code a kernel_parity standalone script runs, taken by ``ast`` from the files the
+suite runs (so the script cannot drift from them): no copy of it is kept here.
 
-Plain text (no torch here). The reference is refengine/ops/reference.py's written out; the
-engine call is refengine/providers/vllm_provider.py's adaptation (the ``out!`` tensors, the
-copies, the oneDNN handlers), calling ``torch.ops._C`` of the library the script loaded.
-Each op's pair defines ``reference(*args)`` and ``engine_call(*args)``, both returning a
-tuple of the tensors to compare (an op that writes an argument in place returns it too).
+Per op (``harness repro --standalone``):
+
+- the reference: refengine/ops/reference.py's function of the op's name;
+- the engine call: the function the ``vllm`` provider's ``_impls()`` maps the op to
+  (refengine/providers/vllm_provider.py, or the module it names there: vllm_paged.py);
+- the kernel library's loading: refengine/providers/vllm_library.py's ``load``;
+- the comparison: harness/plugin/numerics.py's ``compare`` (its non-finite rules with it);
+- which arguments the op writes (compared after its outputs, as the suite does) and
+  whether its contract allows NaN / Inf: refengine/ops/spec.py's ``OpSpec`` of the op.
+
+Each function is taken with everything it uses from the project (the private helpers and
+constants of its module, the names it imports from refengine), found by walking its
+``ast``; the standard library's and torch's imports it needs come along as import lines.
+Function signatures lose their annotations (the script stays plain torch); bodies and
+comments are kept as written. A name two sources define differently (reference.py's
+``rms_norm`` and the provider's) is prefixed with its module's name where it is not the
+first one taken, the engine call's code first, so that text is as written.
+
+Pure text (no torch here).
 """
 
 from __future__ import annotations
 
-RMS = '''
-def _rms(xf, weight, eps):
-    variance = xf.pow(2).mean(dim=-1, keepdim=True)
-    return xf * torch.rsqrt(variance + eps) * weight.float()
-'''
+import ast
+import builtins
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
 
-MOE = '''
-def route(router_logits, top_k, renormalize):
-    probs = router_logits.float().softmax(dim=-1)
-    weights, ids = probs.topk(top_k, dim=-1)
-    if renormalize:
-        weights = weights / weights.sum(dim=-1, keepdim=True)
-    return weights, ids
+from harness.errors import InfraError
+
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCE = "refengine/ops/reference.py"
+PROVIDER = "refengine/providers/vllm_provider.py"
+LIBRARY = "refengine/providers/vllm_library.py"
+NUMERICS = "harness/plugin/numerics.py"
+SPEC = "refengine/ops/spec.py"
+# The ops with a standalone script: the vllm provider's that the case dump can write (the
+# attention ops and the fp8 quantizers have none yet).
+SCRIPT_OPS = ("rms_norm", "add_rms_norm", "silu_and_mul", "gelu_and_mul", "linear",
+              "int8_scaled_gemm", "fused_moe")
+# the packages a script may import besides the standard library
+ALLOWED = frozenset({"torch", "numpy"})
+PROJECT = ("refengine", "harness")
 
 
-def reference(x, router_logits, w13, w2, top_k, renormalize):
-    weights, ids = route(router_logits, top_k, renormalize)
-    xf = x.float()
-    out = torch.zeros_like(xf)
-    inter = w2.shape[2]
-    for expert in range(w13.shape[0]):
-        tokens, slot = (ids == expert).nonzero(as_tuple=True)
-        if tokens.numel() == 0:
+class ExtractionError(InfraError):
+    """The suite's source is not in a shape the script can take code from (exit 3)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"--standalone: cannot take the suite's code: {why}")
+
+
+Symbol = tuple[str, str]  # (path relative to the root, top-level name)
+
+
+@dataclass
+class _Module:
+    path: str
+    source: str
+    lines: list[bytes]
+    defs: dict[str, ast.stmt]
+    # name bound by an import -> ("project", module path, name) | ("module", path, "")
+    # | ("external", import line, "")
+    imports: dict[str, tuple[str, str, str]]
+
+
+def _module_path(root: Path, dotted: str) -> str | None:
+    rel = dotted.replace(".", "/")
+    for candidate in (f"{rel}.py", f"{rel}/__init__.py"):
+        if (root / candidate).is_file():
+            return candidate
+    return None
+
+
+def _import_line(node: ast.Import | ast.ImportFrom, alias: ast.alias) -> str:
+    as_ = f" as {alias.asname}" if alias.asname else ""
+    if isinstance(node, ast.Import):
+        return f"import {alias.name}{as_}"
+    return f"from {'.' * node.level}{node.module or ''} import {alias.name}{as_}"
+
+
+def _parse(root: Path, path: str) -> _Module:
+    source = (root / path).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    defs: dict[str, ast.stmt] = {}
+    imports: dict[str, tuple[str, str, str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            defs[node.name] = node
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    defs[target.id] = node
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            defs[node.target.id] = node
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                imports.update(_bound(root, node, alias))
+    return _Module(path, source, [line.encode() for line in source.splitlines(keepends=True)],
+                   defs, imports)
+
+
+def _bound(root: Path, node: ast.Import | ast.ImportFrom,
+           alias: ast.alias) -> dict[str, tuple[str, str, str]]:
+    """What one imported name is: a project symbol, a project module, or an import line."""
+    if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+        return {}
+    if isinstance(node, ast.Import):
+        bound = alias.asname or alias.name.split(".")[0]
+        top = alias.name.split(".")[0]
+        if top in PROJECT:
+            found = _module_path(root, alias.name)
+            return {bound: ("module", found, "")} if found and alias.asname else {}
+        return {bound: ("external", _import_line(node, alias), "")}
+    bound = alias.asname or alias.name
+    module = node.module or ""
+    if module.split(".")[0] in PROJECT:
+        submodule = _module_path(root, f"{module}.{alias.name}")
+        if submodule is not None:
+            return {bound: ("module", submodule, "")}
+        found = _module_path(root, module)
+        if found is None:
+            raise ExtractionError(f"cannot find the module {module}")
+        return {bound: ("project", found, alias.name)}
+    return {bound: ("external", _import_line(node, alias), "")}
+
+
+def _strip(args: ast.arguments) -> ast.arguments:
+    """A copy of ``args`` without annotations."""
+    copy = ast.parse(f"def f({ast.unparse(args)}): pass").body[0]
+    assert isinstance(copy, ast.FunctionDef)
+    for arg in (*copy.args.posonlyargs, *copy.args.args, *copy.args.kwonlyargs,
+                *([copy.args.vararg] if copy.args.vararg else []),
+                *([copy.args.kwarg] if copy.args.kwarg else [])):
+        arg.annotation = None
+    return copy.args
+
+
+def _local_names(node: ast.FunctionDef) -> set[str]:
+    args = node.args
+    names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    names |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store | ast.Del):
+            names.add(sub.id)
+        elif isinstance(sub, ast.Import | ast.ImportFrom):
+            names |= {a.asname or a.name.split(".")[0] for a in sub.names}
+        elif isinstance(sub, ast.arg):
+            names.add(sub.arg)
+        elif (isinstance(sub, ast.ExceptHandler) and sub.name) or (
+                isinstance(sub, ast.FunctionDef | ast.ClassDef) and sub is not node):
+            names.add(sub.name or "")
+    return names
+
+
+def _used(node: ast.stmt) -> list[ast.Name]:
+    """The free names a definition reads (annotations of its signature left out, they
+    are stripped), in source order."""
+    if isinstance(node, ast.FunctionDef):
+        skip = {id(a.annotation) for a in ast.walk(node.args) if isinstance(a, ast.arg)
+                and a.annotation is not None}
+        if node.returns is not None:
+            skip.add(id(node.returns))
+        local = _local_names(node)
+        parts: list[ast.AST] = [*node.decorator_list, *node.args.defaults,
+                                *[d for d in node.args.kw_defaults if d is not None],
+                                *node.body]
+    elif isinstance(node, ast.ClassDef):
+        skip, local = set(), set()
+        parts = [*node.decorator_list, *node.bases,
+                 *[s for s in node.body if not isinstance(s, ast.AnnAssign)],
+                 *[s.value for s in node.body if isinstance(s, ast.AnnAssign) and s.value]]
+    elif isinstance(node, ast.AnnAssign):
+        skip, local, parts = set(), set(), [node.value] if node.value else []
+    else:
+        skip, local, parts = set(), set(), [node]
+    found: list[ast.Name] = []
+    for part in parts:
+        stack = [part]
+        while stack:
+            sub = stack.pop()
+            if id(sub) in skip:
+                continue
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) \
+                    and sub.id not in local:
+                found.append(sub)
+            stack.extend(ast.iter_child_nodes(sub))
+    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One definition the script holds: where it comes from and its text there."""
+
+    path: str
+    name: str
+    script_name: str
+    text: str
+
+
+@dataclass
+class Extractor:
+    """Takes definitions with what they use; one per script (names are given once)."""
+
+    root: Path = ROOT
+    reserved: frozenset[str] = frozenset()  # the script's own names
+    modules: dict[str, _Module] = field(default_factory=dict)
+    names: dict[Symbol, str] = field(default_factory=dict)
+    order: list[Symbol] = field(default_factory=list)
+    imports: list[str] = field(default_factory=list)
+
+    def module(self, path: str) -> _Module:
+        if path not in self.modules:
+            self.modules[path] = _parse(self.root, path)
+        return self.modules[path]
+
+    def resolve(self, path: str, name: str) -> Symbol | None:
+        """Where ``name``, as ``path`` reads it, is defined (None: an import or a builtin)."""
+        module = self.module(path)
+        if name in module.defs:
+            return (path, name)
+        kind, where, what = module.imports.get(name, ("", "", ""))
+        if kind == "project":
+            return self.resolve(where, what)
+        if kind == "module":
+            raise ExtractionError(f"{path} uses the module {name} ({where}) by attribute: "
+                                  "name what it uses instead")
+        if kind == "external":
+            top = where.split()[1].split(".")[0]
+            if top not in ALLOWED and top not in sys.stdlib_module_names:
+                raise ExtractionError(f"{path}: {where}: a script has only the standard "
+                                      "library, torch and numpy")
+            if where not in self.imports:
+                self.imports.append(where)
+            return None
+        if hasattr(builtins, name):
+            return None
+        raise ExtractionError(f"{path}: cannot tell where {name!r} comes from")
+
+    def take(self, path: str, name: str) -> str:
+        """Take ``name`` of ``path`` and what it uses; its name in the script."""
+        symbol = self.resolve(path, name)
+        if symbol is None:
+            raise ExtractionError(f"{path} defines no {name!r}")
+        self._take(symbol)
+        return self.names[symbol]
+
+    def _take(self, symbol: Symbol) -> None:
+        if symbol in self.names:
+            return
+        path, name = symbol
+        taken = set(self.names.values()) | self.reserved
+        stem = Path(path).stem
+        self.names[symbol] = name if name not in taken else f"{stem}_{name}"
+        if self.names[symbol] in taken:
+            raise ExtractionError(f"{path}: {name} and {self.names[symbol]} both taken")
+        for used in _used(self.module(path).defs[name]):
+            found = self.resolve(path, used.id)
+            if found is not None:
+                self._take(found)
+        self.order.append(symbol)
+
+    def pieces(self) -> list[Piece]:
+        """Every definition taken, each after what it uses, as text for the script."""
+        return [Piece(path, name, self.names[(path, name)], self._text(path, name))
+                for path, name in self.order]
+
+    def _text(self, path: str, name: str) -> str:
+        module = self.module(path)
+        node = module.defs[name]
+        lines = list(module.lines)
+        # renames, right to left: each use of a taken name whose script name differs
+        edits: list[tuple[int, int, int, str]] = []
+        for used in _used(node):
+            found = self.resolve(path, used.id)
+            if found is not None and self.names[found] != used.id:
+                edits.append((used.lineno, used.col_offset, used.end_col_offset or 0,
+                              self.names[found]))
+        for line, start, end, new in sorted(edits, reverse=True):
+            raw = lines[line - 1]
+            lines[line - 1] = raw[:start] + new.encode() + raw[end:]
+        script_name = self.names[(path, name)]
+        if isinstance(node, ast.FunctionDef):
+            return self._function(node, lines, script_name)
+        first = min([node.lineno, *[d.lineno for d in getattr(node, "decorator_list", [])]])
+        text = b"".join(lines[first - 1:node.end_lineno]).decode()
+        if isinstance(node, ast.AnnAssign):  # evaluated at module level: no annotation
+            value = ast.get_source_segment(module.source, node.value) if node.value else "None"
+            return f"{script_name} = {value}\n"
+        if isinstance(node, ast.ClassDef) and script_name != name:
+            text = text.replace(f"class {name}", f"class {script_name}", 1)
+        elif isinstance(node, ast.Assign) and script_name != name:
+            text = text.replace(name, script_name, 1)
+        return text
+
+    @staticmethod
+    def _function(node: ast.FunctionDef, lines: list[bytes], script_name: str) -> str:
+        decorators = b"".join(b"".join(lines[d.lineno - 1:d.end_lineno])
+                              for d in node.decorator_list).decode()
+        head = f"def {script_name}({ast.unparse(_strip(node.args))}):\n"
+        signature_end = max([node.lineno,
+                             *[n.end_lineno or 0 for n in ast.walk(node.args)
+                               if isinstance(n, ast.expr | ast.arg)],
+                             node.returns.end_lineno or 0 if node.returns else 0])
+        start = node.body[0].lineno
+        if start <= signature_end:  # a body on the def's own line
+            raise ExtractionError(f"{node.name}: a body on the line of its def")
+        while start - 1 > signature_end and lines[start - 2].strip().startswith(b"#"):
+            start -= 1
+        return decorators + head + b"".join(lines[start - 1:node.end_lineno]).decode()
+
+
+def engine_function(root: Path, op: str) -> Symbol:
+    """Where the vllm provider's ``_impls()`` says ``op``'s call is: (module, function)."""
+    provider = _parse(root, PROVIDER)
+    impls = provider.defs.get("_impls")
+    if not isinstance(impls, ast.FunctionDef):
+        raise ExtractionError(f"{PROVIDER} has no _impls()")
+    local: dict[str, str] = {}
+    for sub in ast.walk(impls):
+        if isinstance(sub, ast.ImportFrom) and sub.module:
+            for alias in sub.names:
+                found = _module_path(root, f"{sub.module}.{alias.name}")
+                if found:
+                    local[alias.asname or alias.name] = found
+    table = next((s.value for s in impls.body if isinstance(s, ast.Return)), None)
+    if not isinstance(table, ast.Dict):
+        raise ExtractionError(f"{PROVIDER}: _impls() returns no dict literal")
+    for key, value in zip(table.keys, table.values, strict=True):
+        if not (isinstance(key, ast.Constant) and key.value == op):
             continue
-        hidden = xf[tokens] @ w13[expert].float().t()
-        act = torch.nn.functional.silu(hidden[:, :inter]) * hidden[:, inter:]
-        out.index_add_(0, tokens, (act @ w2[expert].float().t()) * weights[tokens, slot, None])
-    return (out.to(x.dtype),)
+        if isinstance(value, ast.Name):
+            return (PROVIDER, value.id)
+        if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
+                and value.value.id in local:
+            return (local[value.value.id], value.attr)
+        raise ExtractionError(f"{PROVIDER}: _impls()[{op!r}] is not a function's name")
+    raise ExtractionError(f"{PROVIDER}: _impls() has no {op!r}")
 
 
-# --- engine call: vLLM's CPU MoE layer: routing in fp32, the intermediate size padded to 32,
-# prepack_moe_weight + cpu_fused_moe ---
-def engine_call(x, router_logits, w13, w2, top_k, renormalize):
-    pad = torch.nn.functional.pad
-    # AMX as vLLM meets it: bf16 on an AMX CPU with its AMX build (_C) loaded
-    amx = (torch.cpu._is_amx_tile_supported() and x.dtype == torch.bfloat16
-           and LOADED.get("library") == "_C")
-    isa = "amx" if amx else "vec"
-    weights, ids = route(router_logits, top_k, renormalize)
-    inter = w2.shape[2]
-    padded = -(-inter // 32) * 32
-    if padded != inter:
-        grow = (0, 0, 0, padded - inter)
-        w13 = torch.cat((pad(w13[:, :inter], grow), pad(w13[:, inter:], grow)), dim=1)
-        w2 = pad(w2, (0, padded - inter))
-    w13, w2 = w13.contiguous(), w2.contiguous()
-    packed13, packed2 = torch.empty_like(w13), torch.empty_like(w2)
-    torch.ops._C.prepack_moe_weight(w13, packed13, isa)
-    torch.ops._C.prepack_moe_weight(w2, packed2, isa)
-    out = torch.empty_like(x, memory_format=torch.contiguous_format)
-    torch.ops._C.cpu_fused_moe(out, x.contiguous(), packed13, packed2, None, None,
-                               weights.contiguous(), ids.to(torch.int32).contiguous(), False,
-                               "silu", isa)
-    return (out,)
-# --- end of engine call ---
-'''
+@dataclass(frozen=True)
+class Contract:
+    """What refengine/ops/spec.py's ``OpSpec`` says of an op: its parameters, the ones it
+    writes, whether NaN / Inf are allowed."""
 
-OPS: dict[str, str] = {
-    "rms_norm": RMS + '''
-
-def reference(x, weight, eps):
-    return (_rms(x.float(), weight, eps).to(x.dtype),)
+    params: tuple[str, ...]
+    mutates: tuple[str, ...]
+    nonfinite: bool
 
 
-# --- engine call: vLLM's rms_norm(out!, input, weight, epsilon) ---
-def engine_call(x, weight, eps):
-    out = torch.empty_like(x, memory_format=torch.contiguous_format)
-    torch.ops._C.rms_norm(out, x, weight, eps)
-    return (out,)
-# --- end of engine call ---
-''',
-    "add_rms_norm": RMS + '''
-
-def reference(x, residual, weight, eps):
-    summed = (x.float() + residual.float()).to(residual.dtype)
-    residual.copy_(summed)
-    return (_rms(summed.float(), weight, eps).to(x.dtype), residual)
-
-
-# --- engine call: vLLM's fused_add_rms_norm(input!, residual!, weight, epsilon) ---
-# it writes the normed rows into its input (a copy here) and the sum into the residual
-def engine_call(x, residual, weight, eps):
-    out = x.clone(memory_format=torch.contiguous_format)
-    torch.ops._C.fused_add_rms_norm(out, residual, weight, eps)
-    return (out, residual)
-# --- end of engine call ---
-''',
-    "silu_and_mul": '''
-def reference(x):
-    d = x.shape[-1] // 2
-    xf = x.float()
-    return ((torch.nn.functional.silu(xf[..., :d]) * xf[..., d:]).to(x.dtype),)
+def contract(root: Path, op: str) -> Contract:
+    tree = ast.parse((root / SPEC).read_text(encoding="utf-8"))
+    for sub in ast.walk(tree):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) \
+                and sub.func.id == "OpSpec":
+            words = {k.arg: k.value for k in sub.keywords if k.arg}
+            name = words.get("name")
+            if isinstance(name, ast.Constant) and name.value == op:
+                params = words.get("params")
+                mutates = words.get("mutates")
+                nonfinite = words.get("nonfinite")
+                return Contract(
+                    tuple(str(p) for p in ast.literal_eval(params)) if params else (),
+                    tuple(str(m) for m in ast.literal_eval(mutates)) if mutates else (),
+                    bool(ast.literal_eval(nonfinite)) if nonfinite else False)
+    raise ExtractionError(f"{SPEC} has no OpSpec(name={op!r})")
 
 
-# --- engine call: vLLM's silu_and_mul(out!, input) ---
-def engine_call(x):
-    out = torch.empty((*x.shape[:-1], x.shape[-1] // 2), dtype=x.dtype)
-    torch.ops._C.silu_and_mul(out, x)
-    return (out,)
-# --- end of engine call ---
-''',
-    "gelu_and_mul": '''
-def reference(x, approximate):
-    d = x.shape[-1] // 2
-    xf = x.float()
-    gelu = torch.nn.functional.gelu(xf[..., :d], approximate=approximate)
-    return ((gelu * xf[..., d:]).to(x.dtype),)
+@dataclass(frozen=True)
+class OpCode:
+    """The code of one op's script: its pieces, imports, and the script names of the
+    reference, the engine call, the comparison and the library loader."""
+
+    pieces: list[Piece]
+    imports: list[str]
+    reference: str
+    engine: str
+    compare: str
+    load: str
+    contract: Contract
+    engine_from: Symbol
 
 
-# --- engine call: vLLM's gelu_and_mul / gelu_tanh_and_mul(out!, input) ---
-def engine_call(x, approximate):
-    out = torch.empty((*x.shape[:-1], x.shape[-1] // 2), dtype=x.dtype)
-    kernel = "gelu_tanh_and_mul" if approximate == "tanh" else "gelu_and_mul"
-    getattr(torch.ops._C, kernel)(out, x)
-    return (out,)
-# --- end of engine call ---
-''',
-    "linear": '''
-def reference(x, weight, bias):
-    out = x.float() @ weight.float().t()
-    if bias is not None:
-        out = out + bias.float()
-    return (out.to(x.dtype),)
-
-
-# --- engine call: vLLM's dispatch_cpu_unquantized_gemm (oneDNN) ---
-# the weight as vLLM's loader leaves it: contiguous [N, K], handed over as .t()
-def engine_call(x, weight, bias):
-    n, k = weight.shape
-    handler = torch.ops._C.create_onednn_mm_handler(weight.contiguous().t(), 32)
-    try:
-        out = torch.empty((*x.shape[:-1], n), dtype=x.dtype)
-        torch.ops._C.onednn_mm(out.view(-1, n), x.reshape(-1, k), bias, torch.tensor(handler))
-    finally:
-        torch.ops._C.release_dnnl_matmul_handler(handler)
-    return (out,)
-# --- end of engine call ---
-''',
-    "int8_scaled_gemm": '''
-def reference(a, a_scales, w, w_scales, bias, out_dtype):
-    # int32 accumulation is exact
-    acc = (a.to(torch.int32) @ w.to(torch.int32).t()).float()
-    out = acc * a_scales.float() * w_scales.float().reshape(-1)
-    if bias is not None:
-        out = out + bias.float()
-    return (out.to(out_dtype),)
-
-
-# --- engine call: vLLM's create_onednn_scaled_mm_handler + onednn_scaled_mm (W8A8) ---
-def engine_call(a, a_scales, w, w_scales, bias, out_dtype):
-    n, k = w.shape
-    w = w.contiguous()
-    per_token = a_scales.numel() > 1
-    handler = torch.ops._C.create_onednn_scaled_mm_handler(
-        w.t(), w_scales.float().reshape(-1), out_dtype, per_token, False, 32)
-    try:
-        out = torch.empty((*a.shape[:-1], n), dtype=out_dtype)
-        scales = (a_scales.float().reshape(-1, 1) if per_token
-                  else a_scales.float().reshape(()))
-        torch.ops._C.onednn_scaled_mm(out.view(-1, n), a.reshape(-1, k), scales, None, None,
-                                      None if bias is None else bias.to(out_dtype),
-                                      torch.tensor(handler))
-    finally:
-        torch.ops._C.release_dnnl_matmul_handler(handler)
-    return (out,)
-# --- end of engine call ---
-''',
-    "fused_moe": MOE,
-}
+def op_code(op: str, *, root: Path = ROOT, reserved: frozenset[str] = frozenset()) -> OpCode:
+    """Everything ``op``'s script takes from the project, read from the files under ``root``."""
+    if op not in SCRIPT_OPS:
+        raise ExtractionError(f"no standalone script for {op}")
+    extractor = Extractor(root, reserved)
+    engine_from = engine_function(root, op)
+    engine = extractor.take(*engine_from)  # first: its code keeps its names
+    load = extractor.take(LIBRARY, "load")
+    reference = extractor.take(REFERENCE, op)
+    compare = extractor.take(NUMERICS, "compare")
+    return OpCode(extractor.pieces(), list(extractor.imports), reference, engine, compare,
+                  load, contract(root, op), engine_from)

