@@ -78,17 +78,26 @@ def signature_of(cause: CauseRecord, *, gpu: bool) -> str | None:
     return meaning_of(cause, gpu=gpu).signature
 
 
-def by_exit_code(exit_code: int | None, *, gpu: bool | None) -> str | None:
-    """The signature a signal's exit code (134, -6, 137, -9, ...) has, from the one table
-    (``results/cause.py`` meaning_of): an abort by the lane (``gpu``; None where nothing
+def by_exit_code(exit_code: int | None, *, gpu: bool | None) -> tuple[bool, str | None]:
+    """Whether an exit code names a signal (134, -6, 137, -9, ...), and the signature the
+    one table (``results/cause.py`` meaning_of) gives it: none for a crash by the test's
+    own signal on a CPU lane (a finding); an abort by the lane (``gpu``; None where nothing
     says, as in a loose JUnit file from another producer: vLLM's AMD CI retries exit 134
     as a GPU hang, and so it is read)."""
     record = cause_of_exit(exit_code)
     if record is None or record.cause is not Cause.SIGNAL:
-        return None
+        return False, None
     if gpu is None and record.signal == "SIGABRT":
-        return GPU_ABORT.signature
-    return meaning_of(record, gpu=bool(gpu)).signature
+        return True, GPU_ABORT.signature
+    return True, meaning_of(record, gpu=bool(gpu)).signature
+
+
+def run_signature(cause: CauseRecord, kind: str, *, gpu: bool) -> str | None:
+    """A run's signature from the cause of the failure that ended it: none where that is a
+    finding (a crash by the test's own signal on a CPU lane: exit 4); else the table's, or
+    the failure's kind where the table names none (a pytest error, a failed write)."""
+    meaning = meaning_of(cause, gpu=gpu)
+    return None if meaning.finding else (meaning.signature or kind)
 
 
 def guess_signature(
@@ -103,8 +112,8 @@ def guess_signature(
     like a real test result (``gpu``: whether its run was on a GPU, None: not known)."""
     if kind:
         return _KIND_ALIASES.get(kind.lower()) or from_message(message) or kind.lower()
-    by_code = by_exit_code(exit_code, gpu=gpu)
-    if by_code and status not in (None, "passed", "failed"):
+    signal, by_code = by_exit_code(exit_code, gpu=gpu)
+    if signal and status not in (None, "passed", "failed"):
         return by_code
     if status in _STATUS:
         return from_message(message) or _STATUS[status]

@@ -46,7 +46,7 @@ def _run_row(record: RunRecord, source: str, matrix_json: str | None) -> tuple[o
         # A run's infrastructure failure always has a name: its kind where its cause
         # (a pytest error, a failed write) names none.
         signature = (
-            (infra.signature_of(failure.cause, gpu=record.on_gpu) or failure.kind)
+            infra.run_signature(failure.cause, failure.kind, gpu=record.on_gpu)
             if failure.cause
             else infra.guess_signature(kind=failure.kind, message=failure.message)
         )

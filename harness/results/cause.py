@@ -48,7 +48,7 @@ class Meaning:
     retried: bool  # CI tries the step again (the exit codes in RETRIED_EXIT_CODES)
     finding: bool  # about the code under test, not the infrastructure
     words: str
-    signature: str | None = None  # the history's infrastructure signature, if any
+    signature: str | None = None  # the history's infrastructure signature: none for a finding
 
 
 # The signals a test process raises itself (os.abort(), a segfaulting kernel, an illegal
@@ -61,7 +61,9 @@ MEANINGS: dict[Cause, Meaning] = {
                                words="a test failed"),
     Cause.COLLECTION_ERROR: Meaning(exit_code=Exit.FAILED, retried=False, finding=True,
                                     words="a test module failed to import"),
-    Cause.SIGNAL: Meaning(exit_code=Exit.CRASHED, retried=False, finding=True, signature="crashed",
+    # A finding has no infrastructure signature: the history and the report count its
+    # cases with the suite's failures, as the run's exit code does.
+    Cause.SIGNAL: Meaning(exit_code=Exit.CRASHED, retried=False, finding=True,
                           words="a test process crashed by its own signal"),
     Cause.TIMEOUT: Meaning(exit_code=_INFRA, retried=True, finding=False, signature="timeout",
                            words="ran past its time limit and was killed"),

@@ -1,6 +1,8 @@
 """One meaning per failure, end to end: a test process that aborts itself on a CPU lane is
 ``crashed`` (a finding, exit 4) for the suite and for every case the harness wrote, in
-the manifest, the sidecar, the history and the nightly report (real ``harness run``).
+the manifest and the sidecar, and a finding in the history and the nightly report (no
+infrastructure signature: its cases count with the suite's failures); on a GPU lane the
+same abort is a GPU hang everywhere (real ``harness run``).
 
 The cases' messages say "SIGABRT", which the history's regexes read as a GPU hang (an
 infrastructure failure): only the cause the harness recorded on each case tells them
@@ -14,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,14 +82,22 @@ def test_an_abort_on_a_cpu_lane_is_crashed_for_the_suite_and_its_cases(tmp_path:
     messages = " ".join(line["message"] for line in lines if line["when"] == "running")
     assert "SIGABRT" in messages  # what the regexes would have named a GPU hang
 
-    # the history and the nightly report: the run, the suite and every error case say
-    # crashed, never gpu-hang
-    one_signature(tmp_path, reports, "crashed")
+    # the history and the nightly report: a finding, as the exit code says: no
+    # infrastructure signature on the run, the suite or any case (never gpu-hang, which
+    # the messages' "SIGABRT" would read as), the suite failed in the report's grid
+    report = one_signature(tmp_path, reports, None)
+    (cell,) = (c for c in report["suite_grid"]
+               if (c["lane"], c["suite"]) == ("aborts", "aborting"))
+    assert cell["state"] == "failed" and "crashed: killed by SIGABRT" in cell["reason"]
+    # test_before passed, test_aborts and the suite's own case are errors, test_after
+    # never ran
+    assert cell["counts"] == {"passed": 1, "error": 2, "skipped": 1}
 
 
-def one_signature(tmp_path: Path, reports: Path, signature: str) -> None:
+def one_signature(tmp_path: Path, reports: Path, signature: str | None) -> dict[str, Any]:
     """The run, its suite and both cases the harness wrote carry ``signature`` in the
-    history, and the nightly report's events at each scope say it too."""
+    history (None: none, a finding), and the nightly report's infrastructure events at each
+    scope say it too (none for a finding); the report's JSON."""
     db = tmp_path / "history.sqlite"
     ingest_paths(db, [reports], pytest.fail)
     with sqlite3.connect(db) as conn:
@@ -100,9 +111,12 @@ def one_signature(tmp_path: Path, reports: Path, signature: str) -> None:
     out = tmp_path / "report"
     done = harness("report", "nightly", "--history", str(db), "--out", str(out))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    report = json.loads((out / "report.json").read_text())
+    report: dict[str, Any] = json.loads((out / "report.json").read_text())
     by_scope = {(e["scope"], e["signature"]) for e in report["infra"]}
-    assert by_scope == {(scope, signature) for scope in ("run", "suite", "case")}, by_scope
+    expected = ({(scope, signature) for scope in ("run", "suite", "case")} if signature
+                else set())
+    assert by_scope == expected, by_scope
+    return report
 
 
 def test_an_abort_on_a_gpu_lane_is_a_gpu_hang_for_the_run_its_suite_and_cases(

@@ -149,14 +149,14 @@ def test_real_run_folders(real_runs: Runs, tmp_path: Path) -> None:
             "SELECT status, infra_signature FROM runs WHERE run_key = ?",
             (real_runs.crashed.name,),
         ).fetchone()
-        # exit 4: a finding; its signature the one its suite's recorded cause names
-        # (os.abort(): SIGABRT on a CPU lane, no GPU hang), as the suite row says
-        assert crashed == ("crashed", "crashed")
+        # exit 4: a finding, no infrastructure signature (os.abort(): SIGABRT on a CPU
+        # lane, no GPU hang), as the suite row says
+        assert crashed == ("crashed", None)
         suite = conn.execute(
             "SELECT s.status, s.infra_signature FROM suites s JOIN runs r ON r.id = s.run"
             " WHERE r.run_key = ?", (real_runs.crashed.name,),
         ).fetchone()
-        assert suite == ("crashed", "crashed")
+        assert suite == ("crashed", None)
         assert RunRecord.read(real_runs.crashed).suites[0].cause == CauseRecord(
             cause=Cause.SIGNAL, signal="SIGABRT", exit_code=-6)
         ids = {row[0] for row in conn.execute("SELECT nodeid FROM tests")}

@@ -47,13 +47,13 @@ def test_the_exceptions_exit_with_the_table_s_codes() -> None:
 @pytest.mark.parametrize(
     ("signal", "exit_code", "finding", "signature"),
     [
-        *((name, 4, True, "crashed") for name in SELF_INFLICTED),
+        *((name, 4, True, None) for name in SELF_INFLICTED),  # a finding: no infra
         ("SIGKILL", 3, False, "oom-kill"),
         ("SIGTERM", 3, False, "crashed"),
     ],
 )
 def test_a_signal_means_what_its_sender_says(
-    signal: str, exit_code: int, finding: bool, signature: str
+    signal: str, exit_code: int, finding: bool, signature: str | None
 ) -> None:
     record = CauseRecord(cause=Cause.SIGNAL, signal=signal)
     meaning = meaning_of(record)
@@ -120,13 +120,15 @@ def test_a_process_s_end_gives_its_status_and_words_from_its_cause(
     assert "GPU" not in exit_words(134) and "out-of-memory" not in exit_words(137)
 
 
-@pytest.mark.parametrize(("gpu", "signature"), [(True, "gpu-hang"), (False, "crashed"),
+@pytest.mark.parametrize(("gpu", "signature"), [(True, "gpu-hang"), (False, None),
                                                (None, "gpu-hang")])
 def test_a_folder_without_causes_reads_an_abort_by_its_lane(gpu: bool | None,
-                                                            signature: str) -> None:
+                                                            signature: str | None) -> None:
     """A run folder written before causes were recorded: its crashed suite's exit 134 means
-    what the table says on its lane; a loose file (no lane known) as vLLM's AMD CI reads
-    it, a GPU hang."""
+    what the table says on its lane (a CPU lane's: a finding, no infrastructure signature,
+    whatever its message says); a loose file (no lane known) as vLLM's AMD CI reads it, a
+    GPU hang."""
     for code in (134, -6):
-        assert guess_signature(status="crashed", exit_code=code, gpu=gpu) == signature
+        assert guess_signature(status="crashed", exit_code=code, gpu=gpu,
+                               message="crashed: killed by SIGABRT") == signature
     assert guess_signature(status="crashed", exit_code=137, gpu=False) == "oom-kill"
