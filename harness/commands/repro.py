@@ -65,9 +65,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def add_standalone_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("standalone script (docs/repro.md)")
     g.add_argument("--standalone", type=Path, metavar="OUT.py",
-                   help="write one case (--test ID: a kernel_parity case of the vllm "
-                   "provider, or the vllm_engine suite's) as a script needing only torch, "
-                   "numpy and the engine")
+                   help="write one case (--test ID) as a script needing only torch, numpy "
+                   "and the engine, as its suite's standalone hook writes it (the shipped: "
+                   "a kernel_parity case of the vllm provider, the vllm_engine suite's)")
     g.add_argument("--matrix", metavar="M", help="with --standalone: the case of matrix M "
                    "(seed 0) instead of a run folder's")
     g.add_argument("--minimize", action="store_true",
@@ -93,12 +93,15 @@ def run(args: argparse.Namespace) -> int:
 
     root = project_root()
     if args.standalone is not None:
+        from harness.platform.cache import cache_root
         from harness.repro.standalone_main import make_standalone
+        from harness.roots import import_path
 
         return make_standalone(root=root, target=args.target, matrix_name=args.matrix,
                                tests=list(args.test), out=args.standalone,
                                minimize=args.minimize, budget_s=args.minimize_budget,
-                               python=args.python, trust=args.trust_run_folder)
+                               python=args.python, trust=args.trust_run_folder,
+                               import_root=lambda m: import_path(cache_root(m)))
     if args.matrix or args.minimize:
         raise UsageError("--matrix and --minimize go with --standalone OUT.py")
     if args.target is None:

@@ -5,6 +5,11 @@ module, functions harness calls by name outside pytest (docs/byo-suite.md):
 
 - ``kernel_calls(profile)``: the kernel calls its tests make, which ``harness kernels``
   explains with the suite's own shapes (platform/kernel_table.py).
+- ``standalone(test_id, request)``: a standalone repro script of one of its cases, which
+  ``harness repro --standalone OUT.py`` runs, judges by its ``SIGNATURE`` line and writes
+  (repro/standalone_hook.py: ``request`` a ``StandaloneRequest``, the answer a
+  ``StandaloneAnswer``). None for a test id that is not its own; ValueError or LookupError
+  for one of its own without a script.
 
 harness knows no suite's other modules: the hook module imports what it needs, with the
 suite's folder and the project root first on ``sys.path`` (as pytest's rootdir-relative
@@ -45,13 +50,14 @@ def hooks_of(matrix: Matrix, root: Path, hook: str) -> list[SuiteHooks]:
         folder = suite_folder(suite.path, root)
         if not (folder / HOOKS_FILE).is_file():
             continue
-        hooks = SuiteHooks(name, folder, _load(name, folder, root))
+        hooks = SuiteHooks(name, folder, load_hooks(name, folder, root))
         if hooks.offers(hook):
             found.append(hooks)
     return found
 
 
-def _load(suite: str, folder: Path, root: Path) -> ModuleType:
+def load_hooks(suite: str, folder: Path, root: Path) -> ModuleType:
+    """The hook module of ``suite`` (its folder ``folder``), imported as harness imports it."""
     for path in (str(root), str(folder)):
         if path not in sys.path:
             sys.path.insert(0, path)

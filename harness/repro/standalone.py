@@ -1,71 +1,38 @@
-"""``harness repro --standalone OUT.py``: one kernel_parity finding as a script of its own.
+"""``harness repro --standalone OUT.py``: one finding as a script of its own.
 
-The case is built in the matrix's environment (standalone_dump, a subprocess: torch is
-never imported here), written out with the suite's own code for the op, taken from the
-files under the checkout by ``ast`` (standalone_ops, standalone_render), run once there
-to see its signature, and written with that signature as the expected outcome. A case that
-passes here is refused (nothing to reproduce). ``--minimize`` then shrinks its sizes one at
-a time (standalone_shrink) while the script still fails the same way.
+The script is a suite's: its ``standalone`` hook (docs/byo-suite.md, "A suite's hooks";
+standalone_hook, a subprocess in the matrix's environment: torch is never imported here)
+writes it for a test id of its own. harness runs it there once to see its signature, and
+writes it with that signature as the expected outcome. A case that passes here is refused
+(nothing to reproduce). ``--minimize`` then shrinks the sizes the hook names, one at a time
+(standalone_shrink), while the script still fails the same way.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import InfraError, UsageError
 from harness.matrix.model import Matrix
 from harness.process.run import run_captured
-from harness.repro.standalone_dump import ArgSpec, DumpAnswer, DumpRequest
-from harness.repro.standalone_ops import SCRIPT_OPS
-from harness.repro.standalone_render import Script, Signature, render
+from harness.repro.standalone_hook import HookCall, StandaloneAnswer
+from harness.repro.standalone_render import Signature
 from harness.repro.standalone_shrink import Shrunk, minimize, same_failure
 from harness.results.run_folder import read_run
 
-PARITY = "suites/kernel_parity/test_parity.py::test_parity["
-DUMP_TIMEOUT_S = 300.0
+HOOK_TIMEOUT_S = 300.0
 SCRIPT_TIMEOUT_S = 300.0
 
 
-@dataclass(frozen=True)
-class CaseId:
-    op: str
-    case: str
-    dtype: str
-    provider: str
-    device: str
-
-    @property
-    def name(self) -> str:
-        return f"test_parity[{self.op}-{self.case}-{self.dtype}-{self.provider}-{self.device}]"
-
-
-def parse_test_id(test_id: str) -> CaseId:
-    """``...test_parity[rms_norm-x-strided-float32-vllm-cpu]`` -> its op, case, dtype..."""
-    match = re.search(r"test_parity\[([^\]]+)\]$", test_id)
-    if match is None:
-        raise UsageError(f"--standalone: {test_id!r} is not a case with a standalone "
-                         f"template ({PARITY}OP-CASE-DTYPE-PROVIDER-DEVICE], or "
-                         "vllm_engine's test_greedy_tokens_match_transformers[DTYPE])")
-    parts = match.group(1).split("-")
-    op = next((name for name in sorted(SCRIPT_OPS, key=len, reverse=True)
-               if match.group(1).startswith(name + "-")), None)
-    if op is None or len(parts) < 5:
-        known = ", ".join(sorted(SCRIPT_OPS))
-        raise UsageError(f"--standalone: no standalone template for {match.group(1)!r} "
-                         f"(ops with one: {known})")
-    dtype, provider, device = parts[-3:]
-    case = match.group(1)[len(op) + 1:-len(f"-{dtype}-{provider}-{device}")]
-    if provider != "vllm" or device != "cpu":
-        raise UsageError(f"--standalone: {provider} on {device}: only the vllm provider's "
-                         "cases (on the cpu) have a standalone template")
-    return CaseId(op=op, case=case, dtype=dtype, provider=provider, device=device)
+def case_name(test_id: str) -> str:
+    """The name a run folder records a case by: its node id's last part."""
+    return test_id.rsplit("::", 1)[-1]
 
 
 def in_run_folder(run_dir: Path, name: str) -> bool:
@@ -82,42 +49,38 @@ class Setup:
     matrix: Matrix
     seed: int
     origin: str
+    import_root: Path  # where harness imports from in the matrix's environment
 
 
-def dump(setup: Setup, case: CaseId, shrink: dict[str, int] | None = None) -> DumpAnswer:
-    request: DumpRequest = {"op": case.op, "case": case.case, "dtype": case.dtype,
-                            "seed": setup.seed, "dtypes": list(setup.matrix.dtypes),
-                            "shrink": shrink or {}}
-    paths = [str(setup.root), str(setup.root / "suites" / "kernel_parity")]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-    try:
-        got = run_captured([setup.python, "-m", "harness.repro.standalone_dump",
-                            json.dumps(request)], timeout_s=DUMP_TIMEOUT_S, env=env)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise InfraError(f"--standalone: building the case failed: {error}") from error
+def ask(setup: Setup, test_id: str, expected: Signature, shrink: dict[str, int] | None = None,
+        shrunk: str = "") -> StandaloneAnswer:
+    """The script a suite's hook writes for ``test_id`` (expected: ``expected``)."""
+    with tempfile.TemporaryDirectory(prefix="harness-standalone-") as tmp:
+        matrix_file = Path(tmp) / "matrix.json"
+        matrix_file.write_text(json.dumps(setup.matrix.resolved, default=str), encoding="utf-8")
+        call: HookCall = {"test_id": test_id, "root": str(setup.root),
+                          "matrix_file": str(matrix_file), "seed": setup.seed,
+                          "origin": setup.origin, "env": script_env(setup.matrix),
+                          "pins": list(setup.matrix.python.requirements),
+                          "expected": expected, "shrink": shrink or {}, "shrunk": shrunk}
+        paths = dict.fromkeys([str(setup.root), str(setup.import_root)])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+        try:
+            got = run_captured([setup.python, "-m", "harness.repro.standalone_hook",
+                                json.dumps(call)], timeout_s=HOOK_TIMEOUT_S, env=env)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise InfraError(f"--standalone: building the case failed: {error}") from error
     lines = got.stdout.strip().splitlines()
-    answer: DumpAnswer = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else {}
+    answer: StandaloneAnswer = (json.loads(lines[-1]) if lines and lines[-1].startswith("{")
+                                else {})
     if "error" in answer:
         raise UsageError(f"--standalone: {answer['error']}")
-    if got.returncode or "args" not in answer:
+    if "failed" in answer:
+        raise InfraError(f"--standalone: {answer['failed']}")
+    if got.returncode or "text" not in answer:
         tail = (got.stderr.strip().splitlines() or ["no output"])[-1]
         raise InfraError(f"--standalone: building the case failed: {tail}")
     return answer
-
-
-def tolerance(matrix: Matrix, case: CaseId, args: list[ArgSpec]) -> dict[str, float]:
-    out_dtype = next((a["dtype"] for a in args if "dtype" in a), case.dtype)
-    tol, _ = matrix.tolerances.lookup(out_dtype, case.op)
-    return {"atol": tol.atol, "rtol": tol.rtol}
-
-
-def script_for(setup: Setup, case: CaseId, answer: DumpAnswer,
-               expected: Signature, shrunk: str = "") -> Script:
-    return Script(test_id=PARITY + case.name.removeprefix("test_parity["), op=case.op,
-                  args=answer["args"], tolerance=tolerance(setup.matrix, case, answer["args"]),
-                  env=script_env(setup.matrix), expected=expected, origin=setup.origin,
-                  shrunk=shrunk, pins=tuple(setup.matrix.python.requirements),
-                  root=setup.root)
 
 
 def script_env(matrix: Matrix) -> dict[str, str]:
@@ -129,11 +92,6 @@ def script_env(matrix: Matrix) -> dict[str, str]:
 
         env["QEMU_CPU"] = cpu_option(matrix.cpu, qemu())
     return env
-
-
-def observe(setup: Setup, script: Script) -> Signature:
-    """Run the script in the matrix's environment; the signature it saw."""
-    return observe_text(setup, render(script))
 
 
 def observe_text(setup: Setup, text: str, timeout_s: float = SCRIPT_TIMEOUT_S) -> Signature:
@@ -185,21 +143,22 @@ def a_finding(seen: Signature, name: str) -> Signature:
     return seen
 
 
-def first_script(setup: Setup, case: CaseId) -> tuple[Script, DumpAnswer]:
-    """The script of the case as built, with the signature it shows here."""
-    answer = dump(setup, case)
-    seen = a_finding(observe(setup, script_for(setup, case, answer, {"kind": "?"})), case.name)
-    return replace(script_for(setup, case, answer, seen)), answer
+def first_script(setup: Setup, test_id: str,
+                 first: StandaloneAnswer) -> tuple[StandaloneAnswer, Signature]:
+    """The script of the case as built (``first``: the hook's answer with no expected
+    signature yet), and the signature it shows here."""
+    seen = observe_text(setup, first["text"], timeout_s=timeout_of(first))
+    return first, a_finding(seen, case_name(test_id))
+
+
+def timeout_of(answer: StandaloneAnswer) -> float:
+    return answer.get("timeout_s", SCRIPT_TIMEOUT_S)
 
 
 class NothingToReproduce(UsageError):
     """The case passes where it was built: exit 1, no script."""
 
     exit_code = 1
-
-
-def write(script: Script, out: Path) -> None:
-    write_text(render(script), out)
 
 
 def write_text(text: str, out: Path) -> None:
@@ -210,23 +169,29 @@ def write_text(text: str, out: Path) -> None:
         raise UsageError(f"--standalone: cannot write {out}: {error.strerror}") from error
 
 
-def shrink_script(setup: Setup, case: CaseId, script: Script, answer: DumpAnswer, *,
-                  budget_s: float,
-                  say: Callable[[str], object] = print) -> tuple[Script, Shrunk]:
-    """The script of the smallest case that still fails as ``script`` does."""
+def shrink_script(setup: Setup, test_id: str, answer: StandaloneAnswer, expected: Signature,
+                  *, budget_s: float,
+                  say: Callable[[str], object] = print) -> tuple[str, Signature, Shrunk]:
+    """The script of the smallest case that still fails as ``expected`` says: its text,
+    the signature it shows, and what was shrunk."""
+
+    def seen_at(sizes: dict[str, int], shrunk: str = "") -> tuple[str, Signature]:
+        text = ask(setup, test_id, expected, sizes, shrunk)["text"]
+        return text, observe_text(setup, text, timeout_s=timeout_of(answer))
 
     def fails(sizes: dict[str, int]) -> bool:
-        seen = observe(setup, script_for(setup, case, dump(setup, case, sizes), script.expected))
-        same = same_failure(script.expected, seen)
+        seen = seen_at(sizes)[1]
+        same = same_failure(expected, seen)
         shown = ", ".join(f"{k} {v}" for k, v in sizes.items())
         say(f"minimize: {shown}: {describe_signature(seen)}"
             + ("" if same else " (not the finding)"))
         return same
 
-    result = minimize(answer["sizes"], answer["steps"], fails, budget_s=budget_s)
-    final = dump(setup, case, result.sizes)
-    seen = observe(setup, script_for(setup, case, final, script.expected))
-    if not same_failure(script.expected, seen):  # a flaky trial: keep the case as built
-        return script, Shrunk(result.start, result.start, result.trials,
-                              "the shrunk case no longer fails the same way")
-    return script_for(setup, case, final, seen, shrunk=result.summary()), result
+    result = minimize(answer.get("sizes", {}), answer.get("steps", {}), fails,
+                      budget_s=budget_s)
+    seen = seen_at(result.sizes)[1]
+    if not same_failure(expected, seen):  # a flaky trial: keep the case as built
+        kept = ask(setup, test_id, expected)["text"]
+        return kept, expected, Shrunk(result.start, result.start, result.trials,
+                                      "the shrunk case no longer fails the same way")
+    return ask(setup, test_id, seen, result.sizes, result.summary())["text"], seen, result

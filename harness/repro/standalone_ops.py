@@ -1,23 +1,17 @@
-"""The code a kernel_parity standalone script runs, taken by ``ast`` from the files the
-suite runs (so the script cannot drift from them): no copy of it is kept here.
+"""A library for a suite's ``standalone`` hook (docs/byo-suite.md): taking a suite's own
+code into a standalone script by ``ast``, from the files it runs (so the script cannot
+drift from them), with no copy of it kept anywhere.
 
-Per op (``harness repro --standalone``):
-
-- the reference: refengine/ops/reference.py's function of the op's name;
-- the engine call: the function the ``vllm`` provider's ``_impls()`` maps the op to
-  (refengine/providers/vllm_provider.py, or the module it names there: vllm_paged.py);
-- the kernel library's loading: refengine/providers/vllm_library.py's ``load``;
-- the comparison: harness/plugin/numerics.py's ``compare`` (its non-finite rules with it);
-- which arguments the op writes (compared after its outputs, as the suite does) and
-  whether its contract allows NaN / Inf: refengine/ops/spec.py's ``OpSpec`` of the op.
-
-Each function is taken with everything it uses from the project (the private helpers and
-constants of its module, the names it imports from refengine), found by walking its
-``ast``; the standard library's and torch's imports it needs come along as import lines.
-Function signatures lose their annotations (the script stays plain torch); bodies and
-comments are kept as written. A name two sources define differently (reference.py's
-``rms_norm`` and the provider's) is prefixed with its module's name where it is not the
-first one taken, the engine call's code first, so that text is as written.
+``Extractor`` takes a top-level definition of a file under the project root with
+everything it uses from the project (the private helpers and constants of its module, the
+names it imports from the project's packages), found by walking its ``ast``; the standard
+library's and torch's imports it needs come along as import lines. Function signatures
+lose their annotations (the script stays plain torch); bodies and comments are kept as
+written. A name two sources define differently is prefixed with its module's name where
+it is not the first one taken, so the first one's text is as written. ``import_lines``
+and ``definitions`` take a module's imports and top-level definitions as written.
+``OpCode`` / ``Contract`` are what a kernel-call script's template
+(standalone_render.py) is given. Which files, which names, which ops: the hook's.
 
 Pure text (no torch here).
 """
@@ -33,15 +27,6 @@ from pathlib import Path
 from harness.errors import InfraError
 
 ROOT = Path(__file__).resolve().parents[2]
-REFERENCE = "refengine/ops/reference.py"
-PROVIDER = "refengine/providers/vllm_provider.py"
-LIBRARY = "refengine/providers/vllm_library.py"
-NUMERICS = "harness/plugin/numerics.py"
-SPEC = "refengine/ops/spec.py"
-# The ops with a standalone script: the vllm provider's that the case dump can write (the
-# attention ops and the fp8 quantizers have none yet).
-SCRIPT_OPS = ("rms_norm", "add_rms_norm", "silu_and_mul", "gelu_and_mul", "linear",
-              "int8_scaled_gemm", "fused_moe")
 # the packages a script may import besides the standard library
 ALLOWED = frozenset({"torch", "numpy"})
 PROJECT = ("refengine", "harness")
@@ -68,7 +53,7 @@ class _Module:
     imports: dict[str, tuple[str, str, str]]
 
 
-def _module_path(root: Path, dotted: str) -> str | None:
+def module_path(root: Path, dotted: str) -> str | None:
     rel = dotted.replace(".", "/")
     for candidate in (f"{rel}.py", f"{rel}/__init__.py"):
         if (root / candidate).is_file():
@@ -83,7 +68,7 @@ def _import_line(node: ast.Import | ast.ImportFrom, alias: ast.alias) -> str:
     return f"from {'.' * node.level}{node.module or ''} import {alias.name}{as_}"
 
 
-def _parse(root: Path, path: str) -> _Module:
+def parse_module(root: Path, path: str) -> _Module:
     source = (root / path).read_text(encoding="utf-8")
     tree = ast.parse(source)
     defs: dict[str, ast.stmt] = {}
@@ -113,16 +98,16 @@ def _bound(root: Path, node: ast.Import | ast.ImportFrom,
         bound = alias.asname or alias.name.split(".")[0]
         top = alias.name.split(".")[0]
         if top in PROJECT:
-            found = _module_path(root, alias.name)
+            found = module_path(root, alias.name)
             return {bound: ("module", found, "")} if found and alias.asname else {}
         return {bound: ("external", _import_line(node, alias), "")}
     bound = alias.asname or alias.name
     module = node.module or ""
     if module.split(".")[0] in PROJECT:
-        submodule = _module_path(root, f"{module}.{alias.name}")
+        submodule = module_path(root, f"{module}.{alias.name}")
         if submodule is not None:
             return {bound: ("module", submodule, "")}
-        found = _module_path(root, module)
+        found = module_path(root, module)
         if found is None:
             raise ExtractionError(f"cannot find the module {module}")
         return {bound: ("project", found, alias.name)}
@@ -215,7 +200,7 @@ class Extractor:
 
     def module(self, path: str) -> _Module:
         if path not in self.modules:
-            self.modules[path] = _parse(self.root, path)
+            self.modules[path] = parse_module(self.root, path)
         return self.modules[path]
 
     def resolve(self, path: str, name: str) -> Symbol | None:
@@ -314,34 +299,6 @@ class Extractor:
         return decorators + head + b"".join(lines[start - 1:node.end_lineno]).decode()
 
 
-def engine_function(root: Path, op: str) -> Symbol:
-    """Where the vllm provider's ``_impls()`` says ``op``'s call is: (module, function)."""
-    provider = _parse(root, PROVIDER)
-    impls = provider.defs.get("_impls")
-    if not isinstance(impls, ast.FunctionDef):
-        raise ExtractionError(f"{PROVIDER} has no _impls()")
-    local: dict[str, str] = {}
-    for sub in ast.walk(impls):
-        if isinstance(sub, ast.ImportFrom) and sub.module:
-            for alias in sub.names:
-                found = _module_path(root, f"{sub.module}.{alias.name}")
-                if found:
-                    local[alias.asname or alias.name] = found
-    table = next((s.value for s in impls.body if isinstance(s, ast.Return)), None)
-    if not isinstance(table, ast.Dict):
-        raise ExtractionError(f"{PROVIDER}: _impls() returns no dict literal")
-    for key, value in zip(table.keys, table.values, strict=True):
-        if not (isinstance(key, ast.Constant) and key.value == op):
-            continue
-        if isinstance(value, ast.Name):
-            return (PROVIDER, value.id)
-        if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
-                and value.value.id in local:
-            return (local[value.value.id], value.attr)
-        raise ExtractionError(f"{PROVIDER}: _impls()[{op!r}] is not a function's name")
-    raise ExtractionError(f"{PROVIDER}: _impls() has no {op!r}")
-
-
 @dataclass(frozen=True)
 class Contract:
     """What refengine/ops/spec.py's ``OpSpec`` says of an op: its parameters, the ones it
@@ -352,28 +309,11 @@ class Contract:
     nonfinite: bool
 
 
-def contract(root: Path, op: str) -> Contract:
-    tree = ast.parse((root / SPEC).read_text(encoding="utf-8"))
-    for sub in ast.walk(tree):
-        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) \
-                and sub.func.id == "OpSpec":
-            words = {k.arg: k.value for k in sub.keywords if k.arg}
-            name = words.get("name")
-            if isinstance(name, ast.Constant) and name.value == op:
-                params = words.get("params")
-                mutates = words.get("mutates")
-                nonfinite = words.get("nonfinite")
-                return Contract(
-                    tuple(str(p) for p in ast.literal_eval(params)) if params else (),
-                    tuple(str(m) for m in ast.literal_eval(mutates)) if mutates else (),
-                    bool(ast.literal_eval(nonfinite)) if nonfinite else False)
-    raise ExtractionError(f"{SPEC} has no OpSpec(name={op!r})")
-
-
 @dataclass(frozen=True)
 class OpCode:
-    """The code of one op's script: its pieces, imports, and the script names of the
-    reference, the engine call, the comparison and the library loader."""
+    """The code of one op's script: its pieces, imports, the script names of the
+    reference, the engine call, the comparison and the library loader, and the files each
+    was taken from (as the script's docstring names them)."""
 
     pieces: list[Piece]
     imports: list[str]
@@ -383,17 +323,35 @@ class OpCode:
     load: str
     contract: Contract
     engine_from: Symbol
+    reference_from: str
+    load_from: str
+    compare_from: str
+    contract_from: str
 
 
-def op_code(op: str, *, root: Path = ROOT, reserved: frozenset[str] = frozenset()) -> OpCode:
-    """Everything ``op``'s script takes from the project, read from the files under ``root``."""
-    if op not in SCRIPT_OPS:
-        raise ExtractionError(f"no standalone script for {op}")
-    extractor = Extractor(root, reserved)
-    engine_from = engine_function(root, op)
-    engine = extractor.take(*engine_from)  # first: its code keeps its names
-    load = extractor.take(LIBRARY, "load")
-    reference = extractor.take(REFERENCE, op)
-    compare = extractor.take(NUMERICS, "compare")
-    return OpCode(extractor.pieces(), list(extractor.imports), reference, engine, compare,
-                  load, contract(root, op), engine_from)
+def import_lines(tree: ast.Module, source: str, skipped: tuple[str, ...]) -> list[str]:
+    """A module's top-level import statements as written, but those of the ``skipped``
+    top-level packages (the test runner, the suite's own modules)."""
+    out = []
+    for node in tree.body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            module = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
+            if (module or "").split(".")[0] not in skipped:
+                out.append(ast.get_source_segment(source, node) or "")
+    return out
+
+
+def definitions(tree: ast.Module, source: str, wanted: tuple[str, ...] | None) -> list[str]:
+    """Top-level assignments and functions (all, or the ``wanted`` names), in file order,
+    as written."""
+    out = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            names = [node.name]
+        elif isinstance(node, ast.Assign):
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        else:
+            continue
+        if wanted is None or set(names) & set(wanted):
+            out.append(ast.get_source_segment(source, node, padded=True) or "")
+    return out

@@ -1,13 +1,12 @@
-"""The text of a standalone repro script: torch, numpy and the engine only (no harness).
+"""The text of a kernel call's standalone repro script: torch, numpy and the engine only
+(no harness), a template a suite's ``standalone`` hook fills (docs/byo-suite.md).
 
 Pure text (no torch here). The script's code is the suite's own, taken by ``ast`` from the
-files the kernel_parity suite runs (standalone_ops, nothing copied by hand): the op's
-reference (refengine/ops/reference.py), its engine call as the ``vllm`` provider writes it
-(refengine/providers/vllm_provider.py or vllm_paged.py), the kernel library's loading
-(refengine/providers/vllm_library.py), the comparison with its non-finite rules
-(harness/plugin/numerics.py) and the arguments the op writes (refengine/ops/spec.py). This
-module adds only the frame: the case's arguments (standalone_dump's JSON), the tolerance,
-the environment the matrix set, the expected signature, and the two thin wrappers
+files the suite runs (standalone_ops, nothing copied by hand; the hook says which: an
+``OpCode``): the op's reference, its engine call as the provider writes it, the kernel
+library's loading, the comparison with its non-finite rules and the arguments the op
+writes. This module adds only the frame: the case's arguments (standalone_dump's JSON),
+the tolerance, the environment the matrix set, the expected signature, and the two thin wrappers
 ``reference(*args)`` / ``engine_call(*args)`` that give the outputs, then the written
 arguments, as a tuple (the order the suite compares them in). The script prints what it
 saw, runs the engine call in a child process of its own (a crash is named by its signal)
@@ -26,20 +25,10 @@ import ast
 import json
 import textwrap
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TypedDict
 
 from harness.repro.standalone_dump import ArgSpec
-from harness.repro.standalone_ops import (
-    LIBRARY,
-    NUMERICS,
-    REFERENCE,
-    ROOT,
-    SPEC,
-    OpCode,
-    Piece,
-    op_code,
-)
+from harness.repro.standalone_ops import OpCode, Piece
 from harness.results.fingerprint import mask_source
 
 EXIT = {"passes": 0, "reproduced": 1, "other": 2, "cannot_run": 3}
@@ -75,7 +64,6 @@ class Script:
     origin: str  # what it was made from (a run folder, a matrix)
     shrunk: str = ""  # "rows 9 -> 2, width 96 -> 8" when minimized
     pins: tuple[str, ...] = ()  # the requirements of the environment it was seen in
-    root: Path = ROOT  # the checkout whose files the script's code is taken from
 
 
 HEAD = '''#!/usr/bin/env python3
@@ -351,7 +339,7 @@ def op_section(code: OpCode) -> str:
     wrappers = f'''
 
 # --- the frame's names for them; MUTATES: the arguments {op} writes ({written}),
-# as {SPEC} says
+# as {code.contract_from} says
 MUTATES = {mutates!r}
 NONFINITE_OK = {contract.nonfinite!r}
 load_library = {code.load}
@@ -372,9 +360,8 @@ def engine_call(*args):
             + "\n\n".join(_piece(piece, code) for piece in code.pieces) + wrappers)
 
 
-def render(script: Script) -> str:
-    """The whole script's text, its code taken from the files under ``script.root``."""
-    code = op_code(script.op, root=script.root, reserved=FRAME_NAMES)
+def render(script: Script, code: OpCode) -> str:
+    """The whole script's text, holding ``code`` (taken with FRAME_NAMES reserved)."""
     engine_module, engine_name = code.engine_from
     head = HEAD.format(
         test_id=script.test_id,
@@ -388,9 +375,10 @@ def render(script: Script) -> str:
         args=json.dumps(script.args),
         sources=textwrap.fill(
             "Its code is the test suite's own, taken from the suite's files as they were "
-            f"(nothing copied by hand): the reference is {REFERENCE}'s {script.op}, the "
-            f"engine call the vllm provider's {engine_name} ({engine_module}), the kernel "
-            f"library's loading {LIBRARY}'s load, the comparison {NUMERICS}'s compare (its "
-            f"NaN / Inf rules with it), and the arguments the op writes {SPEC}'s.", 88),
+            f"(nothing copied by hand): the reference is {code.reference_from}'s "
+            f"{script.op}, the engine call the vllm provider's {engine_name} "
+            f"({engine_module}), the kernel library's loading {code.load_from}'s load, the "
+            f"comparison {code.compare_from}'s compare (its NaN / Inf rules with it), and the "
+            f"arguments the op writes {code.contract_from}'s.", 88),
     )
     return head + op_section(code) + BODY + TAIL + VERDICT

@@ -1,6 +1,6 @@
 """``--minimize``: shrink a standalone case while it fails with the same signature.
 
-One size at a time (rows, width, k, n: the order standalone_dump lists them), each by a
+One size at a time (rows, width, k, n: the order the suite's hook lists them), each by a
 binary search over its multiples of the size's step (a norm's width steps by 8) for the
 smallest value that still fails the same way, assuming a smaller one that fails means
 every larger one does. Views are narrowed, never copied: strides stay strides, dtypes are

@@ -3,8 +3,10 @@
 ``kernel_calls``: the calls its tests make, for ``harness kernels`` to explain with the
 shapes the suite really runs: the engine-shaped call of each op (the one test_selection.py
 judges the provider table on) and every parity case, with the node id each case's test of
-a provider has. harness imports this module from the suite's folder, in the matrix's
-environment; it never reads the suite's other modules.
+a provider has. ``standalone``: a parity case of the vllm provider as a script of its own
+for ``harness repro --standalone`` (which ops, which files: parity_standalone.py). harness
+imports this module from the suite's folder, in the matrix's environment; it never reads
+the suite's other modules.
 """
 
 from __future__ import annotations
@@ -46,3 +48,44 @@ def kernel_calls(profile: Any) -> Iterator[dict[str, Any]]:
 
 def _builder(case: Any, act: Any, fp8: Any) -> Any:
     return lambda: case.args(act, fp8, "cpu", 0)
+
+
+def standalone(test_id: str, request: Any) -> dict[str, Any] | None:
+    """``harness repro --standalone``: the script of a parity case of the vllm provider
+    (None: not this suite's test; ValueError: a case without a script), its arguments built
+    here as the suite builds them (seed, the sizes to shrink to), its code taken from the
+    suite's files (parity_standalone.py), ``request.expected`` written in."""
+    from parity_standalone import AXES, STEP, op_code, parse_test_id
+
+    from harness.repro.standalone_dump import encode, shrink, sizes
+    from harness.repro.standalone_render import FRAME_NAMES, Script, render
+
+    case = parse_test_id(test_id)
+    if case is None:
+        return None
+    args = _case_args(case, request.matrix.dtypes, request.seed)
+    axes = AXES.get(case.op, ())
+    full = sizes(axes, args)
+    specs = [encode(a) for a in shrink(axes, args, dict(request.shrink))]
+    out_dtype = next((a["dtype"] for a in specs if "dtype" in a), case.dtype)
+    tol, _ = request.matrix.tolerances.lookup(out_dtype, case.op)
+    script = Script(test_id=case.test_id, op=case.op, args=specs,
+                    tolerance={"atol": tol.atol, "rtol": tol.rtol}, env=request.env,
+                    expected=request.expected, origin=request.origin, shrunk=request.shrunk,
+                    pins=request.pins)
+    code = op_code(case.op, root=request.root, reserved=FRAME_NAMES)
+    return {"text": render(script, code), "sizes": full,
+            "steps": {k: STEP.get(k, 1) for k in full}}
+
+
+def _case_args(case: Any, matrix_dtypes: Any, seed: int) -> tuple[object, ...]:
+    import torch
+
+    dtype = getattr(torch, case.dtype)
+    dtypes = tuple(matrix_dtypes or [case.dtype])
+    found = next((c for c in cases_for(case.op, dtypes) if c.id == case.case), None)
+    if found is None:
+        raise LookupError(f"kernel_parity has no case {case.op}/{case.case}")
+    fp8 = dtype if case.op in FP8_OPS else None
+    act = torch.bfloat16 if case.op in FP8_OPS else dtype
+    return tuple(found.args(act, fp8, "cpu", int(seed)))

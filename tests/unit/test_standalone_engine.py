@@ -1,6 +1,7 @@
-"""The vllm_engine standalone script's text (harness/repro/standalone_engine.py): which test
-ids it takes, and that the script carries the suite's own code, parses, and imports neither
-harness nor refengine. Running it is tests/integration/test_standalone.py's."""
+"""The vllm_engine standalone script's text (the suite's standalone hook, in
+suites/vllm_engine/harness_suite.py): which test ids it takes, and that the script carries
+the suite's own code, parses, and imports neither harness nor refengine. Running it is
+tests/integration/test_standalone.py's."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import ast
 from pathlib import Path
 
 import pytest
+from suite_modules import suite_module
 
 from harness.errors import UsageError
-from harness.repro.standalone_engine import EngineCase, engine_case, render_engine
 from harness.repro.standalone_main import make_standalone
+
+_hooks = suite_module("vllm_engine", "harness_suite")
+EngineCase, engine_case, render_engine = _hooks.EngineCase, _hooks.engine_case, _hooks.render_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 ID = "suites/vllm_engine/test_vllm_engine.py::test_greedy_tokens_match_transformers[{}]"

@@ -11,21 +11,16 @@ import types
 from pathlib import Path
 
 import pytest
+from suite_modules import suite_module
 
-from harness.repro.standalone import parse_test_id
-from harness.repro.standalone_ops import (
-    LIBRARY,
-    NUMERICS,
-    PROVIDER,
-    REFERENCE,
-    SCRIPT_OPS,
-    SPEC,
-    ExtractionError,
-    OpCode,
-    engine_function,
-    op_code,
-)
+from harness.repro.standalone_ops import ExtractionError, OpCode
 from harness.repro.standalone_render import FRAME_NAMES, Script, render
+
+# what the kernel_parity suite's standalone hook takes, from which files
+_code = suite_module("kernel_parity", "parity_standalone")
+LIBRARY, NUMERICS, PROVIDER = _code.LIBRARY, _code.NUMERICS, _code.PROVIDER
+REFERENCE, SCRIPT_OPS, SPEC = _code.REFERENCE, _code.SCRIPT_OPS, _code.SPEC
+engine_function, op_code, parse_test_id = _code.engine_function, _code.op_code, _code.parse_test_id
 
 ROOT = Path(__file__).resolve().parents[2]
 ID = "suites/kernel_parity/test_parity.py::test_parity[{}-x-float32-vllm-cpu]"
@@ -35,7 +30,7 @@ SOURCES = (REFERENCE, SPEC, PROVIDER, "refengine/providers/vllm_paged.py", LIBRA
 def script(op: str, root: Path = ROOT) -> str:
     return render(Script(test_id=ID.format(op), op=op, args=[],
                          tolerance={"atol": 1e-5, "rtol": 1e-5}, env={}, expected={"kind": "?"},
-                         origin="a test", root=root))
+                         origin="a test"), op_code(op, root=root, reserved=FRAME_NAMES))
 
 
 def copy_sources(tmp_path: Path) -> Path:

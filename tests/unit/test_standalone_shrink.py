@@ -6,13 +6,15 @@ import itertools
 import sys
 
 import pytest
+from suite_modules import suite_module
 
-from harness.errors import UsageError
-from harness.repro.standalone import parse_test_id
-from harness.repro.standalone_render import Script, render
+from harness.repro.standalone_render import FRAME_NAMES, Script, render
 from harness.repro.standalone_shrink import MAX_TRIALS, minimize, same_failure
 
 ID = "suites/kernel_parity/test_parity.py::test_parity[{}]"
+# the kernel_parity suite's side of its standalone hook
+_code = suite_module("kernel_parity", "parity_standalone")
+parse_test_id, op_code = _code.parse_test_id, _code.op_code
 
 
 def test_a_case_id_names_op_case_dtype() -> None:
@@ -23,13 +25,16 @@ def test_a_case_id_names_op_case_dtype() -> None:
 
 
 @pytest.mark.parametrize("test_id, says", [
-    ("tests/test_x.py::test_y", "is not a case with a standalone template"),
     (ID.format("attention_prefill-qkv-strided-float32-vllm-cpu"), "no standalone template"),
     (ID.format("rms_norm-x-strided-float32-native-cpu"), "only the vllm provider"),
 ])
 def test_a_case_without_a_template_is_one_line(test_id: str, says: str) -> None:
-    with pytest.raises(UsageError, match=says):
+    with pytest.raises(ValueError, match=says):  # the hook's refusal: exit 2, one line
         parse_test_id(test_id)
+
+
+def test_another_suites_test_is_not_the_parity_hooks() -> None:
+    assert parse_test_id("tests/test_x.py::test_y") is None
 
 
 def test_minimize_finds_the_smallest_failing_sizes_in_steps() -> None:
@@ -73,7 +78,7 @@ def test_the_same_failure() -> None:
 def test_the_script_needs_no_harness() -> None:
     text = render(Script(test_id="t", op="rms_norm", args=[], tolerance={"atol": 1.0, "rtol": 0.0},
                          env={"ONEDNN_MAX_CPU_ISA": "AVX2"}, expected={"kind": "mismatch"},
-                         origin="matrix m"))
+                         origin="matrix m"), op_code("rms_norm", reserved=FRAME_NAMES))
     compile(text, "repro.py", "exec")
     imported = {line.split()[1].split(".")[0] for line in text.splitlines()
                 if line.startswith(("import ", "from "))}
@@ -109,7 +114,8 @@ def test_the_script_judges_sameness_with_the_same_masker() -> None:
     from harness.results import fingerprint
 
     text = render(Script(test_id="t", op="rms_norm", args=[], tolerance={"atol": 1.0, "rtol": 0.0},
-                         env={}, expected={"kind": "mismatch"}, origin="matrix m"))
+                         env={}, expected={"kind": "mismatch"}, origin="matrix m"),
+                  op_code("rms_norm", reserved=FRAME_NAMES))
     space: dict[str, object] = {"re": __import__("re")}
     exec(compile(fingerprint.mask_source(), "mask", "exec"), space)
     assert fingerprint.mask_source() in text

@@ -1,14 +1,17 @@
-"""``harness repro --standalone`` for the vllm_engine suite's finding: vLLM's offline engine
-against transformers on a tiny Llama, as one script of its own.
+"""What this suite offers harness beyond its tests (docs/byo-suite.md, "A suite's hooks").
 
-Pure text (no torch here). The script holds the suite's own code, taken from its files by
-``ast`` (so it cannot drift from what the suite runs): suites/vllm_engine/tiny_llama.py's
-model maker, test_vllm_engine.py's prompts and its two greedy decoders, conftest.py's
-reader of the kernel library vLLM mapped, refengine's corpus
-(the tokenizer is trained on it), the environment the matrix sets and the expected
-signature. It runs both decoders in a child process (a crash is named by its signal) and
-exits 0 when the tokens match, 1 when they differ (the finding), 2 when it fails another
-way, 3 when vLLM is not installed.
+``standalone``: its finding (vLLM's offline engine against transformers on a tiny Llama) as
+one script of its own, for ``harness repro --standalone``. The script holds the suite's own
+code, taken from its files by ``ast`` (harness/repro/standalone_ops.py's ``import_lines`` /
+``definitions``, so it cannot drift from what the suite runs): tiny_llama.py's model
+maker, test_vllm_engine.py's prompts and its two greedy decoders, conftest.py's reader of
+the kernel library vLLM mapped, refengine's corpus (the tokenizer is trained on it), the
+environment the matrix sets and the expected signature. It runs both decoders in a child
+process (a crash is named by its signal) and exits 0 when the tokens match, 1 when they
+differ (the finding), 2 when it fails another way, 3 when vLLM is not installed.
+
+harness imports this module from the suite's folder, in the matrix's environment; pure
+text (no torch, no vllm here).
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from harness.repro.standalone_ops import definitions, import_lines
 from harness.repro.standalone_render import VERDICT
 
 ENGINE = "suites/vllm_engine/test_vllm_engine.py::test_greedy_tokens_match_transformers["
@@ -28,6 +33,9 @@ WANTED = ("NEW_TOKENS", "PROMPTS", "_prompt_ids", "_transformers_greedy", "_vllm
 # ... and from its conftest: how the suite reads the kernel library vLLM mapped
 FROM_CONFTEST = ("loaded_library",)
 SKIPPED_IMPORTS = ("__future__", "pytest", "tiny_llama")
+SCRIPT_TIMEOUT_S = 900.0  # vLLM's engine starts in the script: a minute or two on 2 cores
+# what the script's run shows that its expected signature leaves out (both models' tokens)
+NOT_EXPECTED = ("vllm", "transformers")
 
 
 @dataclass(frozen=True)
@@ -44,35 +52,24 @@ class EngineCase:
 
 
 def engine_case(test_id: str) -> EngineCase | None:
-    """The vllm_engine case a test id names, or None when it names another suite's test."""
+    """The case a test id names, or None when it names another suite's test."""
     match = re.search(r"test_vllm_engine\.py::test_greedy_tokens_match_transformers"
                       r"\[(float32|bfloat16|float16)\]$", test_id)
     return EngineCase(match.group(1)) if match else None
 
 
-def _imports(tree: ast.Module, source: str) -> list[str]:
-    out = []
-    for node in tree.body:
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            module = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
-            if (module or "").split(".")[0] not in SKIPPED_IMPORTS:
-                out.append(ast.get_source_segment(source, node) or "")
-    return out
-
-
-def _definitions(tree: ast.Module, source: str, wanted: tuple[str, ...] | None) -> list[str]:
-    """Top-level assignments and functions (all, or the ``wanted`` names), in file order."""
-    out = []
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
-            names = [node.name]
-        elif isinstance(node, ast.Assign):
-            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
-        else:
-            continue
-        if wanted is None or set(names) & set(wanted):
-            out.append(ast.get_source_segment(source, node, padded=True) or "")
-    return out
+def standalone(test_id: str, request: Any) -> dict[str, Any] | None:
+    """The script of ``test_id`` (None: not this suite's test), ``request.expected`` written
+    in as its expected outcome. No sizes: the model is the suite's own."""
+    case = engine_case(test_id)
+    if case is None:
+        return None
+    expected = {k: v for k, v in request.expected.items() if k not in NOT_EXPECTED}
+    text = render_engine(request.root, case, env=request.env, expected=expected,
+                         origin=request.origin, pins=request.pins)
+    return {"text": text, "timeout_s": SCRIPT_TIMEOUT_S,
+            "unshrinkable": "the vllm_engine case has no sizes to shrink (its model is the "
+                            "suite's own)"}
 
 
 def suite_code(root: Path) -> tuple[list[str], list[str]]:
@@ -84,8 +81,9 @@ def suite_code(root: Path) -> tuple[list[str], list[str]]:
                          ("conftest.py", FROM_CONFTEST)):
         source = root.joinpath(*SUITE, name).read_text(encoding="utf-8")
         tree = ast.parse(source)
-        imports += [line for line in _imports(tree, source) if line not in imports]
-        defs += _definitions(tree, source, wanted)
+        imports += [line for line in import_lines(tree, source, SKIPPED_IMPORTS)
+                    if line not in imports]
+        defs += definitions(tree, source, wanted)
     return imports, defs
 
 
