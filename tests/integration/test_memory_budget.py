@@ -157,3 +157,26 @@ def test_a_test_over_a_worker_s_share_leaves_the_suite_one_worker_fewer(
     (outcome,) = record.suites
     assert outcome.counts.passed == TESTS and outcome.counts.error == 0
     assert outcome.peak_test == "test_onebig.py::test_mostly_small[0]"
+
+
+def test_a_lone_worker_that_keeps_what_its_tests_leave_is_restarted_too(
+        tmp_path: Path, matrix: Path) -> None:
+    # One worker (--workers 1), a memory budget of 1500 MB. The first run, without history,
+    # runs it as plain pytest and records its peak (its process keeps 60 MB a test: about
+    # 235 + 12 x 60 MB). With that peak over half the budget, the next run gives the one
+    # worker xdist all the same, restarted between tests once it keeps over 750 MB.
+    done, first = run(tmp_path, matrix, "1500M", "--workers", "1")
+    assert done.returncode == 0 and first is not None, (done.stdout + done.stderr)[-3000:]
+    assert "bringing up nodes" not in (first / "logs" / "growing.log").read_text()
+    assert harness(tmp_path, "history", "ingest", str(first), limit="1500M").returncode == 0
+    peak = RunRecord.read(first).suites[0].peak_rss_mb
+    assert peak is not None and 750 < peak < 1500, peak
+
+    done, again = run(tmp_path, matrix, "1500M", "--workers", "1")
+    said = done.stdout + done.stderr
+    assert done.returncode == 0 and again is not None, said[-3000:]
+    log = (again / "logs" / "growing.log").read_text()
+    assert "-n 1 --harness-worker-memory-mb=750" in log
+    assert "restarted between tests" in said and "over the 750 MB a worker may use" in said
+    (suite,) = RunRecord.read(again).suites
+    assert suite.counts.passed == TESTS and suite.counts.failed == suite.counts.error == 0
