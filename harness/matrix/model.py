@@ -212,6 +212,7 @@ class Suite:
     pytest_args: tuple[str, ...] = ()
     max_skip_ratio: float = 0.5
     not_applicable: str | None = None  # why it does not apply here: recorded, not run
+    peak_memory_mb: float | None = None  # a test's peak until the lane's history has one
 
 
 @dataclass(frozen=True, kw_only=True)

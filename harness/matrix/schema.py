@@ -149,6 +149,12 @@ SUITE = Obj(
             minimum=0,
             doc="above this share of skipped tests the suite is 'mostly skipped' (default 0.5)",
         ),
+        "peak_memory_mb": Num(
+            minimum=1,
+            doc="the most resident memory (MB) one of its tests holds at its peak, as its "
+            "author knows it: until this lane's history has the suite's recorded peak, the "
+            "run plans the suite's workers from it (docs/matrix.md, 'Memory')",
+        ),
         "workers": OneOf(
             hint="a positive integer or 'auto'", options=(Int(minimum=1), Str(enum=("auto",)))
         ),

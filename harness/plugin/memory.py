@@ -20,7 +20,9 @@ A test that held more than a worker's share while it ran and let it go after (it
 over the share, what the worker kept under it: vLLM's test_cpu_attn.py has cases of 14 GB
 on a 24 GB host, where two workers share 11.6 GB each) is not helped by a restart: its
 worker is drained the same way and not replaced, and the suite goes on with one worker
-fewer (never none), each of the rest with a larger share, the run saying so. Where the
+fewer (never none), each of the rest with a larger share (the last one left keeping no
+more than leaves room beside it for the heaviest test seen, the most a test took its
+process above where it started), the run saying so. Where the
 history has the suite's peak, the run gives it that many workers from the start
 (run/memory.py).
 """
@@ -40,6 +42,7 @@ from harness.results.sidecar import PEAK_RSS_PROPERTY as PROPERTY
 
 RSS_ATTR = "harness_rss_mb"  # a teardown report's current resident memory, for the controller
 PEAK_ATTR = "harness_peak_mb"  # and the test's peak, for the controller
+GROWTH_ATTR = "harness_growth_mb"  # and how far above its start the test took the process
 _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
 
@@ -73,9 +76,11 @@ class TestMemory:
     def __init__(self) -> None:
         self._resets = True
         self._file_peak: dict[str, float] = {}
+        self._start_mb: float | None = None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logstart(self, nodeid: str) -> None:
+        self._start_mb = _status_mb().get("VmRSS")
         if self._resets:
             self._resets = reset_peak()
 
@@ -98,6 +103,8 @@ class TestMemory:
             setattr(report, RSS_ATTR, round(rss, 1))
         if peak is not None:
             setattr(report, PEAK_ATTR, round(peak, 1))
+            if self._resets and self._start_mb is not None:
+                setattr(report, GROWTH_ATTR, round(max(0.0, peak - self._start_mb), 1))
 
 
 class Gateway(Protocol):
@@ -123,7 +130,8 @@ class Scheduler(Protocol):
     retiring: set[Worker]
     tests_finished: bool
 
-    def note(self, node: Worker, rss_mb: float, peak_mb: float | None, nodeid: str) -> None: ...
+    def note(self, node: Worker, rss_mb: float, peak_mb: float | None,
+             growth_mb: float | None, nodeid: str) -> None: ...
 
 
 def make_recycling(config: pytest.Config, log: object, budget_mb: float) -> Scheduler:
@@ -138,16 +146,22 @@ def make_recycling(config: pytest.Config, log: object, budget_mb: float) -> Sche
             super().__init__(config, log)
             self.draining: dict[Worker, str] = {}  # node -> why
             self.retiring: set[Worker] = set()  # drained for good: not replaced
-            workers: int = self.numnodes
-            self.total_mb = budget_mb * max(1, workers)  # the suite's workers' budget
+            self.started: int = max(1, self.numnodes)
+            self.total_mb: float = budget_mb * self.started  # the suite's workers' budget
+            self.heaviest_mb = 0.0  # the most a test took a process above its start
 
         def share(self) -> float:
-            """What a worker may hold now: the workers' budget over those not retiring."""
+            """What a worker may keep now: the workers' budget over those not retiring; the
+            last one left, whatever leaves room beside it for the heaviest test seen (as a
+            suite planned with one worker: run/memory.py's lone_keep_mb)."""
             live = [n for n in self.node2pending if n not in self.retiring]
+            if len(live) == 1 and self.started > 1:
+                return max(1.0, min(self.total_mb / 2, self.total_mb - self.heaviest_mb))
             return self.total_mb / max(1, len(live))
 
         def note(self, node: Worker, rss_mb: float, peak_mb: float | None,
-                 nodeid: str) -> None:
+                 growth_mb: float | None, nodeid: str) -> None:
+            self.heaviest_mb = max(self.heaviest_mb, growth_mb or 0.0)
             if node not in self.node2pending or node in self.draining:
                 return
             share = self.share()
@@ -205,10 +219,11 @@ class WorkerBudget:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         rss = getattr(report, RSS_ATTR, None)
         peak = getattr(report, PEAK_ATTR, None)
+        growth = getattr(report, GROWTH_ATTR, None)
         node = getattr(report, "node", None)
         if self.sched is not None and report.when == "teardown" and rss is not None and node:
             self.sched.note(node, float(rss), None if peak is None else float(peak),
-                            report.nodeid)
+                            None if growth is None else float(growth), report.nodeid)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Worker, error: object | None) -> None:

@@ -35,10 +35,29 @@ class MemoryBudget:
 
 @dataclass(frozen=True, kw_only=True)
 class Peak:
-    """The most resident memory a suite's test process held, when the lane last ran."""
+    """The most resident memory a suite's test process held when the lane last ran, or,
+    before it ever ran here, what the matrix's ``peak_memory_mb`` says it holds."""
 
     mb: float
-    test: str  # the test it peaked in
+    test: str  # the test it peaked in ("" for the matrix's word)
+    recorded: bool = True  # False: the matrix's peak_memory_mb
+
+    def said(self) -> str:
+        """Where the figure comes from, for a line that names it."""
+        return self.test if self.recorded else "the matrix's peak_memory_mb"
+
+
+def suite_peaks(recorded: Mapping[str, Peak], declared: Mapping[str, float | None]
+                ) -> dict[str, Peak]:
+    """Each suite's peak: the history's where it has one, else the matrix's own figure (a
+    lane's first run knows its largest test only from the matrix: vLLM's test_cpu_attn.py
+    has cases of 14 GB, and two workers of a 24 GB host both in one are killed by the
+    kernel before any history exists)."""
+    peaks = dict(recorded)
+    for suite, mb in declared.items():
+        if suite not in peaks and mb:
+            peaks[suite] = Peak(mb=float(mb), test="", recorded=False)
+    return peaks
 
 
 def parse_size(text: str) -> float:
@@ -112,12 +131,30 @@ def workers_within(cpu_workers: int, budget: MemoryBudget | None, peak: Peak | N
     return max(1, min(cpu_workers, math.floor(budget.mb / peak.mb)))
 
 
+def lone_keep_mb(budget: MemoryBudget | None, peak: Peak | None) -> float | None:
+    """What a suite's one worker may keep between tests, where its heaviest test needs more
+    than half the budget; None: it runs without xdist, as any one-worker suite.
+
+    A process that runs a file's cases one after another can keep what they leave (vLLM's
+    test_cpu_attn.py's grew to 24 GB on a 24 GB host, each case needing at most 14), and
+    without xdist nothing could restart it between tests: such a suite's one worker is
+    xdist's, restarted once it keeps more than the budget less that test's peak (the peak
+    counts the process's own memory too, so the next such test fits beside what it kept).
+    """
+    if budget is None or peak is None or peak.mb <= budget.mb / 2:
+        return None
+    return max(1.0, budget.mb - peak.mb)
+
+
 def check_fits(suite: str, budget: MemoryBudget | None, peak: Peak | None) -> None:
     """InfraError (exit 3) where a test of the suite alone needed more than the budget."""
     if budget is None or peak is None or peak.mb <= budget.mb:
         return
+    held = (f"{peak.test} held {_size(peak.mb)} resident when this lane last ran"
+            if peak.recorded else f"its tests hold up to {_size(peak.mb)} resident (the "
+            "matrix's peak_memory_mb)")
     raise InfraError(
-        f"suite {suite}: {peak.test} held {_size(peak.mb)} resident when this lane last ran; "
+        f"suite {suite}: {held}; "
         f"this host's memory budget is {_size(budget.mb)} ({budget.source}): it cannot fit "
         f"here (run it on an agent with more memory, or set {LIMIT_VAR} if the history is "
         "wrong)")
@@ -131,5 +168,5 @@ def describe(suite: str, cpu_workers: int, workers: int, budget: MemoryBudget,
              peak: Peak) -> str:
     """The line a suite's memory-limited worker count prints."""
     return (f"suite {suite}: {workers} worker(s), not {cpu_workers}: its tests peaked at "
-            f"{_size(peak.mb)} a worker ({peak.test}), the memory budget is "
+            f"{_size(peak.mb)} a worker ({peak.said()}), the memory budget is "
             f"{_size(budget.mb)} ({budget.source})")

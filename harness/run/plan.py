@@ -11,7 +11,14 @@ from harness.errors import UsageError
 from harness.matrix.model import Matrix, Suite
 from harness.results import layout
 from harness.roots import base_of
-from harness.run.memory import MemoryBudget, Peak, check_fits, describe, workers_within
+from harness.run.memory import (
+    MemoryBudget,
+    Peak,
+    check_fits,
+    describe,
+    lone_keep_mb,
+    workers_within,
+)
 from harness.runners.invocation import Invocation
 
 
@@ -181,19 +188,6 @@ def _cpu_workers(suite: Suite, options: PlanOptions) -> int:
                                                                options.workers)
 
 
-# A suite given one worker whose test took more than this share of the memory budget when
-# the lane last ran still runs under xdist, with one worker, restarted between tests once it
-# keeps more than the share: a process that runs a file's cases one after another can keep
-# what they leave (vLLM's test_cpu_attn.py's grew to 24 GB on a 24 GB host, each case
-# needing at most 14), and without xdist nothing could restart it between tests. The other
-# part of the budget is the next test's own.
-LONE_SHARE = 0.5
-
-
-def _lone_but_heavy(peak: Peak | None, memory: MemoryBudget) -> bool:
-    return peak is not None and peak.mb > memory.mb * LONE_SHARE
-
-
 def _selection_args(suite: Suite, options: PlanOptions, workers: int,
                     shard: str | None) -> list[str]:
     """What narrows or spreads one suite's run: emulation, workers, markers, -k, the shard,
@@ -203,9 +197,8 @@ def _selection_args(suite: Suite, options: PlanOptions, workers: int,
         argv += ["-n", str(workers)]
         if options.memory is not None:  # each worker's share, restarted above it
             argv += [f"--harness-worker-memory-mb={options.memory.mb / workers:.0f}"]
-    elif options.memory is not None and _lone_but_heavy(options.peaks.get(suite.name),
-                                                        options.memory):
-        argv += ["-n", "1", f"--harness-worker-memory-mb={options.memory.mb * LONE_SHARE:.0f}"]
+    elif (keep := lone_keep_mb(options.memory, options.peaks.get(suite.name))) is not None:
+        argv += ["-n", "1", f"--harness-worker-memory-mb={keep:.0f}"]
     if suite.markers:
         argv += ["-m", suite.markers]
     keyword = " and ".join(f"({k})" for k in (suite.k, options.keyword) if k)

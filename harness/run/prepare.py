@@ -18,7 +18,7 @@ from harness.platform.probe import ProbeRefused
 from harness.results import layout
 from harness.results.writefail import make_reserve
 from harness.roots import import_path
-from harness.run.memory import MemoryBudget, Peak, memory_budget
+from harness.run.memory import MemoryBudget, Peak, memory_budget, suite_peaks
 from harness.run.pins import describe as describe_pins
 from harness.run.plan import PlanOptions, override_notes, plan_run, select_suites
 from harness.run.request import Prepared, RunContext
@@ -97,11 +97,14 @@ def plan_threads_step(ctx: RunContext) -> ThreadPlan:
 
 
 def recorded_peaks(ctx: RunContext) -> dict[str, Peak]:
-    """Each suite's peak test memory when this lane last ran, from this host's history."""
+    """Each suite's peak test memory when this lane last ran, from this host's history, or
+    else the matrix's ``peak_memory_mb``."""
     from harness.history.read import recent_suite_peaks
 
-    return {p.suite: Peak(mb=p.mb, test=p.nodeid)
-            for p in recent_suite_peaks(default_db_path(), str(ctx.environment.lane))}
+    recorded = {p.suite: Peak(mb=p.mb, test=p.nodeid)
+                for p in recent_suite_peaks(default_db_path(), str(ctx.environment.lane))}
+    return suite_peaks(recorded, {name: suite.peak_memory_mb
+                                  for name, suite in ctx.matrix.suites.items()})
 
 
 def prepare_run_dir(ctx: RunContext) -> tuple[str, Path]:

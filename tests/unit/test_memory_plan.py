@@ -14,6 +14,7 @@ from harness.run.memory import (
     check_fits,
     memory_budget,
     parse_size,
+    suite_peaks,
     workers_within,
 )
 
@@ -74,3 +75,14 @@ def test_a_test_that_cannot_fit_is_an_infrastructure_line() -> None:
                                          r"this lane last ran; this host's memory budget is "
                                          r"21.5 GB \(cgroup v2 memory.max\): it cannot fit"):
         check_fits("attn", budget, Peak(mb=30_720, test="a.py::t"))
+
+
+def test_the_history_s_peak_before_the_matrix_s() -> None:
+    recorded = {"attn": Peak(mb=14_200, test="a.py::t")}
+    peaks = suite_peaks(recorded, {"attn": 9_000, "moe": 6_000, "small": None})
+    assert peaks == {"attn": recorded["attn"],
+                     "moe": Peak(mb=6_000, test="", recorded=False)}
+    budget = MemoryBudget(mb=22_000, source="MemAvailable")
+    with pytest.raises(InfraError, match=r"^suite moe: its tests hold up to 29.3 GB resident "
+                                         r"\(the matrix's peak_memory_mb\); this host's"):
+        check_fits("moe", budget, Peak(mb=30_000, test="", recorded=False))
