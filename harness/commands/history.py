@@ -41,7 +41,7 @@ def _ls(args: argparse.Namespace) -> int:
         )
         rows = db.execute(
             "SELECT r.run_key, r.lane, r.started, coalesce(r.status, ''),"
-            " coalesce(r.infra_signature, ''),"
+            " coalesce(r.infra_label, ''),"
             " (SELECT count(*) FROM cases c WHERE c.run = r.id),"
             " (SELECT count(*) FROM cases c WHERE c.run = r.id"
             f"  AND c.status IN {sql(NEW_FAILURES)})"
@@ -51,8 +51,8 @@ def _ls(args: argparse.Namespace) -> int:
     finally:
         db.close()
     print(f"{'started':<21} {'lane':<22} {'cases':>7} {'failed':>6} {'status':<8} run")
-    for key, lane, started, status, signature, cases, failed in rows:
-        status_text = f"{status}[{signature}]" if signature else status
+    for key, lane, started, status, label, cases, failed in rows:
+        status_text = f"{status}[{label}]" if label else status
         print(f"{started:<21} {lane:<22} {cases:>7} {failed:>6} {status_text:<8} {key}")
     return 0
 

@@ -2,10 +2,10 @@
 
 A GPU hang, an OOM kill or a missing JUnit file says nothing about the code under
 test, so the report keeps them apart from flaky tests. A run folder's suites and runs
-record their cause as data (``results/cause.py``): :func:`signature_of` names it. The
+record their cause as data (``results/cause.py``): :func:`label_of` names it. The
 regexes below are for what carries no cause: loose JUnit from other producers, error
 case messages, and run folders written before causes were recorded, where the
-signature comes from, in order, the manifest's ``infra_error.kind``, the suite's status
+label comes from, in order, the manifest's ``infra_error.kind``, the suite's status
 and exit code, then the text of the message.
 """
 
@@ -15,10 +15,10 @@ import re
 
 from harness.results.cause import GPU_ABORT, Cause, CauseRecord, cause_of_exit, meaning_of
 
-SIGNATURES = ("gpu-hang", "oom-kill", "timeout", "missing-junit", "image", "docker", "crashed")
+LABELS = ("gpu-hang", "oom-kill", "timeout", "missing-junit", "image", "docker", "crashed")
 
 # The infra_error kinds the harness writes (run/finish.py: the first infrastructure
-# suite's status; ingest: no-junit) that name a signature on their own; the others
+# suite's status; ingest: no-junit) that name a label on their own; the others
 # ("error", "write-failed", "infra") are named by their message first. A run folder
 # without causes called a crashed run "crashed" whatever its message said (SIGABRT).
 _KIND_ALIASES = {"timeout": "timeout", "no-junit": "missing-junit", "crashed": "crashed"}
@@ -64,22 +64,22 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 def from_message(message: str | None) -> str | None:
     if not message:
         return None
-    for signature, pattern in _PATTERNS:
+    for label, pattern in _PATTERNS:
         if pattern.search(message):
-            return signature
+            return label
     return None
 
 
-def signature_of(cause: CauseRecord, *, gpu: bool) -> str | None:
-    """The signature of a recorded cause (``gpu``: the run's suites ran on a GPU); None
+def label_of(cause: CauseRecord, *, gpu: bool) -> str | None:
+    """The label of a recorded cause (``gpu``: the run's suites ran on a GPU); None
     for one that is no infrastructure failure of its own (cancelled, a pytest error, a
     failed write): the one table's (``results/cause.py`` meaning_of), which decides an
     abort by the lane as the run's exit code does."""
-    return meaning_of(cause, gpu=gpu).signature
+    return meaning_of(cause, gpu=gpu).label
 
 
 def by_exit_code(exit_code: int | None, *, gpu: bool | None) -> tuple[bool, str | None]:
-    """Whether an exit code names a signal (134, -6, 137, -9, ...), and the signature the
+    """Whether an exit code names a signal (134, -6, 137, -9, ...), and the label the
     one table (``results/cause.py`` meaning_of) gives it: none for a crash by the test's
     own signal on a CPU lane (a finding); an abort by the lane (``gpu``; None where nothing
     says, as in a loose JUnit file from another producer: vLLM's AMD CI retries exit 134
@@ -88,19 +88,19 @@ def by_exit_code(exit_code: int | None, *, gpu: bool | None) -> tuple[bool, str 
     if record is None or record.cause is not Cause.SIGNAL:
         return False, None
     if gpu is None and record.signal == "SIGABRT":
-        return True, GPU_ABORT.signature
-    return True, meaning_of(record, gpu=bool(gpu)).signature
+        return True, GPU_ABORT.label
+    return True, meaning_of(record, gpu=bool(gpu)).label
 
 
-def run_signature(cause: CauseRecord, kind: str, *, gpu: bool) -> str | None:
-    """A run's signature from the cause of the failure that ended it: none where that is a
+def run_label(cause: CauseRecord, kind: str, *, gpu: bool) -> str | None:
+    """A run's label from the cause of the failure that ended it: none where that is a
     finding (a crash by the test's own signal on a CPU lane: exit 4); else the table's, or
     the failure's kind where the table names none (a pytest error, a failed write)."""
     meaning = meaning_of(cause, gpu=gpu)
-    return None if meaning.finding else (meaning.signature or kind)
+    return None if meaning.finding else (meaning.label or kind)
 
 
-def guess_signature(
+def guess_label(
     *,
     kind: str | None = None,
     status: str | None = None,
@@ -108,7 +108,7 @@ def guess_signature(
     message: str | None = None,
     gpu: bool | None = None,
 ) -> str | None:
-    """The infrastructure signature of what records no cause, or None when this looks
+    """The infrastructure label of what records no cause, or None when this looks
     like a real test result (``gpu``: whether its run was on a GPU, None: not known)."""
     if kind:
         return _KIND_ALIASES.get(kind.lower()) or from_message(message) or kind.lower()

@@ -128,8 +128,8 @@ def _not_junit(writer: Writer, run_id: int, file: Parsed, warn: Warn) -> None:
     warn(f"{file.path}: not JUnit; recorded as an infrastructure failure")
     writer.db.execute(
         "UPDATE runs SET status = 'error', infra_kind = 'no-junit', infra_message = ?,"
-        " infra_signature = ? WHERE id = ?",
-        (message, infra.guess_signature(kind="no-junit", message=message), run_id),
+        " infra_label = ? WHERE id = ?",
+        (message, infra.guess_label(kind="no-junit", message=message), run_id),
     )
 
 
@@ -162,7 +162,7 @@ def _ingest_run(writer: Writer, run: _Run, files: list[Parsed], warn: Warn) -> i
     source = str(run.source)
     values = _run_record(run, *_first_file_facts(files))
     run_id = writer.insert_run(values, source=source, matrix_json=run.matrix_json)
-    suites: dict[str, tuple[int, str | None]] = {}  # name -> (id, infra signature)
+    suites: dict[str, tuple[int, str | None]] = {}  # name -> (id, infrastructure label)
     total = 0
 
     def suite(name: str, not_junit: bool = False) -> tuple[int, str | None]:

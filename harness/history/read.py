@@ -126,7 +126,7 @@ WITH recent AS (
 )
 SELECT recent.lane, tests.nodeid, tests.key, cases.status, cases.duration
 FROM cases JOIN recent ON cases.run = recent.id JOIN tests ON tests.id = cases.test
-WHERE recent.age <= ? AND cases.duration IS NOT NULL AND cases.infra_signature IS NULL
+WHERE recent.age <= ? AND cases.duration IS NOT NULL AND cases.infra_label IS NULL
 """
 
 

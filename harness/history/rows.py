@@ -13,7 +13,7 @@ its group goes to the INSERT of exactly those columns (a handful in practice), b
 the sqlite3 module binds ``None`` slowly (it looks for an adapter on every one) and
 most cases have no message and no properties. Judged rows (failed or error) end with
 the cause the harness recorded on the case (``results/cause.py``, a case it wrote when
-the suite stopped) or else the infrastructure signature their message carries; the
+the suite stopped) or else the infrastructure label their message carries; the
 writer decides with the suite's outcome what the row keeps. A node id's ``key`` and
 ``params`` travel the first time the parser meets it (see :func:`key_and_params`).
 """
@@ -33,15 +33,15 @@ from harness.results.testids import stable_ids
 BATCH = 2048  # cases per batch (and per message from a parse worker)
 _COLUMNS = frozenset(COLUMN_PROPERTIES)
 # Not kept in ``extra`` either: the node id is the case's test (``tests.nodeid``); a
-# harness-written case's cause becomes its signature.
+# harness-written case's cause becomes its label.
 _NOT_EXTRA = _COLUMNS | {NODEID_PROPERTY, CAUSE_PROPERTY}
 _FLOATS = frozenset({"max_abs_err", "max_rel_err", "atol", "rtol", "headroom"})
 _SEEN_MAX = 1 << 16  # node ids remembered as sent; past this the memory starts again
 Columns = tuple[str, ...]  # the optional columns of a row, in table order
-# (suite name, optional columns, judged: the row ends with its message's signature)
+# (suite name, optional columns, judged: the row ends with its message's label)
 Group = tuple[str, Columns, bool]
 # A row: (status, duration, reruns, the optional columns' values..., the message's
-# signature when judged); the node ids of a group's rows, in order, beside them.
+# label when judged); the node ids of a group's rows, in order, beside them.
 Rows = tuple[list[str], list[tuple[object, ...]]]
 Groups = dict[Group, Rows]
 # (rows by group, {node id: (key, params)} for node ids this parser had not sent)

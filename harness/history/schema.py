@@ -93,11 +93,19 @@ def _v4_no_platform(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE runs DROP COLUMN platform")
 
 
+def _v5_infra_label(db: sqlite3.Connection) -> None:
+    # "signature" keeps one meaning, a failure's fingerprint (results/run_folder.py): what
+    # names an infrastructure failure (gpu-hang, oom-kill, ...) is its label.
+    for table in ("runs", "suites", "cases"):
+        db.execute(f"ALTER TABLE {table} RENAME COLUMN infra_signature TO infra_label")
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _v1_tables,
     _v2_indexes,
     _v3_shards,
     _v4_no_platform,
+    _v5_infra_label,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -40,7 +40,7 @@ class RunRow(NamedTuple):
     matrix: str
     started: str
     status: str | None
-    infra_signature: str | None
+    infra_label: str | None
     infra_message: str | None
     fingerprint: str | None  # the device fingerprint's JSON
     matrix_json: str | None
@@ -92,7 +92,7 @@ class InfraRow(NamedTuple):
     run_key: str
     started: str
     name: str
-    signature: str
+    label: str
     message: str | None
 
 
@@ -103,7 +103,7 @@ class SuiteCount(NamedTuple):
     run: int
     name: str
     status: str | None
-    infra_signature: str | None
+    infra_label: str | None
     reason: str | None
     case_status: str | None
     cases: int
@@ -133,7 +133,7 @@ class FusionValue(NamedTuple):
 
 
 _RUNS = (
-    "SELECT id, run_key, lane, matrix, started, status, infra_signature, infra_message,"
+    "SELECT id, run_key, lane, matrix, started, status, infra_label, infra_message,"
     " fingerprint, matrix_json, shard, build FROM runs WHERE started >= ? AND started <= ?"
     " ORDER BY started, id"
 )
@@ -144,8 +144,8 @@ WITH seq AS (
            c.status IN {_NEW} AS bad,
            (c.reruns > 0 AND c.status IN {_WORKS}) AS rerun_pass
     FROM cases c JOIN runs r ON r.id = c.run JOIN suites s ON s.id = c.suite
-    WHERE c.run IN ({{window}}) AND r.infra_signature IS NULL
-      AND s.infra_signature IS NULL AND c.infra_signature IS NULL
+    WHERE c.run IN ({{window}}) AND r.infra_label IS NULL
+      AND s.infra_label IS NULL AND c.infra_label IS NULL
       AND c.status IN {_COUNTED}
       -- Only tests that failed or were rerun at least once can be flaky.
       AND c.test IN (SELECT test FROM cases WHERE run IN ({{window}})
@@ -218,7 +218,7 @@ class WindowReader:
         return [CaseOutcome(*row) for row in self._db.execute(
             "SELECT c.test, t.key, c.status, c.message FROM cases c"
             f" JOIN tests t ON t.id = c.test WHERE c.run IN ({ids(runs)})"
-            " AND c.infra_signature IS NULL")]
+            " AND c.infra_label IS NULL")]
 
     def failing(self, runs: Collection[int]) -> list[FailingCase]:
         """The failed and errored cases of ``runs`` (infrastructure failures left out)."""
@@ -226,7 +226,7 @@ class WindowReader:
             "SELECT c.test, c.run, t.key, coalesce(c.message, '') FROM cases c"
             " JOIN tests t ON t.id = c.test"
             f" WHERE c.run IN ({ids(runs)}) AND c.status IN {_NEW}"
-            " AND c.infra_signature IS NULL")]
+            " AND c.infra_label IS NULL")]
 
     def lanes_of_tests(self, runs: Collection[int]) -> Iterator[tuple[str, int]]:
         """(lane, test): where each test ran at least once in ``runs``."""
@@ -246,7 +246,7 @@ class WindowReader:
                            float(duration), None if peak is None else float(peak))
                 for run, name, status, sig, reason, case_status, count, duration, peak
                 in self._db.execute(
-                    "SELECT s.run, s.name, s.status, s.infra_signature, s.reason, c.status,"
+                    "SELECT s.run, s.name, s.status, s.infra_label, s.reason, c.status,"
                     " count(c.status), coalesce(sum(c.duration), 0),"
                     " max(CASE WHEN json_valid(c.extra) THEN"
                     " CAST(json_extract(c.extra, '$.peak_rss_mb') AS REAL) END) FROM suites s"
@@ -266,16 +266,16 @@ class WindowReader:
         the newest ``case_limit`` such cases."""
         scope = f"IN ({ids(window)})"
         found = [("run", InfraRow(*row)) for row in self._db.execute(
-            "SELECT lane, run_key, started, matrix, infra_signature, infra_message FROM runs"
-            f" WHERE id {scope} AND infra_signature IS NOT NULL")]
+            "SELECT lane, run_key, started, matrix, infra_label, infra_message FROM runs"
+            f" WHERE id {scope} AND infra_label IS NOT NULL")]
         found += [("suite", InfraRow(*row)) for row in self._db.execute(
-            "SELECT r.lane, r.run_key, r.started, s.name, s.infra_signature, s.reason"
+            "SELECT r.lane, r.run_key, r.started, s.name, s.infra_label, s.reason"
             f" FROM suites s JOIN runs r ON r.id = s.run WHERE s.run {scope}"
-            " AND s.infra_signature IS NOT NULL")]
+            " AND s.infra_label IS NOT NULL")]
         found += [("case", InfraRow(*row)) for row in self._db.execute(
-            "SELECT r.lane, r.run_key, r.started, t.key, c.infra_signature, c.message"
+            "SELECT r.lane, r.run_key, r.started, t.key, c.infra_label, c.message"
             " FROM cases c JOIN runs r ON r.id = c.run JOIN tests t ON t.id = c.test"
-            f" WHERE c.run {scope} AND c.infra_signature IS NOT NULL"
+            f" WHERE c.run {scope} AND c.infra_label IS NOT NULL"
             " ORDER BY r.started DESC LIMIT ?", (case_limit,))]
         return found
 

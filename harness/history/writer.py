@@ -1,7 +1,7 @@
 """Insert runs, suites and cases into the history database.
 
 Rows come ready from the parser (see ``rows``): the writer adds the database ids and,
-for failed and error cases, the suite's say on their infrastructure signature, then
+for failed and error cases, the suite's say on their infrastructure label, then
 runs one ``executemany`` per group of rows that share their columns. The run and suite
 ids go into the statement as numbers, not as parameters bound on every row.
 """
@@ -20,15 +20,15 @@ from harness.results.cause import CauseRecord
 from harness.results.manifest import RunRecord
 from harness.results.outcome import SuiteOutcome
 
-_SIGNED: Columns = ("infra_signature",)
-# A suite's (id, infrastructure signature) by its <testsuite> name.
+_SIGNED: Columns = ("infra_label",)
+# A suite's (id, infrastructure label) by its <testsuite> name.
 SuiteOf = Callable[[str], tuple[int, "str | None"]]
 
 
 _RUN_COLUMN_NAMES = (
     "run_key", "matrix", "lane", "family", "emulate", "fingerprint", "image",
     "git_sha", "torch", "started", "ended", "status", "exit_code", "infra_kind",
-    "infra_message", "infra_signature", "source", "matrix_json", "shard", "build",
+    "infra_message", "infra_label", "source", "matrix_json", "shard", "build",
 )  # fmt: skip
 _RUN_COLUMNS = ", ".join(_RUN_COLUMN_NAMES)
 
@@ -40,15 +40,15 @@ def _now() -> str:
 def _run_row(record: RunRecord, source: str, matrix_json: str | None) -> tuple[object, ...]:
     """The ``runs`` columns of a record, in ``_RUN_COLUMN_NAMES`` order."""
     failure = record.infra_error
-    # A run skipped on a host that is not its matrix's failed nothing: no signature.
-    signature = None
+    # A run skipped on a host that is not its matrix's failed nothing: no label.
+    label = None
     if failure and record.status != "skipped":
         # A run's infrastructure failure always has a name: its kind where its cause
         # (a pytest error, a failed write) names none.
-        signature = (
-            infra.run_signature(failure.cause, failure.kind, gpu=record.on_gpu)
+        label = (
+            infra.run_label(failure.cause, failure.kind, gpu=record.on_gpu)
             if failure.cause
-            else infra.guess_signature(kind=failure.kind, message=failure.message)
+            else infra.guess_label(kind=failure.kind, message=failure.message)
         )
     fingerprint = record.device_fingerprint
     return (
@@ -57,7 +57,7 @@ def _run_row(record: RunRecord, source: str, matrix_json: str | None) -> tuple[o
         json.dumps(fingerprint.to_json(), sort_keys=True) if fingerprint else None,
         record.image, record.git.sha, record.torch, record.started, record.ended,
         record.status or None, record.exit_code, failure.kind if failure else None,
-        failure.message if failure else None, signature, source, matrix_json,
+        failure.message if failure else None, label, source, matrix_json,
         record.shard, record.build,
     )  # fmt: skip
 
@@ -109,23 +109,23 @@ class Writer:
         self, run_id: int, name: str, outcome: SuiteOutcome | None, *, gpu: bool
     ) -> tuple[int, str | None]:
         """Insert one suite row (``outcome`` None: a suite the manifest does not name;
-        ``gpu``: its run ran on a GPU); return its id and its infrastructure signature."""
+        ``gpu``: its run ran on a GPU); return its id and its infrastructure label."""
         if outcome is None:
             status, code, duration, reason = None, None, None, None
         else:
             status, code = outcome.status.value, outcome.exit_code
             duration, reason = outcome.duration_s, outcome.reason
-        signature = (
-            infra.signature_of(outcome.cause, gpu=gpu)
+        label = (
+            infra.label_of(outcome.cause, gpu=gpu)
             if outcome is not None and outcome.cause
-            else infra.guess_signature(status=status, exit_code=code, message=reason, gpu=gpu)
+            else infra.guess_label(status=status, exit_code=code, message=reason, gpu=gpu)
         )
         cursor = self.db.execute(
             "INSERT INTO suites (run, name, status, exit_code, duration, reason,"
-            " infra_signature) VALUES (?,?,?,?,?,?,?)",
-            (run_id, name, status, code, duration, reason, signature),
+            " infra_label) VALUES (?,?,?,?,?,?,?)",
+            (run_id, name, status, code, duration, reason, label),
         )
-        return int(cursor.lastrowid or 0), signature
+        return int(cursor.lastrowid or 0), label
 
     def set_suite_properties(self, suite_id: int, props: dict[str, str]) -> None:
         self.db.execute(
@@ -156,10 +156,10 @@ class Writer:
             for (suite, columns, judged), (_, rows), ids in zip(
                 groups, groups.values(), tests, strict=True
             ):
-                suite_id, signature = suite_of(suite)
+                suite_id, label = suite_of(suite)
                 if judged:
                     with_tests = zip(rows, ids, strict=True)
-                    self._insert_judged(run_id, suite_id, columns, with_tests, signature)
+                    self._insert_judged(run_id, suite_id, columns, with_tests, label)
                 else:
                     # Each row gets its test id last, by C loops: (row) + (id,).
                     with_ids = map(tuple.__add__, rows, zip(ids))
@@ -183,20 +183,20 @@ class Writer:
         suite_id: int,
         columns: Columns,
         rows: Iterable[tuple[tuple[object, ...], int]],
-        suite_signature: str | None,
+        suite_label: str | None,
     ) -> None:
-        """Failed and error rows: a case the harness wrote has its suite's signature (the
+        """Failed and error rows: a case the harness wrote has its suite's label (the
         suite's recorded cause, which knows the GPU and the container), else its own
-        cause's; an error keeps its message's signature, else the suite's; a failure
+        cause's; an error keeps its message's label, else the suite's; a failure
         keeps its message's only in a suite that has one."""
         plain, signed = [], []
         for row, test in rows:
             found = row[-1]
             if isinstance(found, CauseRecord):
-                found = suite_signature or infra.signature_of(found, gpu=False)
+                found = suite_label or infra.label_of(found, gpu=False)
             elif row[0] == "error":
-                found = found or suite_signature
-            elif not suite_signature:
+                found = found or suite_label
+            elif not suite_label:
                 found = None
             if found is None:
                 plain.append((*row[:-1], test))

@@ -38,7 +38,7 @@ class Entry:
     issue: str = ""
     owner: str = ""
     raw: str = ""  # the id as the matrix writes it
-    # the failure's signature (harness.plugin.failure_signature), None if it has none; not
+    # the failure it expects (harness.plugin.failure_expect), None if it has none; not
     # Optional: the plugin hands it on as a mapping once it has seen it set
     expect: Any = None
     host: HostCondition | None = None  # the host it depends on (None: every host)

@@ -243,8 +243,8 @@ class KnownFailure:
     expires: datetime.date | None = None
     action: Literal["xfail", "skip", "quarantine"] = "xfail"
     requires: tuple[str, ...] = ()  # applies only where the platform has all of these
-    # the failure's signature: raises, match, headroom / max_abs_err {min, max}; a
-    # failure outside it fails the run (harness.plugin.failure_signature)
+    # the failure it expects: raises, match, headroom / max_abs_err {min, max}; a
+    # failure outside it fails the run (harness.plugin.failure_expect)
     expect: Mapping[str, object] | None = None
     host: HostCondition | None = None  # applies only on such a host (None: on every host)
     engine_fallback: str = ""  # what the engine itself does when this failure happens in it

@@ -171,7 +171,7 @@ def _range(doc: str) -> Obj:
                        "max": Num(doc="highest value expected")}, doc=doc)
 
 
-FAILURE_SIGNATURE = Obj(
+FAILURE_EXPECT = Obj(
     fields={
         "raises": Str(doc="exception type name the failure must be (or derive from)"),
         "match": Str(doc="regular expression the failure message must contain"),
@@ -203,7 +203,7 @@ KNOWN_FAILURE = Obj(
         "expires": Date(nullable=True, doc="after this date the entry is an error, not an xfail"),
         "action": Str(enum=ACTIONS, what="action"),
         "requires": Seq(item=_cap(), doc="applies only where the platform has all of these"),
-        "expect": FAILURE_SIGNATURE,
+        "expect": FAILURE_EXPECT,
         "host": HOST_CONDITION,
         "engine_fallback": Str(
             doc="what the engine itself does when this failure happens in it (e.g. vLLM's "

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 from harness.errors import UsageError
 from harness.matrix.known_failures import Entry, entries_for, glob_to_regex, match
 from harness.platform.host import cpu_flags, kernel_cpu_flags
-from harness.plugin.failure_signature import mismatch
+from harness.plugin.failure_expect import mismatch
 from harness.plugin.profile import Profile
 from harness.results.junit_read import NODEID_PROPERTY
 
@@ -209,7 +209,7 @@ class HarnessSession:
             return
         item.user_properties.append(("known_failure", entry.action))
         if entry.expect:
-            item.stash[_SIGNATURE] = entry
+            item.stash[_EXPECT] = entry
         if entry.expired:
             item.stash[_EXPIRED] = entry
         elif entry.action == "skip":
@@ -252,9 +252,9 @@ class HarnessSession:
                                   ) -> Generator[None, Result[pytest.TestReport], None]:
         # Outermost, so the xfail handling has already turned the failure into an xfail.
         # Every phase: pytest turns an error in a fixture's setup or teardown into an
-        # xfail of a known failure too, and it must fit the signature as the call's does.
+        # xfail of a known failure too, and it must fit the entry's expect as the call's does.
         outcome = yield
-        entry = item.stash.get(_SIGNATURE, None)
+        entry = item.stash.get(_EXPECT, None)
         if entry is None or call.excinfo is None:
             return
         report = outcome.get_result()
@@ -330,7 +330,7 @@ class HarnessSession:
 
 
 _EXPIRED = pytest.StashKey[Entry]()
-_SIGNATURE = pytest.StashKey[Entry]()
+_EXPECT = pytest.StashKey[Entry]()
 
 
 def _is_test_file(name: str, patterns: list[str]) -> bool:

@@ -185,7 +185,7 @@ def _report_lanes(runs: Runs, lanes: list[str]) -> list[LaneSummary]:
                 row.key if row else None,
                 runs.by_lane[lane][-1][1] if row else None,
                 row.status if row else None,
-                row.infra_signature if row else None,
+                row.infra_label if row else None,
                 skipped,
                 library,
             )

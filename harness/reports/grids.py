@@ -130,7 +130,7 @@ def new_infra(runs: Runs, lanes: list[str], events: list[InfraEvent]) -> list[In
         if len(nights) >= 2:
             previous[lane] = keys(nights[-2][0])
     seen_before = {
-        (e.lane, e.scope, e.name, e.signature)
+        (e.lane, e.scope, e.name, e.label)
         for e in events
         if e.run in previous.get(e.lane, set())
     }
@@ -138,5 +138,5 @@ def new_infra(runs: Runs, lanes: list[str], events: list[InfraEvent]) -> list[In
         e
         for e in events
         if e.run in latest.get(e.lane, set())
-        and (e.lane, e.scope, e.name, e.signature) not in seen_before
+        and (e.lane, e.scope, e.name, e.label) not in seen_before
     ]

@@ -45,7 +45,7 @@ class LaneSummary:
     latest_run: str | None
     latest_started: str | None
     latest_status: str | None
-    infra_signature: str | None
+    infra_label: str | None
     # why the latest run was skipped (the matrix's probe refused its host), when it was
     skipped: str = ""
     # the kernel library the engine loaded in the latest run (its device fingerprint's
@@ -136,7 +136,7 @@ class InfraEvent:
     started: str
     scope: str  # run | suite | case
     name: str
-    signature: str
+    label: str
     message: str
 
     @property

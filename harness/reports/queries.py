@@ -68,7 +68,7 @@ def flaky(db: WindowReader, window: Sequence[int]) -> list[Flake]:
 
 def infra_events(db: WindowReader, window: Sequence[int], limit: int = 200) -> list[InfraEvent]:
     events = [
-        InfraEvent(row.lane, row.run_key, row.started, scope, row.name, row.signature,
+        InfraEvent(row.lane, row.run_key, row.started, scope, row.name, row.label,
                    row.message or "")
         for scope, row in db.infra(window, limit)
     ]

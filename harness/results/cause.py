@@ -6,7 +6,7 @@ plus a reason, as nox's ``Result``); the manifest records it (``cause``), and so
 each case the harness writes when a suite stops (:data:`CAUSE_PROPERTY`). What a cause
 means is :data:`MEANINGS` (:func:`meaning_of` for a record): the exit code ``harness run``
 gives for it, whether CI tries the step again, whether it is a finding about the code
-under test, its words and the history's infrastructure signature (``history/infra.py``,
+under test, its words and the history's infrastructure label (``history/infra.py``,
 which keeps its regexes for JUnit from other producers and for run folders written
 before causes were recorded).
 """
@@ -48,7 +48,7 @@ class Meaning:
     retried: bool  # CI tries the step again (the exit codes in RETRIED_EXIT_CODES)
     finding: bool  # about the code under test, not the infrastructure
     words: str
-    signature: str | None = None  # the history's infrastructure signature: none for a finding
+    label: str | None = None  # the history's infrastructure label: none for a finding
 
 
 # The signals a test process raises itself (os.abort(), a segfaulting kernel, an illegal
@@ -61,19 +61,19 @@ MEANINGS: dict[Cause, Meaning] = {
                                words="a test failed"),
     Cause.COLLECTION_ERROR: Meaning(exit_code=Exit.FAILED, retried=False, finding=True,
                                     words="a test module failed to import"),
-    # A finding has no infrastructure signature: the history and the report count its
+    # A finding has no infrastructure label: the history and the report count its
     # cases with the suite's failures, as the run's exit code does.
     Cause.SIGNAL: Meaning(exit_code=Exit.CRASHED, retried=False, finding=True,
                           words="a test process crashed by its own signal"),
-    Cause.TIMEOUT: Meaning(exit_code=_INFRA, retried=True, finding=False, signature="timeout",
+    Cause.TIMEOUT: Meaning(exit_code=_INFRA, retried=True, finding=False, label="timeout",
                            words="ran past its time limit and was killed"),
-    Cause.OOM: Meaning(exit_code=_INFRA, retried=True, finding=False, signature="oom-kill",
+    Cause.OOM: Meaning(exit_code=_INFRA, retried=True, finding=False, label="oom-kill",
                        words="killed by the out-of-memory killer"),
     Cause.CONTAINER_GONE: Meaning(exit_code=_INFRA, retried=True, finding=False,
-                                  signature="docker",
+                                  label="docker",
                                   words="its container was killed from outside"),
     Cause.NO_JUNIT: Meaning(exit_code=_INFRA, retried=True, finding=False,
-                            signature="missing-junit", words="ended without writing JUnit"),
+                            label="missing-junit", words="ended without writing JUnit"),
     Cause.PYTEST_ERROR: Meaning(exit_code=_INFRA, retried=True, finding=False,
                                 words="pytest's usage or internal error"),
     Cause.CANCELLED: Meaning(exit_code=130, retried=False, finding=False,
@@ -88,10 +88,10 @@ MEANINGS: dict[Cause, Meaning] = {
                                      "a skipped run, exit 0)"),
 }
 # A signal from outside: the run's results are incomplete, not wrong.
-_KILLED = Meaning(exit_code=_INFRA, retried=True, finding=False, signature="crashed",
+_KILLED = Meaning(exit_code=_INFRA, retried=True, finding=False, label="crashed",
                   words="a test process was killed from outside")
 _BY_SIGNAL = {"SIGKILL": Meaning(exit_code=_INFRA, retried=True, finding=False,
-                                 signature="oom-kill",
+                                 label="oom-kill",
                                  words="killed by SIGKILL (the out-of-memory killer, the "
                                        "agent)")}
 RETRIED_EXIT_CODES = tuple(sorted({m.exit_code for m in MEANINGS.values() if m.retried}))
@@ -113,7 +113,7 @@ class CauseRecord:
 # assert or an illegal memory access, which torch raises as a RuntimeError: a failed
 # test, not an abort. On a CPU lane (an emulated GPU profile included) nothing but the
 # test process itself aborts, so there an abort stays a finding (exit 4, never retried).
-GPU_ABORT = Meaning(exit_code=_INFRA, retried=True, finding=False, signature="gpu-hang",
+GPU_ABORT = Meaning(exit_code=_INFRA, retried=True, finding=False, label="gpu-hang",
                     words="a GPU lane's test process aborted: the GPU runtime gave up on "
                           "the device (a GPU hang)")
 

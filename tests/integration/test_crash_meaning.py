@@ -1,7 +1,7 @@
 """One meaning per failure, end to end: a test process that aborts itself on a CPU lane is
 ``crashed`` (a finding, exit 4) for the suite and for every case the harness wrote, in
 the manifest and the sidecar, and a finding in the history and the nightly report (no
-infrastructure signature: its cases count with the suite's failures); on a GPU lane the
+infrastructure label: its cases count with the suite's failures); on a GPU lane the
 same abort is a GPU hang everywhere (real ``harness run``).
 
 The cases' messages say "SIGABRT", which the history's regexes read as a GPU hang (an
@@ -83,9 +83,9 @@ def test_an_abort_on_a_cpu_lane_is_crashed_for_the_suite_and_its_cases(tmp_path:
     assert "SIGABRT" in messages  # what the regexes would have named a GPU hang
 
     # the history and the nightly report: a finding, as the exit code says: no
-    # infrastructure signature on the run, the suite or any case (never gpu-hang, which
+    # infrastructure label on the run, the suite or any case (never gpu-hang, which
     # the messages' "SIGABRT" would read as), the suite failed in the report's grid
-    report = one_signature(tmp_path, reports, None)
+    report = one_label(tmp_path, reports, None)
     (cell,) = (c for c in report["suite_grid"]
                if (c["lane"], c["suite"]) == ("aborts", "aborting"))
     assert cell["state"] == "failed" and "crashed: killed by SIGABRT" in cell["reason"]
@@ -94,26 +94,26 @@ def test_an_abort_on_a_cpu_lane_is_crashed_for_the_suite_and_its_cases(tmp_path:
     assert cell["counts"] == {"passed": 1, "error": 2, "skipped": 1}
 
 
-def one_signature(tmp_path: Path, reports: Path, signature: str | None) -> dict[str, Any]:
-    """The run, its suite and both cases the harness wrote carry ``signature`` in the
+def one_label(tmp_path: Path, reports: Path, label: str | None) -> dict[str, Any]:
+    """The run, its suite and both cases the harness wrote carry ``label`` in the
     history (None: none, a finding), and the nightly report's infrastructure events at each
     scope say it too (none for a finding); the report's JSON."""
     db = tmp_path / "history.sqlite"
     ingest_paths(db, [reports], pytest.fail)
     with sqlite3.connect(db) as conn:
-        (run_sig,) = conn.execute("SELECT infra_signature FROM runs").fetchone()
-        (suite_sig,) = conn.execute("SELECT infra_signature FROM suites").fetchone()
+        (run_sig,) = conn.execute("SELECT infra_label FROM runs").fetchone()
+        (suite_sig,) = conn.execute("SELECT infra_label FROM suites").fetchone()
         cases = dict(conn.execute(
-            "SELECT t.nodeid, c.infra_signature FROM cases c JOIN tests t ON t.id = c.test"
+            "SELECT t.nodeid, c.infra_label FROM cases c JOIN tests t ON t.id = c.test"
             " WHERE c.status = 'error'").fetchall())
-    assert run_sig == suite_sig == signature
-    assert len(cases) == 2 and set(cases.values()) == {signature}, cases
+    assert run_sig == suite_sig == label
+    assert len(cases) == 2 and set(cases.values()) == {label}, cases
     out = tmp_path / "report"
     done = harness("report", "nightly", "--history", str(db), "--out", str(out))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     report: dict[str, Any] = json.loads((out / "report.json").read_text())
-    by_scope = {(e["scope"], e["signature"]) for e in report["infra"]}
-    expected = ({(scope, signature) for scope in ("run", "suite", "case")} if signature
+    by_scope = {(e["scope"], e["label"]) for e in report["infra"]}
+    expected = ({(scope, label) for scope in ("run", "suite", "case")} if label
                 else set())
     assert by_scope == expected, by_scope
     return report
@@ -144,4 +144,4 @@ def test_an_abort_on_a_gpu_lane_is_a_gpu_hang_for_the_run_its_suite_and_cases(
     assert (meaning.exit_code, meaning.retried, meaning.finding) == (3, True, False)
     assert meaning.exit_code in RETRIED_EXIT_CODES
 
-    one_signature(tmp_path, run_dir.parent.parent, "gpu-hang")
+    one_label(tmp_path, run_dir.parent.parent, "gpu-hang")

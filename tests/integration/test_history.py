@@ -20,7 +20,7 @@ from harness.errors import ConfigError, InfraError
 from harness.history import SCHEMA_VERSION, connect, ingest_paths, parse_pool
 from harness.history import ingest as ingest_mod
 from harness.history import schema as schema_mod
-from harness.history.infra import guess_signature
+from harness.history.infra import guess_label
 from harness.results.cause import Cause, CauseRecord
 from harness.results.manifest import RunRecord
 
@@ -96,8 +96,8 @@ def test_not_a_database(tmp_path: Path) -> None:
         ({"status": "passed", "exit_code": 0}, None),
     ],
 )
-def test_infra_signatures(kwargs: dict[str, object], signature: str | None) -> None:
-    assert guess_signature(**kwargs) == signature  # type: ignore[arg-type]
+def test_infra_labels(kwargs: dict[str, object], signature: str | None) -> None:
+    assert guess_label(**kwargs) == signature  # type: ignore[arg-type]
 
 
 def test_loose_files_ingest_once_and_keep_truncated_cases(tmp_path: Path) -> None:
@@ -146,14 +146,14 @@ def test_real_run_folders(real_runs: Runs, tmp_path: Path) -> None:
         ).fetchone()
         assert json.loads(fingerprint)["kind"] == "lscpu" and lane == "record" and git
         crashed = conn.execute(
-            "SELECT status, infra_signature FROM runs WHERE run_key = ?",
+            "SELECT status, infra_label FROM runs WHERE run_key = ?",
             (real_runs.crashed.name,),
         ).fetchone()
-        # exit 4: a finding, no infrastructure signature (os.abort(): SIGABRT on a CPU
+        # exit 4: a finding, no infrastructure label (os.abort(): SIGABRT on a CPU
         # lane, no GPU hang), as the suite row says
         assert crashed == ("crashed", None)
         suite = conn.execute(
-            "SELECT s.status, s.infra_signature FROM suites s JOIN runs r ON r.id = s.run"
+            "SELECT s.status, s.infra_label FROM suites s JOIN runs r ON r.id = s.run"
             " WHERE r.run_key = ?", (real_runs.crashed.name,),
         ).fetchone()
         assert suite == ("crashed", None)
@@ -221,7 +221,7 @@ def test_a_corrupted_run_is_one_line_and_the_others_land(real_runs: Runs, tmp_pa
     ]
     with sqlite3.connect(db) as conn:
         assert conn.execute(
-            "SELECT status, infra_signature FROM runs WHERE source LIKE '%stray.xml'"
+            "SELECT status, infra_label FROM runs WHERE source LIKE '%stray.xml'"
         ).fetchone() == ("error", "missing-junit")
 
 
@@ -284,7 +284,7 @@ def _contents(db_path: Path) -> dict[str, list[tuple[object, ...]]]:
             "runs": sorted(db.execute("SELECT run_key, matrix, lane, started, source FROM runs")),
             "suites": sorted(
                 db.execute(
-                    "SELECT r.run_key, s.name, s.status, s.infra_signature, s.properties"
+                    "SELECT r.run_key, s.name, s.status, s.infra_label, s.properties"
                     " FROM suites s JOIN runs r ON r.id = s.run"
                 ),
                 key=repr,
@@ -292,7 +292,7 @@ def _contents(db_path: Path) -> dict[str, list[tuple[object, ...]]]:
             "cases": sorted(
                 db.execute(
                     "SELECT r.run_key, s.name, t.nodeid, t.key, c.status, c.duration,"
-                    " c.message, c.reruns, c.infra_signature, c.provider, c.headroom, c.extra"
+                    " c.message, c.reruns, c.infra_label, c.provider, c.headroom, c.extra"
                     " FROM cases c JOIN runs r ON r.id = c.run JOIN suites s ON s.id = c.suite"
                     " JOIN tests t ON t.id = c.test"
                 ),

@@ -75,7 +75,7 @@ def test_skip_unavailable_records_the_lane_as_skipped(tmp_path: Path) -> None:
     data = json.loads((out / "report.json").read_text())
     lanes = {lane["name"]: lane for lane in data["lanes"]}
     assert lanes["zen"]["skipped"] == manifest["infra_error"]["message"]
-    assert lanes["zen"]["latest_status"] == "skipped" and lanes["zen"]["infra_signature"] is None
+    assert lanes["zen"]["latest_status"] == "skipped" and lanes["zen"]["infra_label"] is None
     assert data["infra"] == []  # not an infrastructure failure
     declared = len(list_matrices())
     assert f"0/{declared} platforms ran (1 skipped on a host not theirs)" in data["headline"]

@@ -308,7 +308,7 @@ def test_known_failure_with_a_signature_fails_a_failure_outside_it(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-def test_known_failure_signature_is_checked_in_setup_and_teardown(
+def test_known_failure_expect_is_checked_in_setup_and_teardown(
     pytester: pytest.Pytester,
 ) -> None:
     # pytest turns an error in a fixture of a known failure into an xfail; the signature

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from harness.errors import ConfigError
-from harness.history.infra import guess_signature, signature_of
+from harness.history.infra import guess_label, label_of
 from harness.results.cause import Cause, CauseRecord, cause_of_exit
 from harness.results.facts import DeviceFingerprint
 from harness.results.manifest import InfraFailure, MatrixRef, RunRecord
@@ -39,10 +39,10 @@ def test_an_abort_is_a_gpu_hang_only_where_a_gpu_ran(gpu: bool) -> None:
     """ROCm aborts (exit 134) on a GPU hang; on a CPU lane an abort is the test process
     crashing itself (a finding, exit 4), not a hang."""
     abort = CauseRecord(cause=Cause.SIGNAL, signal="SIGABRT", exit_code=-6)
-    assert signature_of(abort, gpu=gpu) == ("gpu-hang" if gpu else None)
+    assert label_of(abort, gpu=gpu) == ("gpu-hang" if gpu else None)
 
 
-@pytest.mark.parametrize(("cause", "signature"), [
+@pytest.mark.parametrize(("cause", "label"), [
     (CauseRecord(cause=Cause.SIGNAL, signal="SIGKILL"), "oom-kill"),
     (CauseRecord(cause=Cause.SIGNAL, signal="SIGSEGV"), None),  # a finding
     # a timeout is killed by a signal too: the cause says which it was
@@ -53,11 +53,11 @@ def test_an_abort_is_a_gpu_hang_only_where_a_gpu_ran(gpu: bool) -> None:
     (CauseRecord(cause=Cause.PYTEST_ERROR, exit_code=3), None),
     (CauseRecord(cause=Cause.CANCELLED), None),
 ])
-def test_signature_of_a_recorded_cause(cause: CauseRecord, signature: str | None) -> None:
-    assert signature_of(cause, gpu=True) == signature == signature_of(cause, gpu=False)
+def test_signature_of_a_recorded_cause(cause: CauseRecord, label: str | None) -> None:
+    assert label_of(cause, gpu=True) == label == label_of(cause, gpu=False)
 
 
-@pytest.mark.parametrize(("kind", "message", "signature"), [
+@pytest.mark.parametrize(("kind", "message", "label"), [
     # what run/finish.py writes: the first infrastructure suite's status and reason; a
     # folder without causes called its crashed run "crashed", as before causes
     ("crashed", "crashed: exit 134 (SIGABRT: an abort, on ROCm typically a GPU hang)",
@@ -69,8 +69,8 @@ def test_signature_of_a_recorded_cause(cause: CauseRecord, signature: str | None
     ("write-failed", "could not write", "write-failed"),
     ("infra", "image build failed", "image"),
 ])
-def test_kinds_the_harness_writes(kind: str, message: str, signature: str) -> None:
-    assert guess_signature(kind=kind, message=message) == signature
+def test_kinds_the_harness_writes(kind: str, message: str, label: str) -> None:
+    assert guess_label(kind=kind, message=message) == label
 
 
 def _record(**suite: object) -> RunRecord:

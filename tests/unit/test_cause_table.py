@@ -1,5 +1,5 @@
 """The one table of failure meaning (harness/results/cause.py) and what reads it: the exit
-codes of errors.py, the run's crash rule, the history's signatures and the CI templates'
+codes of errors.py, the run's crash rule, the history's labels and the CI templates'
 retries all say what the table says."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from harness import errors
-from harness.history.infra import guess_signature, signature_of
+from harness.history.infra import guess_label, label_of
 from harness.results.cause import (
     MEANINGS,
     RETRIED_EXIT_CODES,
@@ -45,7 +45,7 @@ def test_the_exceptions_exit_with_the_table_s_codes() -> None:
 
 
 @pytest.mark.parametrize(
-    ("signal", "exit_code", "finding", "signature"),
+    ("signal", "exit_code", "finding", "label"),
     [
         *((name, 4, True, None) for name in SELF_INFLICTED),  # a finding: no infra
         ("SIGKILL", 3, False, "oom-kill"),
@@ -53,12 +53,12 @@ def test_the_exceptions_exit_with_the_table_s_codes() -> None:
     ],
 )
 def test_a_signal_means_what_its_sender_says(
-    signal: str, exit_code: int, finding: bool, signature: str | None
+    signal: str, exit_code: int, finding: bool, label: str | None
 ) -> None:
     record = CauseRecord(cause=Cause.SIGNAL, signal=signal)
     meaning = meaning_of(record)
     assert (meaning.exit_code, meaning.finding) == (exit_code, finding)
-    assert signature_of(record, gpu=False) == signature
+    assert label_of(record, gpu=False) == label
     outcome = SuiteOutcome(suite="s", status=Status.CRASHED, exit_code=None, duration_s=0.0,
                            cause=record)
     assert crashed_itself(outcome) is finding
@@ -66,7 +66,7 @@ def test_a_signal_means_what_its_sender_says(
     # and for the history alike; every other signal means on a GPU what it means on a CPU
     gpu = meaning_of(record, gpu=True)
     abort = signal == "SIGABRT"
-    assert signature_of(record, gpu=True) == ("gpu-hang" if abort else signature)
+    assert label_of(record, gpu=True) == ("gpu-hang" if abort else label)
     assert crashed_itself(outcome, gpu=True) is (finding and not abort)
     assert (gpu.exit_code, gpu.retried) == ((3, True) if abort else (exit_code, meaning.retried))
 
@@ -76,7 +76,7 @@ def test_a_container_killed_from_outside_is_no_finding_whatever_its_code() -> No
     outcome = SuiteOutcome(suite="s", status=Status.CRASHED, exit_code=139, duration_s=0.0,
                            cause=record)
     assert not crashed_itself(outcome)
-    assert signature_of(record, gpu=False) == "docker"
+    assert label_of(record, gpu=False) == "docker"
 
 
 def test_an_outcome_read_without_a_cause_is_judged_by_its_exit_code() -> None:
@@ -120,15 +120,15 @@ def test_a_process_s_end_gives_its_status_and_words_from_its_cause(
     assert "GPU" not in exit_words(134) and "out-of-memory" not in exit_words(137)
 
 
-@pytest.mark.parametrize(("gpu", "signature"), [(True, "gpu-hang"), (False, None),
+@pytest.mark.parametrize(("gpu", "label"), [(True, "gpu-hang"), (False, None),
                                                (None, "gpu-hang")])
 def test_a_folder_without_causes_reads_an_abort_by_its_lane(gpu: bool | None,
-                                                            signature: str | None) -> None:
+                                                            label: str | None) -> None:
     """A run folder written before causes were recorded: its crashed suite's exit 134 means
-    what the table says on its lane (a CPU lane's: a finding, no infrastructure signature,
+    what the table says on its lane (a CPU lane's: a finding, no infrastructure label,
     whatever its message says); a loose file (no lane known) as vLLM's AMD CI reads it, a
     GPU hang."""
     for code in (134, -6):
-        assert guess_signature(status="crashed", exit_code=code, gpu=gpu,
-                               message="crashed: killed by SIGABRT") == signature
-    assert guess_signature(status="crashed", exit_code=137, gpu=False) == "oom-kill"
+        assert guess_label(status="crashed", exit_code=code, gpu=gpu,
+                               message="crashed: killed by SIGABRT") == label
+    assert guess_label(status="crashed", exit_code=137, gpu=False) == "oom-kill"

@@ -52,7 +52,7 @@ class History:
                 ).lastrowid or 0)
             extra = json.dumps({"known_failure": "quarantine"}) if applied else None
             self.conn.execute(
-                "INSERT INTO cases (run, suite, test, status, message, infra_signature, extra)"
+                "INSERT INTO cases (run, suite, test, status, message, infra_label, extra)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (run, suite, self.tests[nodeid], status, message or None, infra, extra))
         self.conn.commit()

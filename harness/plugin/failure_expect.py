@@ -1,6 +1,6 @@
 """Does a known failure still fail the way its matrix entry says it does?
 
-Without a signature, an id that is a known failure absorbs any failure there, a new
+Without an ``expect``, an id that is a known failure absorbs any failure there, a new
 bug included (a bf16 kernel that is now wrong by 50x its tolerance, not 1.5x, stays an
 xfail). An entry's ``expect`` states the failure it accepts:
 
