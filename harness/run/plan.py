@@ -19,6 +19,7 @@ from harness.run.memory import (
     lone_keep_mb,
     workers_within,
 )
+from harness.run.threads import thread_env
 from harness.runners.invocation import Invocation
 
 
@@ -32,6 +33,10 @@ class PlanOptions:
     workers: int = 1
     workers_asked: int | None = None  # --workers as given (None: the CPU budget chose)
     memory: MemoryBudget | None = None  # the run's memory budget (run/memory.py)
+    # The CPUs the run's threads share, where the harness sets their count (None: the user,
+    # the matrix or HARNESS_THREAD_BUDGET=off does): a suite that runs fewer workers than the
+    # run planned gives each of them more threads.
+    cpus: int | None = None
     peaks: Mapping[str, Peak] = field(default_factory=dict)  # suite -> its tests' peak
     seed: int = 0
     shard: str | None = None
@@ -170,7 +175,7 @@ def plan_suite(matrix: Matrix, suite: Suite, run_dir: Path, root: Path,
     return Invocation(
         suite=suite.name,
         argv=tuple(argv),
-        env={"HARNESS_TIER": suite.tier},
+        env={"HARNESS_TIER": suite.tier, **_thread_env(options, workers)},
         junit=junit,
         log=run_dir / layout.log_rel(suite.name, shard),
         partial=partial,
@@ -181,6 +186,15 @@ def plan_suite(matrix: Matrix, suite: Suite, run_dir: Path, root: Path,
         cwd=place.cwd,
         max_skip_ratio=float(suite.max_skip_ratio),
     )
+
+
+def _thread_env(options: PlanOptions, workers: int) -> dict[str, str]:
+    """The thread count of a suite whose workers are fewer than the run planned (its matrix
+    entry's ``workers: 1``, or the memory budget): the CPUs over its own workers, not over
+    the run's (vLLM's per-file suites, one worker each, ran one thread on two CPUs)."""
+    if options.cpus is None or max(1, workers) >= options.workers:
+        return {}
+    return thread_env(max(1, options.cpus // max(1, workers)))
 
 
 def _cpu_workers(suite: Suite, options: PlanOptions) -> int:

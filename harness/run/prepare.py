@@ -22,7 +22,7 @@ from harness.run.memory import MemoryBudget, Peak, memory_budget, suite_peaks
 from harness.run.pins import describe as describe_pins
 from harness.run.plan import PlanOptions, override_notes, plan_run, select_suites
 from harness.run.request import Prepared, RunContext
-from harness.run.threads import ThreadPlan, cpu_budget, plan_threads
+from harness.run.threads import THREAD_VARS, ThreadPlan, cpu_budget, plan_threads
 from harness.run.venvs import check_pins, check_sources, interpreter
 from harness.runners.invocation import Invocation
 from harness.runners.suite_env import suite_env
@@ -150,6 +150,13 @@ def build_env(ctx: RunContext, threads: ThreadPlan) -> dict[str, str]:
                      overrides=ctx.request.env)
 
 
+def _harness_sets_threads(ctx: RunContext, threads: ThreadPlan) -> bool:
+    """Whether the thread variables are the harness's to set: not the user's (the shell,
+    ``--env``), nor the matrix's ``runtime.env``, nor off (HARNESS_THREAD_BUDGET=off)."""
+    given = set(ctx.matrix.runtime.env) | set(ctx.request.env)
+    return bool(threads.env()) and not given & set(THREAD_VARS)
+
+
 def plan_step(ctx: RunContext, *, threads: ThreadPlan, run_dir: Path,
               python: str) -> tuple[Invocation, ...]:
     # The suites load exactly the resolved matrix this run recorded (repro relies on it).
@@ -165,6 +172,7 @@ def plan_step(ctx: RunContext, *, threads: ThreadPlan, run_dir: Path,
         keyword=ctx.request.keyword,
         workers=threads.workers,
         workers_asked=ctx.request.workers,
+        cpus=threads.cpus if _harness_sets_threads(ctx, threads) else None,
         memory=(MemoryBudget(mb=threads.memory_mb, source=threads.memory_source)
                 if threads.memory_mb is not None else None),
         peaks=recorded_peaks(ctx),

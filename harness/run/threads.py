@@ -39,11 +39,15 @@ class ThreadPlan:
     def env(self) -> dict[str, str]:
         if self.user_set or not self.enabled:
             return {}
-        value = str(self.threads_per_worker)
-        return {name: value for name in THREAD_VARS} | {"HARNESS_TORCH_THREADS": value}
+        return thread_env(self.threads_per_worker)
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """The variables that set a test process's thread count (OpenMP, MKL, OpenBLAS, torch's)."""
+    return {name: str(threads) for name in THREAD_VARS} | {"HARNESS_TORCH_THREADS": str(threads)}
 
 
 def read_cgroup_quota(root: Path = Path("/sys/fs/cgroup")) -> tuple[float | None, str]:
