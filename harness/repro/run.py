@@ -46,6 +46,7 @@ class Recorded:
     git_dirty: bool | None = None
     workers: int | None = None
     env: dict[str, str] = field(default_factory=dict)
+    suite_threads: dict[str, int] = field(default_factory=dict)  # SuiteOutcome.threads
     planned: tuple[str, ...] = ()
     pins: tuple[str, ...] = ()  # the run's --pin overrides (its matrix.json has them in place)
 
@@ -94,6 +95,7 @@ def read_recorded(target: Path) -> Recorded:
         git_dirty=record.git.dirty,
         workers=workers if isinstance(workers, int) else None,
         env=dict(record.env),
+        suite_threads={s.suite: s.threads for s in record.suites if s.threads is not None},
         planned=() if in_junit else tuple(record.suites_planned),
         pins=tuple(p.requirement for p in record.pins),
     )
@@ -298,6 +300,7 @@ def build_request(
         seed=rec.seed,
         platform_file=rec.resolved,
         env=env,
+        suite_threads=rec.suite_threads,
         durations_file=_durations(rec) if choice.shard else None,
         repro_of=rec.run_id,
         **options,

@@ -355,6 +355,7 @@ class _Reader:
             cause=self.cause(data, path),
             peak_rss_mb=g(data, "peak_rss_mb", (int, float), None, path),
             peak_test=g(data, "peak_test", str, "", path),
+            threads=g(data, "threads", int, None, path),
         )
 
 

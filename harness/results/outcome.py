@@ -138,6 +138,10 @@ class SuiteOutcome:
     # (plugin/memory.py); None where no test recorded it.
     peak_rss_mb: float | None = None
     peak_test: str = ""
+    # The threads each of its test processes ran where the suite had a count of its own
+    # (fewer workers than the run planned: run/plan.py); None: the run's (the manifest's
+    # threads and env). harness repro gives the suite the same.
+    threads: int | None = None
 
 
 def failing(counts: Counts | Mapping[str, int]) -> bool:

@@ -37,6 +37,9 @@ class PlanOptions:
     # the matrix or HARNESS_THREAD_BUDGET=off does): a suite that runs fewer workers than the
     # run planned gives each of them more threads.
     cpus: int | None = None
+    # suite -> the threads its workers ran when the run being reproduced ran it (repro):
+    # kept as recorded, whatever this machine's CPUs.
+    suite_threads: Mapping[str, int] = field(default_factory=dict)
     peaks: Mapping[str, Peak] = field(default_factory=dict)  # suite -> its tests' peak
     seed: int = 0
     shard: str | None = None
@@ -175,7 +178,7 @@ def plan_suite(matrix: Matrix, suite: Suite, run_dir: Path, root: Path,
     return Invocation(
         suite=suite.name,
         argv=tuple(argv),
-        env={"HARNESS_TIER": suite.tier, **_thread_env(options, workers)},
+        env={"HARNESS_TIER": suite.tier, **_thread_env(options, suite.name, workers)},
         junit=junit,
         log=run_dir / layout.log_rel(suite.name, shard),
         partial=partial,
@@ -188,10 +191,12 @@ def plan_suite(matrix: Matrix, suite: Suite, run_dir: Path, root: Path,
     )
 
 
-def _thread_env(options: PlanOptions, workers: int) -> dict[str, str]:
+def _thread_env(options: PlanOptions, suite: str, workers: int) -> dict[str, str]:
     """The thread count of a suite whose workers are fewer than the run planned (its matrix
     entry's ``workers: 1``, or the memory budget): the CPUs over its own workers, not over
     the run's (vLLM's per-file suites, one worker each, ran one thread on two CPUs)."""
+    if suite in options.suite_threads:
+        return thread_env(options.suite_threads[suite])
     if options.cpus is None or max(1, workers) >= options.workers:
         return {}
     return thread_env(max(1, options.cpus // max(1, workers)))

@@ -173,6 +173,7 @@ def plan_step(ctx: RunContext, *, threads: ThreadPlan, run_dir: Path,
         workers=threads.workers,
         workers_asked=ctx.request.workers,
         cpus=threads.cpus if _harness_sets_threads(ctx, threads) else None,
+        suite_threads=ctx.request.suite_threads,
         memory=(MemoryBudget(mb=threads.memory_mb, source=threads.memory_source)
                 if threads.memory_mb is not None else None),
         peaks=recorded_peaks(ctx),

@@ -47,6 +47,8 @@ class RunRequest:
     tests: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     platform_file: Path | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    # suite -> its own thread count in the run being reproduced (SuiteOutcome.threads)
+    suite_threads: Mapping[str, int] = field(default_factory=dict)
     durations_file: Path | None = None
     repro_of: str | None = None
     # harness run --changed-since: the commit diffed against, and this lane's selection
