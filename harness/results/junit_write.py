@@ -17,7 +17,6 @@ import json
 import os
 import re
 import xml.etree.ElementTree as ET  # only builds elements to write; reading is junit_read's
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,9 +24,7 @@ from xml.parsers import expat
 
 from harness.results.cause import CAUSE_PROPERTY, CauseRecord, as_property
 from harness.results.junit_counts import recount
-from harness.results.junit_read import JunitReader, Warn
 from harness.results.layout import progress_for_partial
-from harness.results.outcome import count_key
 from harness.results.sidecar import address, read_records, result_line
 from harness.results.testids import case_ids
 
@@ -43,14 +40,6 @@ def _quiet(line: str) -> None:
 
 _NAMELESS_CASE = re.compile(r"<testcase(?![^>]*\bname=)[^>]*/>")
 _OUTCOME_TO_CHILD = {"failed": "failure", "skipped": "skipped", "xfailed": "skipped"}
-
-
-def count_junit(path: Path, warn: Warn = _quiet) -> dict[str, int]:
-    """Test cases of a JUnit file by outcome (xfailed / xpassed apart from skipped)."""
-    counts: Counter[str] = Counter()
-    for case in JunitReader(path, warn, sidecar=False):
-        counts[count_key(case.status)] += 1
-    return dict(counts)
 
 
 def read_partial(path: Path) -> list[dict[str, object]]:

@@ -1,22 +1,23 @@
 """merged.xml: every suite of a run in one file, for CI systems that read one.
 
-Each suite file is checked with the one JUnit reader (an unreadable file is an
-infrastructure error naming it), then its ``<testsuite>`` elements are copied through
-as written, so nothing a CI system shows (system-out, suite properties) is lost, with
-their counts made to match their cases (``junit_counts``); the root's ``tests``,
-``failures`` and ``errors`` are the sums (junit-10.xsd allows no ``skipped`` there).
+Each suite file's ``<testsuite>`` elements are copied through as written, so nothing a
+CI system shows (system-out, suite properties) is lost, with their counts made to match
+their cases (``junit_counts``); the root's ``tests``, ``failures`` and ``errors`` are the
+sums (junit-10.xsd allows no ``skipped`` there). What the one JUnit reader made of each
+file when its suite ended (the suite's counts, results/suite_junit.py) stands in for a
+file truncated mid-write; a file with neither is an infrastructure error naming it.
 """
 
 from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from xml.parsers import expat
 
 from harness.errors import InfraError
 from harness.results.junit_counts import JUnitTotals, recount
-from harness.results.junit_write import count_junit
 from harness.results.xml_clean import XmlCleaner
 
 _PROLOGUE = re.compile(r"^\s*(<\?xml[^>]*\?>)?\s*(<testsuites\b[^>]*?(/?)>)?", re.DOTALL)
@@ -33,21 +34,23 @@ def _suites_of(text: str) -> str:
     return body.strip()
 
 
-def merge_junit(files: list[Path], out: Path) -> None:
+def merge_junit(suites: Sequence[tuple[Path, Mapping[str, int]]], out: Path) -> None:
+    """``suites``: each suite's JUnit file and its cases by outcome as its outcome has them
+    (read once when it ended)."""
     totals = JUnitTotals()
     parts: list[str] = []
-    for path in sorted(files):
-        problems: list[str] = []
-        counts = count_junit(path, problems.append)
-        if problems and not counts:
-            raise InfraError(f"unreadable JUnit: {problems[0]}")
-        for line in problems:  # characters replaced, bad times: the file still reads
-            print(f"harness: warning: {line}", file=sys.stderr)
+    for path, counts in sorted(suites):
         # Copied through the same cleaner the reader uses: merged.xml is always valid XML.
-        data = XmlCleaner().feed(path.read_bytes(), final=True)
+        cleaner = XmlCleaner()
+        data = cleaner.feed(path.read_bytes(), final=True)
+        if cleaner.replaced:  # the file still reads
+            print(f"harness: warning: {path}: {cleaner.replaced} character(s) that are not "
+                  "valid XML or UTF-8 replaced with U+FFFD", file=sys.stderr)
         try:
             data, found = recount(data)
-        except expat.ExpatError:  # truncated: the reader kept the cases before the damage
+        except expat.ExpatError as error:  # truncated: the cases before the damage count
+            if not counts:
+                raise InfraError(f"unreadable JUnit: {path}: {error}") from None
             found = JUnitTotals(tests=sum(counts.values()), errors=counts.get("error", 0),
                            failures=counts.get("failed", 0) + counts.get("xpassed", 0))
         totals.add(found)

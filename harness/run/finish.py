@@ -43,9 +43,10 @@ def collect_suite_facts(run: Started) -> None:
 
 
 def merge_step(run: Started) -> None:
-    files = [Path(o.junit) for o in run.outcomes if Path(o.junit).is_file()]
-    if files:
-        merge_junit(files, run.plan.run_dir / layout.MERGED)
+    suites = [(Path(o.junit), o.counts.as_dict()) for o in run.outcomes
+              if Path(o.junit).is_file()]
+    if suites:
+        merge_junit(suites, run.plan.run_dir / layout.MERGED)
 
 
 def print_table(run: Started) -> None:

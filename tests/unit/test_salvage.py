@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import platform
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import cast
@@ -19,13 +20,19 @@ from harness.results import junit_write
 from harness.results.junit_read import JunitReader
 from harness.results.junit_write import (
     append_error_case,
-    count_junit,
     read_partial,
     settle_partial,
     write_salvaged_junit,
 )
 from harness.results.layout import progress_for_partial
 from harness.results.sidecar import result_line
+from harness.results.suite_junit import read_suite
+
+
+def count_junit(path: Path, warn: Callable[[str], None] = lambda line: None) -> dict[str, int]:
+    """A JUnit file's cases by outcome, as the one reader counts them for a suite."""
+    return read_suite(path, "s", warn).counts
+
 
 RECORDS = [
     {"nodeid": "suites/a/test_k.py::test_pass", "when": "call", "outcome": "passed",
