@@ -182,7 +182,7 @@ TARGETS.update({
                                       "entries_for", "match"),
                                      _unit("test_known_failures", "test_host_gate")),
     "harness:salvage": Target("harness/results/junit_write.py",
-                              ("count_junit", "_case_from_record", "error_case", "read_partial",
+                              ("_case_from_record", "error_case", "read_partial",
                                "settle_partial", "_suite_element", "write_salvaged_junit",
                                "append_error_case", "_replace"),
                               _unit("test_salvage")),

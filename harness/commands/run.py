@@ -119,16 +119,13 @@ def _add_job_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _check_shard(text: str | None) -> str | None:
+def _check_shard(text: str | None) -> layout.Shard | None:
     if text is None:
         return None
-    from harness.results.layout import Shard
-
     try:
-        Shard.parse(text)
+        return layout.Shard.parse(text)
     except ValueError:
         raise UsageError(f"--shard {text}: expected I/N with 1 <= I <= N, e.g. 2/4") from None
-    return text
 
 
 def _check_durations(path: Path | None) -> Path | None:

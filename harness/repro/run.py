@@ -17,6 +17,7 @@ from harness.repro.pick import pick_tests, read_suite
 from harness.repro.trust import matrix_diff, matrix_problems, node_id_problems, split_env
 from harness.results import layout
 from harness.results.junit_read import suite_properties
+from harness.results.layout import Shard
 from harness.results.manifest import RunRecord
 from harness.run.plan import suite_place
 from harness.run.request import RunRequest
@@ -219,7 +220,7 @@ def restored_env(rec: Recorded, matrix: Matrix, *, trust: bool = False) -> dict[
 class Choice:
     tests: dict[str, tuple[str, ...]]  # suite -> node ids
     whole: dict[str, str]  # suite -> why all of it runs
-    shard: str | None = None
+    shard: Shard | None = None
 
 
 def choose(rec: Recorded, matrix: Matrix, root: Path, wanted: list[str]) -> Choice:
@@ -253,7 +254,17 @@ def choose(rec: Recorded, matrix: Matrix, root: Path, wanted: list[str]) -> Choi
     _check_node_ids(tests, root, rootdirs)
     # A whole suite reruns the shard that ran it; node ids are never sharded.
     shard = next(iter(shards), None) or (rec.shard if whole else None)
-    return Choice(tests=tests, whole=whole, shard=shard)
+    return Choice(tests=tests, whole=whole, shard=_shard(shard))
+
+
+def _shard(text: str | None) -> Shard | None:
+    """The recorded shard a whole suite reruns; a run folder's is data, checked here."""
+    if not text:
+        return None
+    try:
+        return Shard.parse(text)
+    except ValueError as error:
+        raise UsageError(f"the run's shard {error}") from None
 
 
 def _check_node_ids(tests: dict[str, tuple[str, ...]], root: Path,

@@ -86,22 +86,23 @@ def run_dir(reports: Path, matrix: str, run_id: str) -> Path:
     return reports / matrix / run_id
 
 
-def junit_stem(suite: str, shard: str | None) -> str:
+def junit_stem(suite: str, shard: Shard | str | None) -> str:
+    """A suite's file name stem; ``shard`` as the run carries it, or as a manifest wrote it."""
     if not shard:
         return suite
-    index, _, total = shard.partition("/")
+    index, _, total = str(shard).partition("/")
     return f"{suite}-shard-{index}-of-{total}"
 
 
-def junit_rel(suite: str, shard: str | None) -> str:
+def junit_rel(suite: str, shard: Shard | str | None) -> str:
     return f"{JUNIT_DIR}/{junit_stem(suite, shard)}.xml"
 
 
-def partial_rel(suite: str, shard: str | None) -> str:
+def partial_rel(suite: str, shard: Shard | str | None) -> str:
     return f"{JUNIT_DIR}/{junit_stem(suite, shard)}{PARTIAL_SUFFIX}"
 
 
-def log_rel(suite: str, shard: str | None) -> str:
+def log_rel(suite: str, shard: Shard | str | None) -> str:
     return f"{LOGS_DIR}/{junit_stem(suite, shard)}.log"
 
 

@@ -42,7 +42,7 @@ def begin_record(ctx: RunContext, *, threads: ThreadPlan, run_id: str) -> RunRec
         host=host_fingerprint(lane_cpu(ctx)),
         threads=ThreadsRecord.from_json(threads.as_dict() | {"omp_num_threads": omp}),
         seed=ctx.request.seed,
-        shard=ctx.request.shard,
+        shard=str(ctx.request.shard) if ctx.request.shard else None,
         command=list(ctx.request.command_line),
         repro_of=ctx.request.repro_of,
         build=build_id(os.environ),

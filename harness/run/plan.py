@@ -10,6 +10,7 @@ from pathlib import Path
 from harness.errors import UsageError
 from harness.matrix.model import Matrix, Suite
 from harness.results import layout
+from harness.results.layout import Shard
 from harness.roots import base_of
 from harness.run.memory import (
     MemoryBudget,
@@ -42,7 +43,7 @@ class PlanOptions:
     suite_threads: Mapping[str, int] = field(default_factory=dict)
     peaks: Mapping[str, Peak] = field(default_factory=dict)  # suite -> its tests' peak
     seed: int = 0
-    shard: str | None = None
+    shard: Shard | None = None
     durations: Path | None = None  # every shard of one job must read the same file
     plan_dir: Path | None = None  # where each sharded suite writes its plan (shard-plans/)
     update_expectations: bool = False
@@ -208,7 +209,7 @@ def _cpu_workers(suite: Suite, options: PlanOptions) -> int:
 
 
 def _selection_args(suite: Suite, options: PlanOptions, workers: int,
-                    shard: str | None) -> list[str]:
+                    shard: Shard | None) -> list[str]:
     """What narrows or spreads one suite's run: emulation, workers, markers, -k, the shard,
     then the suite's own pytest arguments and the run's."""
     argv = ["--emulate"] if options.emulate else []

@@ -203,7 +203,7 @@ def lane_plan_step(ctx: RunContext, run_dir: Path, durations: Path | None
              if not s.not_applicable]
     if len(names) < 2:
         return frozenset(), frozenset()
-    shard = layout.Shard.parse(ctx.request.shard)
+    shard = ctx.request.shard
     plan = plan_lane(names, load_durations(durations).suites, shard.count)
     out = run_dir / PLANS_DIR / f"{layout.junit_stem(LANE_PLAN, ctx.request.shard)}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.matrix.model import Matrix
+from harness.results.layout import Shard
 from harness.results.manifest import PinOverride
 from harness.results.manifest_write import ManifestWriter
 from harness.results.outcome import SuiteOutcome
@@ -33,7 +34,7 @@ class RunRequest:
     python: str = "matrix"  # "matrix" (per-matrix venv) | "current" | a path
     docker: bool | None = None  # None: the matrix's runtime.docker decides
     keep_container: bool = False
-    shard: str | None = None
+    shard: Shard | None = None
     seed: int = 0
     update_expectations: bool = False
     allow_empty: bool = False  # a suite that ran no test passes (else it is exit 1)

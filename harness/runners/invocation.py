@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.results.layout import Shard
+
 
 @dataclass(frozen=True, kw_only=True)
 class Invocation:
@@ -17,7 +19,7 @@ class Invocation:
     partial: Path
     timeout_s: float
     workers: int
-    shard: str | None = None
+    shard: Shard | None = None
     rootdir: Path = Path()  # node ids (and known_failures ids) are relative to it
     cwd: Path | None = None  # None: the harness's own working folder
     max_skip_ratio: float = 0.5

@@ -91,7 +91,7 @@ def outcome_of(inv: Invocation, result: ProcResult) -> SuiteOutcome:
         duration_s=round(result.duration_s, 3),
         reason=reason,
         junit=str(inv.junit),
-        shard=inv.shard,
+        shard=str(inv.shard) if inv.shard else None,
         counts=Counts.of(counts),
         log_tail=result.tail[-10:] if cause else [],
         skip_ratio=round(skips.ratio, 4) if skips is not None else None,

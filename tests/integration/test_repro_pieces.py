@@ -12,6 +12,7 @@ from harness.matrix import load_matrix
 from harness.repro.pick import pick_tests, read_suite
 from harness.repro.run import Recorded, build_request, choose, read_recorded, restored_env
 from harness.results import layout
+from harness.results.layout import Shard
 from harness.roots import project_root
 
 ROOT = project_root()
@@ -103,11 +104,12 @@ def test_plan_runs_node_ids_in_place_of_the_suite_path_and_never_shards_them(
     matrix = load_matrix("cpu")
     ids = ("suites/platform/test_dtypes.py::test_a[float16]",)
     options = PlanOptions(python="python", platform_spec="m.json",
-                          suites=("platform", "e2e"), shard="2/3", tests={"platform": ids})
+                          suites=("platform", "e2e"), shard=Shard.parse("2/3"),
+                          tests={"platform": ids})
     by_suite = {inv.suite: inv for inv in plan_run(matrix, tmp_path, ROOT, options)}
     platform, e2e = by_suite["platform"], by_suite["e2e"]
     assert platform.argv[3:4] == (str(ROOT / ids[0]),)
     assert str(ROOT / "suites/platform") not in platform.argv
     assert platform.shard is None and platform.junit.name == "platform.xml"
     assert not any(a.startswith("--harness-shard=") for a in platform.argv)
-    assert e2e.shard == "2/3" and "--harness-shard=2/3" in e2e.argv
+    assert str(e2e.shard) == "2/3" and "--harness-shard=2/3" in e2e.argv

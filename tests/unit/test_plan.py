@@ -5,6 +5,7 @@ import pytest
 from harness.errors import UsageError
 from harness.matrix import load_matrix
 from harness.results import layout
+from harness.results.layout import Shard
 from harness.run.plan import PlanOptions, plan_run
 
 
@@ -61,7 +62,8 @@ def test_suite_missing_from_the_project_is_the_shipped_one(tmp_path: Path) -> No
 def test_keyword_and_shard(tmp_path: Path) -> None:
     matrix = load_matrix("cpu")
     (inv,) = plan_run(
-        matrix, tmp_path, Path("/r"), options(suites=["platform"], keyword="dtype", shard="2/3")
+        matrix, tmp_path, Path("/r"),
+        options(suites=["platform"], keyword="dtype", shard=Shard.parse("2/3"))
     )
     assert inv.junit.name == "platform-shard-2-of-3.xml"
     assert inv.argv[inv.argv.index("-k") + 1] == "(dtype)"

@@ -16,6 +16,7 @@ import pytest
 from harness.errors import InfraError, TestProcessCrashed, TestsFailed
 from harness.matrix import load_matrix
 from harness.results import layout
+from harness.results.layout import Shard
 from harness.results.manifest import MatrixRef, RunRecord
 from harness.results.manifest_write import ManifestWriter
 from harness.results.outcome import Counts, Status, SuiteOutcome
@@ -35,7 +36,7 @@ def context(tmp_path: Path, **request: object) -> RunContext:
 
 def test_print_config_says_what_will_run(tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
-    ctx = context(tmp_path, seed=7, shard="2/3")
+    ctx = context(tmp_path, seed=7, shard=Shard.parse("2/3"))
     print_config(ctx)
     m = ctx.matrix
     assert capsys.readouterr().out.splitlines() == [
