@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.errors import ConfigError
 from harness.history.schema import connect
+from harness.results.layout import Lane
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,14 +45,14 @@ _SUITE_TIMES = """
 """
 
 
-def recent_suite_times(db: Path, lane: str, *, limit: int = 200) -> list[SuiteTime]:
+def recent_suite_times(db: Path, lane: Lane, *, limit: int = 200) -> list[SuiteTime]:
     """This lane's newest finished suites that have a duration, newest first.
 
     Read-only and brief (a run in progress must not wait on an ingest, nor migrate the
     file): no database, a busy one or a damaged one gives no rows.
     """
     return [SuiteTime(suite=name, seconds=float(seconds))
-            for name, seconds in _read_only(db, _SUITE_TIMES, (lane, limit))]
+            for name, seconds in _read_only(db, _SUITE_TIMES, (str(lane), limit))]
 
 
 # A suite's whole runs: those of an unsharded run, and those a shard ran whole (the
@@ -65,10 +66,10 @@ _WHOLE_SUITE_TIMES = """
 """
 
 
-def recent_whole_suite_times(db: Path, lane: str, *, limit: int = 2000) -> list[SuiteTime]:
+def recent_whole_suite_times(db: Path, lane: Lane, *, limit: int = 2000) -> list[SuiteTime]:
     """As ``recent_suite_times``, the suites that ran whole only (shard/durations.py)."""
     return [SuiteTime(suite=name, seconds=float(seconds))
-            for name, seconds in _read_only(db, _WHOLE_SUITE_TIMES, (lane, limit))]
+            for name, seconds in _read_only(db, _WHOLE_SUITE_TIMES, (str(lane), limit))]
 
 
 def _read_only(db: Path, query: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
@@ -109,11 +110,11 @@ GROUP BY s.name
 """
 
 
-def recent_suite_peaks(db: Path, lane: str, *, last_runs: int = 5) -> list[SuitePeak]:
+def recent_suite_peaks(db: Path, lane: Lane, *, last_runs: int = 5) -> list[SuitePeak]:
     """Each suite's peak test memory over this lane's last runs; read-only and brief, as
     ``recent_suite_times`` (no database, a busy or a damaged one: no rows)."""
     return [SuitePeak(suite=name, mb=float(mb), nodeid=str(nodeid))
-            for name, mb, nodeid in _read_only(db, _SUITE_PEAKS, (lane, last_runs))
+            for name, mb, nodeid in _read_only(db, _SUITE_PEAKS, (str(lane), last_runs))
             if mb is not None]
 
 

@@ -140,7 +140,7 @@ def execute(run: Started) -> None:
 def make_progress(ctx: RunContext, plan: Prepared) -> Progress:
     """Suite i of N with an estimate from the history (or the last run folder)."""
     lane = ctx.environment.lane
-    estimates = history_estimates(default_db_path(ctx.root), str(lane)) or folder_estimates(
+    estimates = history_estimates(default_db_path(ctx.root), lane) or folder_estimates(
         plan.run_dir.parent, ctx.request.emulate
     )
     return Progress([inv.suite for inv in plan.invocations], estimates)

@@ -102,7 +102,7 @@ def recorded_peaks(ctx: RunContext) -> dict[str, Peak]:
     from harness.history.read import recent_suite_peaks
 
     recorded = {p.suite: Peak(mb=p.mb, test=p.nodeid)
-                for p in recent_suite_peaks(default_db_path(), str(ctx.environment.lane))}
+                for p in recent_suite_peaks(default_db_path(), ctx.environment.lane)}
     return suite_peaks(recorded, {name: suite.peak_memory_mb
                                   for name, suite in ctx.matrix.suites.items()})
 

@@ -15,10 +15,11 @@ from pathlib import Path
 
 from harness.errors import HarnessError
 from harness.history.read import recent_suite_times
+from harness.results.layout import Lane
 from harness.results.manifest import RunRecord
 
 
-def history_estimates(db: Path, lane: str) -> dict[str, float]:
+def history_estimates(db: Path, lane: Lane) -> dict[str, float]:
     """Each suite's median over its last five finished runs on this lane."""
     per: dict[str, list[float]] = {}
     for row in recent_suite_times(db, lane):

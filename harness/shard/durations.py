@@ -160,10 +160,10 @@ def durations_for(lane: Lane, db: Path, *, last_runs: int = 10) -> DurationSet:
     medians = {lane: {t: statistics.median(v) for t, v in tests.items()}
                for lane, tests in per_lane.items()}
     return DurationSet(matrix=matrix, durations=medians.pop(matrix, {}), siblings=medians,
-                       suites=suite_costs(db, matrix, last_runs=last_runs))
+                       suites=suite_costs(db, lane, last_runs=last_runs))
 
 
-def suite_costs(db: Path, lane: str, *, last_runs: int = 10) -> dict[str, SuiteCost]:
+def suite_costs(db: Path, lane: Lane, *, last_runs: int = 10) -> dict[str, SuiteCost]:
     """Each suite's median wall time over the lane's recent finished runs of it (a run
     whose shard ran a part of it says nothing of the whole: the history keeps the
     whole runs' times only), with its recent peak test memory."""

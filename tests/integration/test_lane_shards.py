@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from harness.history.read import recent_whole_suite_times
+from harness.results.layout import Lane
 from harness.shard.durations import suite_costs
 from tests.runs import harness, own_suites_matrix
 
@@ -102,6 +103,6 @@ def test_a_lanes_suites_go_whole_to_one_shard_each_but_the_longest(tmp_path: Pat
     shard_db = tmp_path / "shards.sqlite"
     for run in shards:
         assert harness("history", "ingest", str(run), "--db", str(shard_db)).returncode == 0
-    assert {t.suite for t in recent_whole_suite_times(shard_db, "lanes")} == {
+    assert {t.suite for t in recent_whole_suite_times(shard_db, Lane(matrix="lanes"))} == {
         "alpha", "beta", "gamma"}
-    assert set(suite_costs(shard_db, "lanes")) == {"alpha", "beta", "gamma"}
+    assert set(suite_costs(shard_db, Lane(matrix="lanes"))) == {"alpha", "beta", "gamma"}

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.history.read import recent_suite_peaks
+from harness.results.layout import Lane
 from harness.results.manifest import RunRecord
 from harness.roots import project_root
 from tests.runs import own_suites_matrix
@@ -99,7 +100,7 @@ def test_the_worker_count_follows_the_memory_limit(tmp_path: Path, matrix: Path)
     assert done.returncode == 0 and run_dir is not None, (done.stdout + done.stderr)[-3000:]
     ingest = harness(tmp_path, "history", "ingest", str(run_dir), limit="600M")
     assert ingest.returncode == 0, ingest.stderr
-    (peak,) = recent_suite_peaks(tmp_path / "history.sqlite", "grows")
+    (peak,) = recent_suite_peaks(tmp_path / "history.sqlite", Lane(matrix="grows"))
     assert peak.suite == "growing" and peak.mb == RunRecord.read(run_dir).suites[0].peak_rss_mb
 
     # Room for one worker at the recorded peak, not two: one worker, and the run says why;

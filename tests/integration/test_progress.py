@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from runs import Runs, harness
 
+from harness.results.layout import Lane
 from harness.run.progress import Progress, folder_estimates, history_estimates
 
 
@@ -21,10 +22,10 @@ def test_estimates_from_the_history(real_runs: Runs, tmp_path: Path) -> None:
     done = harness("history", "ingest", str(real_runs.passing), str(real_runs.failing),
                    "--db", str(db))
     assert done.returncode == 0, done.stderr
-    estimates = history_estimates(db, "record")
+    estimates = history_estimates(db, Lane(matrix="record"))
     assert set(estimates) == {"record"} and estimates["record"] > 0
-    assert history_estimates(db, "other-lane") == {}
-    assert history_estimates(tmp_path / "missing.sqlite", "record") == {}
+    assert history_estimates(db, Lane(matrix="other-lane")) == {}
+    assert history_estimates(tmp_path / "missing.sqlite", Lane(matrix="record")) == {}
 
 
 def test_progress_lines(capsys: pytest.CaptureFixture[str]) -> None:

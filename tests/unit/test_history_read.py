@@ -12,6 +12,7 @@ from harness.errors import ConfigError
 from harness.history import ingest_paths
 from harness.history.read import CaseTime, recent_case_times, recent_suite_times
 from harness.results.junit_read import read_junit
+from harness.results.layout import Lane
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "junit"
 
@@ -34,7 +35,8 @@ def test_without_a_readable_database(tmp_path: Path) -> None:
     missing, damaged = tmp_path / "missing.sqlite", tmp_path / "damaged.sqlite"
     damaged.write_text("not a database")
     # progress estimates never fail a run ...
-    assert recent_suite_times(missing, "cpu") == recent_suite_times(damaged, "cpu") == []
+    cpu = Lane(matrix="cpu")
+    assert recent_suite_times(missing, cpu) == recent_suite_times(damaged, cpu) == []
     # ... shard durations say what is wrong, in one line
     with pytest.raises(ConfigError, match=r"missing\.sqlite: no history database"):
         recent_case_times(missing)
