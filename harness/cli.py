@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness import __version__
-from harness.errors import HarnessError
+from harness.errors import Exit, HarnessError
 from harness.results.writefail import describe, is_write_failure
 
 # Each name is a module under harness/commands/ with ``register(subparsers)``.
@@ -105,7 +105,7 @@ def _call(args: argparse.Namespace) -> int:
         if args.debug or not is_write_failure(error):
             raise
         _say(f"harness: error: {describe(error)}")
-        return 3
+        return Exit.INFRA
 
 
 def _say(line: str) -> None:

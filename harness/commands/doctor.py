@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from harness.errors import Exit
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
@@ -53,6 +55,6 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         print(f"harness doctor: {len(missing)} missing; a run would stop (exit 3) before "
               "building anything")
-        return 3
+        return Exit.INFRA
     print("harness doctor: ready")
-    return 0
+    return Exit.OK

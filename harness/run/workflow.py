@@ -127,7 +127,7 @@ def _run_suites(run: Started) -> str:
     except InfraError as error:
         with cancel.shield():
             release_reserve(run_dir)
-            run.manifest.finish(status="error", exit_code=3,
+            run.manifest.finish(status="error", exit_code=error.exit_code,
                                 infra_error=InfraFailure(kind="infra", message=str(error),
                                                           cause=CauseRecord(
                                                               cause=Cause.INFRA_REFUSAL)))
