@@ -122,6 +122,8 @@ class Worker(Protocol):
 
     def send_steal(self, indices: Sequence[int]) -> None: ...
 
+    def ensure_teardown(self) -> None: ...
+
 
 class Scheduler(Protocol):
     """What the controller's hooks use of the scheduler ``make_recycling`` makes."""
@@ -234,12 +236,16 @@ class WorkerBudget:
         dsession = self.config.pluginmanager.getplugin("dsession")
         if dsession is None or dsession.shuttingdown or sched.tests_finished:
             return
+        name = node.gateway.id
+        # Its process ends now, and with it what it holds: xdist would keep a finished
+        # worker's process, idle, until the session ends (its teardown), and a restart
+        # would then add a fresh worker's memory to the old one's.
+        node.ensure_teardown()
         if node in sched.retiring:
-            line = f"harness: worker {node.gateway.id} stopped between tests: {why}"
+            line = f"harness: worker {name} stopped between tests: {why}"
         else:
             clone = dsession._clone_node(node)  # how xdist replaces a crashed worker (1.x+)
-            line = (f"harness: worker {node.gateway.id} restarted between tests as "
-                    f"{clone.gateway.id}: {why}")
+            line = f"harness: worker {name} restarted between tests as {clone.gateway.id}: {why}"
         self.restarts.append(line)
         reporter = self.config.pluginmanager.getplugin("terminalreporter")
         if reporter is not None:

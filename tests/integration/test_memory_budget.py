@@ -26,9 +26,20 @@ MB = 60  # each test keeps this much more resident than the one before it, in it
 TESTS = 12
 
 SUITE = f"""
+import os
+from pathlib import Path
+
 import pytest
 
 HELD = []
+
+
+def alive(pid):  # a zombie (exited, not yet reaped by its parent) holds no memory
+    try:
+        status = Path(f"/proc/{{pid}}/status").read_text()
+    except OSError:
+        return False
+    return "State:\\tZ" not in status
 
 
 @pytest.mark.parametrize("i", range({TESTS}))
@@ -37,6 +48,14 @@ def test_grows(i):
     for at in range(0, len(block), 4096):  # touched: resident, not only reserved
         block[at] = 1
     HELD.append(block)
+    # Which test processes seen so far still live beside this one ("PIDS": a file the
+    # test reads after the run): a worker restarted for memory must be gone, not idle.
+    pids = Path(__file__).with_name("pids.txt")
+    seen = {{int(line.split()[0]) for line in pids.read_text().splitlines()}} \
+        if pids.exists() else set()
+    others = sorted(p for p in seen - {{os.getpid()}} if alive(p))
+    with pids.open("a") as out:
+        out.write(f"{{os.getpid()}} {{len(others)}}\\n")
 """
 
 
@@ -77,6 +96,11 @@ def test_a_worker_over_its_share_is_restarted_between_tests(tmp_path: Path,
     assert done.returncode == 0 and run_dir is not None, said[-3000:]
     assert "restarted between tests" in said, said[-3000:]
     assert "over the 300 MB a worker may use" in said
+    # Each restarted worker's process ended: a test never saw more than the one other worker
+    # alive beside it (xdist alone keeps a finished worker's process until the session ends).
+    pids = [line.split() for line in (matrix.parent / "growing" / "pids.txt").read_text()
+            .splitlines()]
+    assert len({pid for pid, _ in pids}) > 2 and max(int(n) for _, n in pids) <= 1, pids
 
     record = RunRecord.read(run_dir)
     (suite,) = record.suites
