@@ -7,7 +7,8 @@ shards, zen (real zentorch where the zen matrix's probe accepts this CPU; elsewh
 cuda and xpu emulated on the CPU, s390x in docker under qemu (platform, kernel_parity,
 fusion and e2e at the lane's tiers), a user suite (a matrix
 outside the checkout) that passes one night and has one regression the next, a run
-that crashes half-way and a run cancelled half-way. The folders are then laid out as
+that crashes half-way (a finding on a CPU lane: its suite failed, no infrastructure
+event) and a run cancelled half-way. The folders are then laid out as
 the GitHub and the Buildkite nightly steps find them after their artifact download,
 and the nightly step's own command (taken from ``harness ci pipeline --nightly``)
 ingests them and writes the report, whose JSON is checked against the JUnit files.
@@ -237,9 +238,15 @@ class Day:
         regressions = {(c["lane"], c["key"]) for c in data["regressions"]}
         self.check(("nightly-user", REGRESSION) in regressions,
                    f"{provider}: {REGRESSION} is not a regression of nightly-user")
-        infra = {(e["lane"], e["signature"]) for e in data["infra"]}
-        self.check(("nightly-crash", "crashed") in infra,
-                   f"{provider}: the crash is not an infrastructure failure: {sorted(infra)}")
+        # A test process that killed itself by a signal on a CPU lane is a finding (exit 4,
+        # never retried): the suite's failure in the grid, no infrastructure event.
+        infra = {(e["lane"], e["label"]) for e in data["infra"]}
+        self.check(not any(lane == "nightly-crash" for lane, _ in infra),
+                   f"{provider}: the crash is listed as infrastructure: {sorted(infra)}")
+        crashed = {c["state"] for c in data["suite_grid"]
+                   if c["lane"] == "nightly-crash" and c["suite"] == "record"}
+        self.check(crashed == {"failed"},
+                   f"{provider}: the crash's suite shows {sorted(crashed)}, not failed")
         if "vllm-cpu" in self.lanes:
             library = lanes.get("vllm-cpu", {}).get("kernel_library", "")
             self.check(library.startswith("vllm _C"),
