@@ -117,9 +117,8 @@ class JunitReader:
         finally:
             if side is not None:
                 side.close()
-        if cleaner.replaced:
-            self.warn(f"{self.path}: {cleaner.replaced} character(s) that are not valid XML "
-                      "or UTF-8 replaced with U+FFFD")
+        if note := cleaner.replaced_note(self.path):
+            self.warn(note)
         if state.bad_times:
             self.warn(f"{self.path}: {state.bad_times} test case time(s) negative or not "
                       "finite; stored as 0")

@@ -39,13 +39,12 @@ def merge_junit(suites: Sequence[tuple[Path, Mapping[str, int]]], out: Path) -> 
     (read once when it ended)."""
     totals = JUnitTotals()
     parts: list[str] = []
-    for path, counts in sorted(suites):
+    for path, counts in sorted(suites, key=lambda suite: suite[0]):
         # Copied through the same cleaner the reader uses: merged.xml is always valid XML.
         cleaner = XmlCleaner()
         data = cleaner.feed(path.read_bytes(), final=True)
-        if cleaner.replaced:  # the file still reads
-            print(f"harness: warning: {path}: {cleaner.replaced} character(s) that are not "
-                  "valid XML or UTF-8 replaced with U+FFFD", file=sys.stderr)
+        if note := cleaner.replaced_note(path):
+            print(f"harness: warning: {note}", file=sys.stderr)
         try:
             data, found = recount(data)
         except expat.ExpatError as error:  # truncated: the cases before the damage count

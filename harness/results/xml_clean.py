@@ -28,6 +28,13 @@ class XmlCleaner:
         self._carry = ""
         self.replaced = 0
 
+    def replaced_note(self, path: object) -> str | None:
+        """The warning for what was replaced in ``path`` (the file still reads); None: nothing."""
+        if not self.replaced:
+            return None
+        return (f"{path}: {self.replaced} character(s) that are not valid XML or UTF-8 "
+                "replaced with U+FFFD")
+
     def feed(self, block: bytes, final: bool = False) -> bytes:
         if self._plain(block, final):
             return block  # the usual block: nothing to decode, look for or re-encode

@@ -155,6 +155,7 @@ def plan_suite(matrix: Matrix, suite: Suite, run_dir: Path, root: Path,
     peak = options.peaks.get(suite.name)
     check_fits(suite.name, options.memory, peak)
     workers = workers_within(_cpu_workers(suite, options), options.memory, peak)
+    threads = _own_threads(options, suite.name, workers)
     argv: list[str] = [options.python, "-m", "pytest", *targets]
     # Loads the plugin whether or not this interpreter has the entry point.
     argv += ["-p", "harness.pytest_entry"]
@@ -179,7 +180,8 @@ def plan_suite(matrix: Matrix, suite: Suite, run_dir: Path, root: Path,
     return Invocation(
         suite=suite.name,
         argv=tuple(argv),
-        env={"HARNESS_TIER": suite.tier, **_thread_env(options, suite.name, workers)},
+        env={"HARNESS_TIER": suite.tier, **(thread_env(threads) if threads else {})},
+        threads=threads,
         junit=junit,
         log=run_dir / layout.log_rel(suite.name, shard),
         partial=partial,
@@ -192,15 +194,16 @@ def plan_suite(matrix: Matrix, suite: Suite, run_dir: Path, root: Path,
     )
 
 
-def _thread_env(options: PlanOptions, suite: str, workers: int) -> dict[str, str]:
+def _own_threads(options: PlanOptions, suite: str, workers: int) -> int | None:
     """The thread count of a suite whose workers are fewer than the run planned (its matrix
     entry's ``workers: 1``, or the memory budget): the CPUs over its own workers, not over
-    the run's (vLLM's per-file suites, one worker each, ran one thread on two CPUs)."""
+    the run's (vLLM's per-file suites, one worker each, ran one thread on two CPUs); None:
+    the run's."""
     if suite in options.suite_threads:
-        return thread_env(options.suite_threads[suite])
+        return options.suite_threads[suite]
     if options.cpus is None or max(1, workers) >= options.workers:
-        return {}
-    return thread_env(max(1, options.cpus // max(1, workers)))
+        return None
+    return max(1, options.cpus // max(1, workers))
 
 
 def _cpu_workers(suite: Suite, options: PlanOptions) -> int:

@@ -205,7 +205,7 @@ def lane_plan_step(ctx: RunContext, run_dir: Path, durations: Path | None
         return frozenset(), frozenset()
     shard = ctx.request.shard
     plan = plan_lane(names, load_durations(durations).suites, shard.count)
-    out = run_dir / PLANS_DIR / f"{layout.junit_stem(LANE_PLAN, ctx.request.shard)}.json"
+    out = run_dir / PLANS_DIR / f"{layout.junit_stem(LANE_PLAN, shard)}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(plan.as_dict(shard.index), indent=1) + "\n", encoding="utf-8")
     print(f"harness: {describe_lane_plan(plan, shard.index)}")

@@ -20,6 +20,7 @@ class Invocation:
     timeout_s: float
     workers: int
     shard: Shard | None = None
+    threads: int | None = None  # its own thread count, in env too (run/plan.py); None: the run's
     rootdir: Path = Path()  # node ids (and known_failures ids) are relative to it
     cwd: Path | None = None  # None: the harness's own working folder
     max_skip_ratio: float = 0.5

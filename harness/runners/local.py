@@ -100,14 +100,8 @@ def outcome_of(inv: Invocation, result: ProcResult) -> SuiteOutcome:
         cause=ended,
         peak_rss_mb=peak[0] if peak else None,
         peak_test=peak[1] if peak else "",
-        threads=_own_threads(inv),
+        threads=inv.threads,
     )
-
-
-def _own_threads(inv: Invocation) -> int | None:
-    """The suite's own thread count, where its plan gave it one (run/plan.py)."""
-    given = inv.env.get("HARNESS_TORCH_THREADS", "")
-    return int(given) if given.isdigit() else None
 
 
 def _ended(inv: Invocation, result: ProcResult) -> CauseRecord | None:
