@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 import pytest
 
 from harness.results.sidecar import PEAK_RSS_PROPERTY as PROPERTY
-from harness.run.memory import keep_beside
 
 RSS_ATTR = "harness_rss_mb"  # a teardown report's current resident memory, for the controller
 PEAK_ATTR = "harness_peak_mb"  # and the test's peak, for the controller
@@ -156,10 +155,11 @@ def make_recycling(config: pytest.Config, log: object, budget_mb: float) -> Sche
         def share(self) -> float:
             """What a worker may keep now: the workers' budget over those not retiring; the
             last one left, whatever leaves room beside it for the heaviest test seen (as a
-            suite planned with one worker: run/memory.py's keep_beside)."""
+            suite planned with one worker: run/memory.py's lone_keep_mb; the rooms' map
+            lets neither import the other)."""
             live = [n for n in self.node2pending if n not in self.retiring]
             if len(live) == 1 and self.started > 1:
-                return keep_beside(self.total_mb, self.heaviest_mb)
+                return max(1.0, min(self.total_mb / 2, self.total_mb - self.heaviest_mb))
             return self.total_mb / max(1, len(live))
 
         def note(self, node: Worker, rss_mb: float, peak_mb: float | None,

@@ -143,15 +143,7 @@ def lone_keep_mb(budget: MemoryBudget | None, peak: Peak | None) -> float | None
     """
     if budget is None or peak is None or peak.mb <= budget.mb / 2:
         return None
-    return keep_beside(budget.mb, peak.mb)
-
-
-def keep_beside(budget_mb: float, heaviest_mb: float) -> float:
-    """What a suite's lone worker may keep between tests out of ``budget_mb``: room beside
-    it for its heaviest test, and never more than half (the rest is the next test's). The
-    plan's one worker (``lone_keep_mb``, the recorded peak) and the last worker the
-    scheduler leaves (plugin/memory.py, the most a test grew its process) both keep this."""
-    return max(1.0, min(budget_mb / 2, budget_mb - heaviest_mb))
+    return max(1.0, budget.mb - peak.mb)  # the scheduler's last worker keeps alike
 
 
 def check_fits(suite: str, budget: MemoryBudget | None, peak: Peak | None) -> None:
