@@ -137,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
             before, after = (_flat(out, label, lanes) for out in outs)
             diff = list(difflib.unified_diff(before, after, "before", "after", n=0,
                                              lineterm=""))
-            print(f"-- {label}: " + ("same" if not diff else f"{len(diff) - 2} lines differ"))
+            changed = sum(1 for line in diff[2:] if not line.startswith("@@"))
+            print(f"-- {label}: " + (f"{changed} lines differ" if changed else "same"))
             for line, count in _collapsed(diff[2:], full=args.full):
                 print("   " + line + (f"   (x{count})" if count > 1 else ""))
     return 0
