@@ -4,8 +4,11 @@ A value may start with ``~`` or use ``${VAR}``. An absolute value stays as it is
 relative one is read against the folder of the matrix file that wrote it when that file
 lives outside the repository and the path exists there (a user's own matrix next to their
 own tests); otherwise against the repository, as the shipped matrices write them. The
-resolved matrix keeps repository-relative values relative (so a shipped matrix hashes the
-same on every machine) and writes every other value absolute.
+resolved matrix keeps repository-relative values relative, and so a shipped matrix's suite
+that an installed harness brings (its shipped root), so that a matrix hashes the same on
+every machine and a run folder's matrix repros on one where harness is installed elsewhere;
+it writes every other value absolute. A relative value is found where it is used as
+``roots.locate`` finds it: under the project root, else under the shipped root.
 """
 
 from __future__ import annotations
@@ -48,7 +51,11 @@ def resolve_one(
             and not (root / value).exists()
             and (shipped / value).exists()
         ):
-            value = shipped / value  # a shipped matrix's suite, in an installed harness
+            # A shipped matrix's suite, in an installed harness: kept relative, as the
+            # checkout's are, and found where it is run (roots.locate: the project, else
+            # the shipped root), so the matrix hashes and repros alike wherever harness
+            # is installed.
+            return Path(os.path.normpath(value)).as_posix()
         else:
             value = root / value
     value = Path(os.path.normpath(value))

@@ -17,6 +17,7 @@ from harness.errors import ConfigError, UsageError
 from harness.results import layout
 from harness.results.case_meaning import FINDINGS
 from harness.results.junit_read import NODEID_PROPERTY, JunitReader
+from harness.roots import locate
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,7 +99,7 @@ def _suite_of(
 ) -> str | None:
     for suite, path in suite_paths.items():
         target = (rootdirs.get(suite, root) / test_file).resolve()
-        where = (root / path).resolve()
+        where = locate(path, root).resolve()
         if target.is_file() and (target == where or where in target.parents):
             return suite
     return None

@@ -11,7 +11,7 @@ from harness.errors import UsageError
 from harness.matrix.model import Matrix, Suite
 from harness.results import layout
 from harness.results.layout import Shard
-from harness.roots import base_of
+from harness.roots import base_of, locate
 from harness.run.memory import (
     MemoryBudget,
     Peak,
@@ -81,11 +81,6 @@ class SuitePlace:
     inside: bool  # the suite lives in the harness checkout
 
 
-def _absolute(value: str, root: Path) -> Path:
-    path = Path(value)
-    return path if path.is_absolute() else root / path
-
-
 def suite_place(suite: Suite, root: Path) -> SuitePlace:
     """Where a suite's tests are, which rootdir its node ids are relative to, where it runs.
 
@@ -93,7 +88,7 @@ def suite_place(suite: Suite, root: Path) -> SuitePlace:
     say ``suites/...``); one outside it defaults to its own folder, as plain ``pytest``
     run there would choose without an ini file.
     """
-    target = _absolute(suite.path, root)
+    target = locate(suite.path, root)
     # A shipped suite of an installed harness lives under the shipped root, not the
     # project: its ids (and the shipped known_failures) stay relative to the shipped root.
     base = base_of(target, root)
@@ -103,12 +98,12 @@ def suite_place(suite: Suite, root: Path) -> SuitePlace:
     except ValueError:
         inside = False
     if suite.rootdir:
-        rootdir = _absolute(suite.rootdir, root)
+        rootdir = locate(suite.rootdir, root)
     elif inside:
         rootdir = base
     else:
         rootdir = target if target.is_dir() or not target.suffix else target.parent
-    cwd = _absolute(suite.cwd, root) if suite.cwd else (None if inside else rootdir)
+    cwd = locate(suite.cwd, root) if suite.cwd else (None if inside else rootdir)
     return SuitePlace(target=target, rootdir=rootdir, cwd=cwd, inside=inside)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from harness.errors import InfraError
 from harness.process.run import run_captured
+from harness.roots import locate
 
 
 def collect(python: str, root: Path, lane: str, paths: Sequence[str],
@@ -29,7 +30,8 @@ def collect(python: str, root: Path, lane: str, paths: Sequence[str],
 def _collect_one(python: str, root: Path, lane: str, path: str,
                  *, timeout_s: float) -> list[str]:
     argv = [python, "-m", "pytest", "--collect-only", "-q", "-p", "harness.pytest_entry",
-            "-p", "no:cacheprovider", f"--rootdir={root}", "--platform", lane, str(root / path)]
+            "-p", "no:cacheprovider", f"--rootdir={root}", "--platform", lane,
+            str(locate(path, root))]
     env = os.environ | {"PYTHONPATH": os.pathsep.join(
         filter(None, [str(root), os.environ.get("PYTHONPATH")])), "TRITON_INTERPRET": "1"}
     try:

@@ -33,8 +33,10 @@ def test_plan_one_invocation_per_suite(tmp_path: Path) -> None:
 
 def test_suite_missing_from_the_project_is_the_shipped_one(tmp_path: Path) -> None:
     # An installed harness: a shipped matrix names suites/platform, the user's project
-    # has none, the wheel has: the path resolves to the shipped suite, whose node ids (and
-    # the shipped known_failures ids) stay relative to the shipped root.
+    # has none, the wheel has: the resolved matrix keeps the path relative (no install
+    # folder in the matrix's hash or its run folder's matrix.json), and the plan finds it
+    # under the shipped root, whose node ids (and the shipped known_failures ids) stay
+    # relative to the shipped root; a project with a suites/platform of its own gets its own.
     import dataclasses
 
     from harness.matrix.suite_paths import resolve_one
@@ -45,18 +47,21 @@ def test_suite_missing_from_the_project_is_the_shipped_one(tmp_path: Path) -> No
     writer = shipped_root() / "matrices" / "base.yaml"
     resolved = resolve_one("suites/platform", writer=writer, root=project, file="base.yaml",
                            line=1, key="suites.platform.path")
-    assert resolved == str(shipped_root() / "suites" / "platform")
-    (project / "suites" / "platform").mkdir(parents=True)  # the project's own comes first
-    assert resolve_one("suites/platform", writer=writer, root=project, file="base.yaml",
-                       line=1, key="suites.platform.path") == "suites/platform"
+    assert resolved == "suites/platform"
 
     matrix = load_matrix("cpu")
     suites = dict(matrix.suites)
     suites["platform"] = dataclasses.replace(suites["platform"], path=resolved)
     shipped = dataclasses.replace(matrix, suites=suites)
-    (inv,) = plan_run(shipped, tmp_path, tmp_path / "elsewhere", options(suites=["platform"]))
-    assert inv.argv[3] == resolved
+    (inv,) = plan_run(shipped, tmp_path / "run", project, options(suites=["platform"]))
+    assert inv.argv[3] == str(shipped_root() / "suites" / "platform")
     assert f"--rootdir={shipped_root()}" in inv.argv
+
+    (project / "suites" / "platform").mkdir(parents=True)  # the project's own comes first
+    assert resolve_one("suites/platform", writer=writer, root=project, file="base.yaml",
+                       line=1, key="suites.platform.path") == "suites/platform"
+    (inv,) = plan_run(shipped, tmp_path / "run", project, options(suites=["platform"]))
+    assert inv.argv[3] == str(project / "suites" / "platform")
 
 
 def test_keyword_and_shard(tmp_path: Path) -> None:
