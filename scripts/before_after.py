@@ -87,8 +87,8 @@ _VOLATILE_KEY = re.compile(
     r"wall|run_id|id|pid|created|generated|date|when|at|s|commit|git|sha|hostname|"
     r"available_mb|available|mem_available_mb|load|rss|peak_rss_mb|growth_mb|"
     r"budget_mb|memory_mb|peak_test|line|"
-    # the resolved matrix's hash: it holds the shipped suites' folders (the checkout's
-    # path), so matrix.json is diffed instead, its paths masked
+    # the resolved matrix's hash: before 68a56e1 a project's held the folder harness was
+    # installed in (its shipped suites' paths); matrix.json is diffed instead, paths masked
     r"hash)$", re.I)
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # a run id (20261205T151852Z-435b7f) and ISO times
