@@ -105,9 +105,15 @@ def resolve_suite_paths(
             )
 
 
+def suite_target(value: str, root: Path) -> Path:
+    """Where a suite's resolved ``path``, ``rootdir`` or ``cwd`` is on this machine: a
+    relative value under the project root, else under the shipped root (a shipped suite of
+    an installed harness); the plan, repro and select find a suite through this alone."""
+    return locate(value, root)
+
+
 def suite_folder(value: str, root: Path) -> Path:
     """The folder of a suite whose resolved ``path`` is ``value`` (a folder, or a test file
-    in one): a relative value under the project root, else under the shipped root (a
-    shipped suite of an installed harness), as the plan finds it."""
-    path = locate(value, root)
+    in one), as the plan finds it."""
+    path = suite_target(value, root)
     return path if path.is_dir() else path.parent

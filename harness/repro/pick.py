@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import ConfigError, UsageError
+from harness.matrix.suite_paths import suite_target
 from harness.results import layout
 from harness.results.case_meaning import FINDINGS
 from harness.results.junit_read import NODEID_PROPERTY, JunitReader
-from harness.roots import locate
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,7 +99,7 @@ def _suite_of(
 ) -> str | None:
     for suite, path in suite_paths.items():
         target = (rootdirs.get(suite, root) / test_file).resolve()
-        where = locate(path, root).resolve()
+        where = suite_target(path, root).resolve()
         if target.is_file() and (target == where or where in target.parents):
             return suite
     return None

@@ -9,9 +9,10 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.matrix.model import Matrix, Suite
+from harness.matrix.suite_paths import suite_target
 from harness.results import layout
 from harness.results.layout import Shard
-from harness.roots import base_of, locate
+from harness.roots import base_of
 from harness.run.memory import (
     MemoryBudget,
     Peak,
@@ -88,7 +89,7 @@ def suite_place(suite: Suite, root: Path) -> SuitePlace:
     say ``suites/...``); one outside it defaults to its own folder, as plain ``pytest``
     run there would choose without an ini file.
     """
-    target = locate(suite.path, root)
+    target = suite_target(suite.path, root)
     # A shipped suite of an installed harness lives under the shipped root, not the
     # project: its ids (and the shipped known_failures) stay relative to the shipped root.
     base = base_of(target, root)
@@ -98,12 +99,12 @@ def suite_place(suite: Suite, root: Path) -> SuitePlace:
     except ValueError:
         inside = False
     if suite.rootdir:
-        rootdir = locate(suite.rootdir, root)
+        rootdir = suite_target(suite.rootdir, root)
     elif inside:
         rootdir = base
     else:
         rootdir = target if target.is_dir() or not target.suffix else target.parent
-    cwd = locate(suite.cwd, root) if suite.cwd else (None if inside else rootdir)
+    cwd = suite_target(suite.cwd, root) if suite.cwd else (None if inside else rootdir)
     return SuitePlace(target=target, rootdir=rootdir, cwd=cwd, inside=inside)
 
 

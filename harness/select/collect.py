@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.errors import InfraError
+from harness.matrix.suite_paths import suite_target
 from harness.process.run import run_captured
-from harness.roots import locate
 
 
 def collect(python: str, root: Path, lane: str, paths: Sequence[str],
@@ -31,7 +31,7 @@ def _collect_one(python: str, root: Path, lane: str, path: str,
                  *, timeout_s: float) -> list[str]:
     argv = [python, "-m", "pytest", "--collect-only", "-q", "-p", "harness.pytest_entry",
             "-p", "no:cacheprovider", f"--rootdir={root}", "--platform", lane,
-            str(locate(path, root))]
+            str(suite_target(path, root))]
     env = os.environ | {"PYTHONPATH": os.pathsep.join(
         filter(None, [str(root), os.environ.get("PYTHONPATH")])), "TRITON_INTERPRET": "1"}
     try:
