@@ -131,26 +131,28 @@ def main(argv: list[str] | None = None) -> int:
                                 str(work / side / "checkout")], check=True)
     for name in scenarios:
         print(f"== {name}")
+        outs = [work / side / "out" / name for side in SIDES]
+        named = [_report_lanes(out) for out in outs]
+        both = named[0] & named[1]
+        drops = [lanes - both for lanes in named]
         for label in ("manifest.json", "matrix.json", "merged.xml", "report.json"):
-            outs = [work / side / "out" / name for side in SIDES]
-            lanes = set.intersection(*(_report_lanes(out) for out in outs))
-            before, after = (_flat(out, label, lanes) for out in outs)
-            diff = list(difflib.unified_diff(before, after, "before", "after", n=0,
-                                             lineterm=""))
-            changed = sum(1 for line in diff[2:] if not line.startswith("@@"))
-            print(f"-- {label}: " + (f"{changed} lines differ" if changed else "same"))
-            for line, count in _collapsed(diff[2:], full=args.full):
+            before, after = (_flat(out, label, drop) for out, drop in zip(outs, drops,
+                                                                         strict=True))
+            changes = [line for line in difflib.unified_diff(before, after, n=0, lineterm="")
+                       if not line.startswith(("---", "+++", "@@"))]
+            print(f"-- {label}: " + (f"{len(changes)} lines differ" if changes else "same"))
+            for line, count in _collapsed(changes, full=args.full):
                 print("   " + line + (f"   (x{count})" if count > 1 else ""))
     return 0
 
 
-def _collapsed(diff: list[str], *, full: bool) -> list[tuple[str, int]]:
-    """The diff's lines, a list's index as ``[*]`` and equal lines counted (unless ``full``)."""
+def _collapsed(changes: list[str], *, full: bool) -> list[tuple[str, int]]:
+    """The changed lines, a list's index as ``[*]`` and equal lines counted (unless
+    ``full``)."""
     counts: dict[str, int] = {}
-    for line in diff:
-        if not line.startswith("@@"):
-            key = line if full else re.sub(r"\[\d+\]", "[*]", line)
-            counts[key] = counts.get(key, 0) + 1
+    for line in changes:
+        key = line if full else re.sub(r"\[\d+\]", "[*]", line)
+        counts[key] = counts.get(key, 0) + 1
     return list(counts.items())
 
 
@@ -204,10 +206,10 @@ def _report_lanes(out: Path) -> set[str]:
     return {lane["name"] for lane in lanes}
 
 
-def _flat(out: Path, label: str, lanes: set[str]) -> list[str]:
-    """A file of the scenario's run as sorted ``path = value`` lines, masked; the report's
-    lanes but those both sides name left out (a matrix one commit ships and the other
-    does not)."""
+def _flat(out: Path, label: str, drop: set[str]) -> list[str]:
+    """A file of the scenario's run as sorted ``path = value`` lines, masked; the report
+    without the lanes in ``drop``, those the other side does not name (a matrix one commit
+    ships and the other does not)."""
     roots = {str(out.parent.parent / "checkout"): "<CHECKOUT>", str(out): "<OUT>",
              str(out.parent.parent / "faults"): "<PROJECT>", str(Path.home()): "<HOME>"}
     if label == "report.json":
@@ -218,7 +220,7 @@ def _flat(out: Path, label: str, lanes: set[str]) -> list[str]:
         return [f"(no {label})"]
     text = files[-1].read_text(errors="replace")
     if label == "report.json":
-        lines = list(_walk(_only(json.loads(text), _report_lanes(out) - lanes), ""))
+        lines = list(_walk(_only(json.loads(text), drop), ""))
     elif label.endswith(".json"):
         lines = list(_walk(json.loads(text), ""))
     else:
