@@ -3,20 +3,21 @@
 Each suite file's ``<testsuite>`` elements are copied through as written, so nothing a
 CI system shows (system-out, suite properties) is lost, with their counts made to match
 their cases (``junit_counts``); the root's ``tests``, ``failures`` and ``errors`` are the
-sums (junit-10.xsd allows no ``skipped`` there). What the one JUnit reader made of each
-file when its suite ended (the suite's counts, results/suite_junit.py) stands in for a
-file truncated mid-write; a file with neither is an infrastructure error naming it.
+sums (junit-10.xsd allows no ``skipped`` there). A file that does not parse (cut mid-write:
+a suite killed while pytest wrote it, a full disk) gives the cases read whole before the
+damage, in a suite of its name, and an error case that names the damage: merged.xml is
+valid XML whatever a suite's file holds.
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+from xml.etree import ElementTree
 from xml.parsers import expat
 
-from harness.errors import InfraError
 from harness.results.junit_counts import JUnitTotals, recount
 from harness.results.xml_clean import XmlCleaner
 
@@ -34,12 +35,11 @@ def _suites_of(text: str) -> str:
     return body.strip()
 
 
-def merge_junit(suites: Sequence[tuple[Path, Mapping[str, int]]], out: Path) -> None:
-    """``suites``: each suite's JUnit file and its cases by outcome as its outcome has them
-    (read once when it ended)."""
+def merge_junit(paths: Sequence[Path], out: Path) -> None:
+    """``paths``: each suite's JUnit file."""
     totals = JUnitTotals()
     parts: list[str] = []
-    for path, counts in sorted(suites, key=lambda suite: suite[0]):
+    for path in sorted(paths):
         # Copied through the same cleaner the reader uses: merged.xml is always valid XML.
         cleaner = XmlCleaner()
         data = cleaner.feed(path.read_bytes(), final=True)
@@ -47,11 +47,8 @@ def merge_junit(suites: Sequence[tuple[Path, Mapping[str, int]]], out: Path) -> 
             print(f"harness: warning: {note}", file=sys.stderr)
         try:
             data, found = recount(data)
-        except expat.ExpatError as error:  # truncated: the cases before the damage count
-            if not counts:
-                raise InfraError(f"unreadable JUnit: {path}: {error}") from None
-            found = JUnitTotals(tests=sum(counts.values()), errors=counts.get("error", 0),
-                           failures=counts.get("failed", 0) + counts.get("xpassed", 0))
+        except expat.ExpatError as error:  # cut: the cases read whole before the damage
+            data, found = recount(readable_part(data, path, error))
         totals.add(found)
         parts.append(_suites_of(data.decode()))
     attrs = (f'tests="{totals.tests}" failures="{totals.failures}" '
@@ -64,3 +61,33 @@ def merge_junit(suites: Sequence[tuple[Path, Mapping[str, int]]], out: Path) -> 
         encoding="utf-8",
     )
     tmp.replace(out)
+
+
+def readable_part(data: bytes, path: Path, error: expat.ExpatError) -> bytes:
+    """A file that does not parse as one ``<testsuite>`` (its first suite's attributes, the
+    name of the file's suite where it has none): every ``<testcase>`` read whole before the
+    damage, then an error case that names the damage and the file."""
+    parser: ElementTree.XMLPullParser[ElementTree.Element] = ElementTree.XMLPullParser(
+        events=("start", "end"))
+    attrs: dict[str, str] = {}
+    cases: list[ElementTree.Element] = []
+    parser.feed(data)
+    try:
+        for event, element in parser.read_events():  # type: ignore[misc]
+            if not isinstance(element, ElementTree.Element):
+                continue
+            if event == "start" and element.tag == "testsuite" and not attrs:
+                attrs = dict(element.attrib)
+            elif event == "end" and element.tag == "testcase":
+                cases.append(element)
+    except ElementTree.ParseError:
+        pass  # the damage, which expat's ``error`` names
+    suite = ElementTree.Element("testsuite", attrs or {"name": path.stem})
+    suite.extend(cases)
+    damage = ElementTree.SubElement(suite, "testcase", classname="harness",
+                                    name=f"{path.name}: cut mid-write")
+    ElementTree.SubElement(damage, "error", message=(
+        f"{path.name} does not parse ({error}): it was cut mid-write (a suite killed while "
+        f"its JUnit was written, a full disk); {len(cases)} case(s) read before the damage"))
+    text: bytes = ElementTree.tostring(suite, encoding="utf-8")
+    return text

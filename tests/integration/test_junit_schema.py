@@ -161,6 +161,24 @@ def _stopped(folder: Path, how: str, said: str, *, after_may_run: bool = False) 
     return dict(suite)
 
 
+def test_a_suite_killed_while_its_junit_is_written_merges_as_valid_xml(
+        xsd: Path, tmp_path: Path) -> None:
+    """The file on disk stays cut (the run's own error case could not be added to it);
+    merged.xml has every case read before the damage and an error case naming it."""
+    folder = run(tmp_path, "cut")
+    cut = folder / "junit" / "outcomes.xml"
+    with pytest.raises(ET.ParseError):
+        ET.parse(cut)
+    problems = schema_errors(xsd, folder / "merged.xml") + count_problems(folder / "merged.xml")
+    assert problems == []
+    merged = ET.parse(folder / "merged.xml").getroot()
+    cases = {case.get("name", ""): case for case in merged.iter("testcase")}
+    assert "test_passes" in cases and len(cases) > 5
+    damage = cases["outcomes.xml: cut mid-write"].find("error")
+    assert damage is not None and "does not parse" in damage.get("message", "")
+    assert merged.get("tests") == str(len(list(merged.iter("testcase"))))
+
+
 def test_a_crash_names_the_test_and_lists_what_never_ran(xsd: Path, tmp_path: Path) -> None:
     folder = run(tmp_path, "crash")
     strict_readers_accept(xsd, folder)
