@@ -85,7 +85,10 @@ def _in_interpreter(matrix: Matrix, args: argparse.Namespace) -> int:
     argv += [f"--op={op}" for op in args.op]
     argv += [f"--dtype={args.dtype}"] if args.dtype else []
     argv += ["--emulate"] if args.emulate else []
-    env = os.environ | suite_env(matrix, project_root(),
+    from harness.platform.cpu_emulation import lane_environ
+
+    # less the agent's host-tuned CPU settings, on a lane whose CPU is emulated
+    env = lane_environ(matrix) | suite_env(matrix, project_root(),
                                  import_root=import_path(cache_root(matrix)),
                                  inherited_pythonpath=os.environ.get("PYTHONPATH"),
                                  emulate=args.emulate)

@@ -21,15 +21,18 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import platform
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from harness.errors import ConfigError, InfraError, UsageError
-from harness.matrix.model import CPU_LEVELS, Cpu
+from harness.matrix.model import CPU_LEVELS, Cpu, Matrix
+from harness.platform.cpu_tuning import host_tuned
 from harness.platform.host import EMULATED_ENV
 from harness.process.run import run_captured
 
@@ -90,6 +93,33 @@ def cpu_option(cpu: Cpu, emulator: str) -> str:
                           f"{', ...' if len(beyond) > 4 else ''} (AVX-512 and AMX CPUs stay "
                           "with real agents)", key="cpu.emulated")
     return ",".join([model, *(f"-{f}" for f in lost)])
+
+
+def left_out(matrix: Matrix, given: Iterable[str] = (),
+             environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The agent's host-tuned CPU settings (platform/cpu_tuning.py) that the lane's processes
+    do not inherit, with their values: on a lane with an emulated CPU, all that ``environ``
+    sets but those the lane sets itself (its ``runtime.env``, and ``given``: the run's own);
+    none on the agent's own CPU."""
+    if matrix.cpu.emulated is None:
+        return {}
+    return host_tuned(environ, lane={*matrix.runtime.env, *given})
+
+
+def lane_environ(matrix: Matrix, given: Iterable[str] = (),
+                 environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """``environ`` as the lane's processes inherit it: less what ``left_out`` finds."""
+    left = left_out(matrix, given, environ)
+    return {k: v for k, v in environ.items() if k not in left}
+
+
+def describe_left_out(found: Mapping[str, str]) -> str:
+    """The run's line for what ``left_out`` found ("" for nothing)."""
+    if not found:
+        return ""
+    settings = ", ".join(f"{name}={value}" for name, value in found.items())
+    return (f"cpu: this agent's {settings} left out (host-tuned, not the emulated CPU's; "
+            "the matrix's runtime.env gives the lane its own)")
 
 
 def wrapper_path(python: str, cpu: Cpu) -> Path:

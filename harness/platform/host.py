@@ -74,9 +74,11 @@ def kernel_cpu_flags(flags: frozenset[str], env: Mapping[str, str]) -> frozenset
                      if f not in FLAG_ISA or ONEDNN_ISA.index(FLAG_ISA[f]) <= level)
 
 
-def host_fingerprint(emulated: Mapping[str, object] | None = None) -> HostRecord:
+def host_fingerprint(emulated: Mapping[str, object] | None = None,
+                     left_out: Mapping[str, str] | None = None) -> HostRecord:
     """The host; with ``emulated`` (platform/cpu_emulation.py ``facts``: the lane's CPU as
-    CPUID answers inside qemu), the CPU its suites see, the agent's own CPU beside it."""
+    CPUID answers inside qemu), the CPU its suites see, the agent's own CPU beside it, and
+    the agent's host-tuned CPU settings the emulated CPU did not get (``left_out``)."""
     model, flags, vendor = cpu_model_and_flags()
     agent, option = "", os.environ.get(EMULATED_ENV, "")  # inside the emulation: its model
     if emulated is not None:
@@ -96,4 +98,5 @@ def host_fingerprint(emulated: Mapping[str, object] | None = None) -> HostRecord
         python=platform.python_version(),
         cpu_emulated=option,
         agent_cpu=agent,
+        agent_env_left_out=dict(left_out or {}),
     )

@@ -85,12 +85,15 @@ def ask(setup: Setup, test_id: str, expected: Signature, shrink: dict[str, int] 
 
 def script_env(matrix: Matrix) -> dict[str, str]:
     """What a script sets before it starts: the matrix's runtime env, and on a lane with an
-    emulated CPU that CPU as qemu-user reads it (QEMU_CPU): the script runs its case there."""
+    emulated CPU that CPU as qemu-user reads it (QEMU_CPU): the script runs its case there,
+    and inductor compiles for it (its -march, as the lane's interpreter sets it: the
+    compiler runs on this machine's CPU, and code for it dies of SIGILL on the lane's)."""
     env = dict(matrix.runtime.env)
     if matrix.cpu.emulated:
-        from harness.platform.cpu_emulation import cpu_option, qemu
+        from harness.platform.cpu_emulation import MARCH_ENV, cpu_option, march, qemu
 
         env["QEMU_CPU"] = cpu_option(matrix.cpu, qemu())
+        env.setdefault(MARCH_ENV, march(matrix.cpu))
     return env
 
 

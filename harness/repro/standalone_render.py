@@ -16,7 +16,8 @@ and exits:
 - 1: the finding is there, with its signature (kind; the exception's type and message;
   the signal); a mismatch may move in size, its numbers are printed beside the recorded;
 - 2: it fails another way (a different signature);
-- 3: it could not run (the engine's kernel library not found or not loadable).
+- 3: it could not run (the engine's kernel library not found or not loadable, or the
+  script itself failed: an exception of its own is never read as the finding).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import TypedDict
 
+from harness.platform.cpu_tuning import tuning_source
 from harness.repro.standalone_dump import ArgSpec
 from harness.repro.standalone_ops import OpCode, Piece
 from harness.results.fingerprint import mask_source
@@ -77,7 +79,8 @@ as vLLM picks it, without importing the vllm package).
 {sources}
 
 Exit: 0 the case passes (the bug is gone); 1 the finding is there (its signature below);
-2 it fails another way; 3 it could not run (no kernel library).
+2 it fails another way; 3 it could not run (no kernel library, no qemu-user, or the
+script failed).
 """
 from __future__ import annotations
 
@@ -194,9 +197,10 @@ def intro():
 
 # What it saw, the verdict, the child process and main, the same in every standalone script
 # (the kernel cases' here, the engine case's in standalone_engine), last in the file: it needs
-# EXPECTED, json, os, re, signal, subprocess and sys, and the template's intro(), child()
-# and judge(); it carries the one masker of results/fingerprint.py, its own source.
-VERDICT = "\n\n" + mask_source() + r'''
+# EXPECTED, ENV, json, os, re, signal, subprocess and sys, and the template's intro(), child()
+# and judge(); it carries the one masker of results/fingerprint.py and the host-tuned CPU
+# settings' rule of platform/cpu_tuning.py, their own source.
+VERDICT = "\n\n" + mask_source() + "\n\n" + tuning_source() + r'''
 
 def versions(dists):
     from importlib import metadata
@@ -213,6 +217,8 @@ def cpu_line():
     """The CPU's model and which of the flags the kernels care about it has: /proc/cpuinfo,
     or, where the case runs on an emulated CPU (QEMU_CPU), that CPU as torch sees it."""
     if os.environ.get("QEMU_CPU"):
+        import torch  # the engine script imports it only where it needs it
+
         return (f"cpu: emulated by qemu-user, QEMU_CPU={os.environ['QEMU_CPU']} (torch's "
                 f"capability: {torch.backends.cpu.get_cpu_capability()})")
     flags, model = [], ""
@@ -247,9 +253,10 @@ def verdict(seen, found_kind):
 def qemu_user():
     import shutil
     qemu = shutil.which("qemu-x86_64-static") or shutil.which("qemu-x86_64")
-    if qemu is None:
-        sys.exit("this finding was seen on an emulated CPU (QEMU_CPU in ENV): install "
-                 "qemu-user-static, or set QEMU_CPU= to run it on this machine's CPU")
+    if qemu is None:  # exit 3, it could not run (sys.exit's text would be 1, the finding)
+        print("cannot run: this finding was seen on an emulated CPU (QEMU_CPU in ENV): "
+              "install qemu-user-static, or set QEMU_CPU= to run it on this machine's CPU")
+        sys.exit(3)
     return qemu
 
 
@@ -261,7 +268,10 @@ def on_cpu():
         return []
     if not os.environ.get("REPRO_ON_QEMU"):
         os.environ["REPRO_ON_QEMU"] = "1"
+        for key in host_tuned(os.environ, ENV):  # not the emulated CPU's (ENV's are)
+            print(f"env {key}={os.environ.pop(key)} of this machine left out (host-tuned)")
         qemu = qemu_user()
+        sys.stdout.flush()
         os.execv(qemu, [qemu, sys.executable, os.path.abspath(__file__), *sys.argv[1:]])
     return [qemu_user()]
 
@@ -292,7 +302,11 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Exception as error:  # the script's own failure: never read as the finding (1)
+        print(f"cannot run: the script failed: {type(error).__name__}: {error}")
+        raise SystemExit(3) from error
 '''
 
 

@@ -29,6 +29,12 @@ def _strings(data: Mapping[str, object], key: str) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
+def _str_map(data: Mapping[str, object], key: str) -> dict[str, str]:
+    value = data.get(key)
+    return ({k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+            if isinstance(value, dict) else {})
+
+
 @dataclass(frozen=True, kw_only=True)
 class HostRecord:
     """The machine the harness ran on (``platform/host.py host_fingerprint``)."""
@@ -47,6 +53,9 @@ class HostRecord:
     # and cpu_flags are what CPUID answers inside the emulation, and agent_cpu the agent's.
     cpu_emulated: str = ""
     agent_cpu: str = ""
+    # The agent's host-tuned CPU settings (OPENBLAS_CORETYPE=Haswell, ...) that the lane's
+    # emulated CPU did not inherit (platform/cpu_tuning.py): name -> the agent's value.
+    agent_env_left_out: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -60,6 +69,7 @@ class HostRecord:
             cpu_flags=_strings(data, "cpu_flags"), cpu_count=_int(data, "cpu_count"),
             byteorder=_str(data, "byteorder"), python=_str(data, "python"),
             cpu_emulated=_str(data, "cpu_emulated"), agent_cpu=_str(data, "agent_cpu"),
+            agent_env_left_out=_str_map(data, "agent_env_left_out"),
         )  # fmt: skip
 
 

@@ -39,7 +39,7 @@ def begin_record(ctx: RunContext, *, threads: ThreadPlan, run_id: str) -> RunRec
         emulate=ctx.request.emulate,
         runner=ctx.runner.kind,
         git=GitRef(sha=git.sha, dirty=git.dirty),
-        host=host_fingerprint(lane_cpu(ctx)),
+        host=host_fingerprint(lane_cpu(ctx), left_out=ctx.left_out),
         threads=ThreadsRecord.from_json(threads.as_dict() | {"omp_num_threads": omp}),
         seed=ctx.request.seed,
         shard=str(ctx.request.shard) if ctx.request.shard else None,

@@ -48,6 +48,10 @@ def print_config(ctx: RunContext) -> None:
     print(f"harness: {m.hardware}; {how}")
     if m.cpu.emulated:
         print(f"harness: cpu {m.cpu.describe()}")
+        if ctx.left_out:
+            from harness.platform.cpu_emulation import describe_left_out
+
+            print(f"harness: {describe_left_out(ctx.left_out)}")
     print(f"harness: suites {suites}")
     print(
         f"harness: runner {ctx.runner.kind}; seed {ctx.request.seed}"

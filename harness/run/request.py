@@ -77,6 +77,16 @@ class RunContext:
         self.runner = pick_runner(self.request, self.matrix)
         self.environment = Environment.of(self.matrix, emulate=self.request.emulate)
 
+    @property
+    def left_out(self) -> dict[str, str]:
+        """This agent's settings the suites do not inherit (a container inherits only its
+        allowlist): said in the run's opening lines, recorded in the manifest."""
+        if self.runner.in_container or self.matrix.cpu.emulated is None:
+            return {}
+        from harness.platform.cpu_emulation import left_out
+
+        return left_out(self.matrix, given=self.request.env)
+
 
 @dataclass(frozen=True, kw_only=True)
 class Prepared:
@@ -113,4 +123,11 @@ def pick_runner(request: RunRequest, matrix: Matrix) -> Runner:
     if docker:
         return DockerRunner(matrix, keep_container=request.keep_container,
                             writable_checkout=request.update_expectations)
-    return LocalRunner(None if request.emulate else matrix, preload=matrix.runtime.preload)
+    base_env = None  # this process's environment; on a lane with an emulated CPU, less the
+    if matrix.cpu.emulated is not None:  # agent's host-tuned CPU settings
+        from harness.platform.cpu_emulation import lane_environ
+
+        base_env = lane_environ(matrix, given=request.env)
+    return LocalRunner(None if request.emulate else matrix, preload=matrix.runtime.preload,
+                       base_env=base_env)
+

@@ -98,7 +98,7 @@ here (seeded weights, a tokenizer trained on the text below) against transformer
 LlamaForCausalLM on the same weights, in {dtype}.
 
 Exit: 0 the greedy tokens match (the bug is gone); 1 the finding is there (they differ);
-2 it fails another way; 3 it could not run (no vllm).
+2 it fails another way; 3 it could not run (no vllm, no qemu-user, or the script failed).
 """
 from __future__ import annotations
 
