@@ -4,7 +4,7 @@
 # public package index with no local configuration (the host's pip config, constraints
 # and wheel folders stay out; only the CA trust store goes in, for the TLS proxy), then
 # ci/clean-room-inner.sh: `harness doctor` and `harness run` on the bare system (exit 3,
-# nothing built), README commands 0 and 1 verbatim, and a wheel (`pip install .`) used
+# nothing built), README command 1 verbatim (system packages included), and a wheel (`pip install .`) used
 # from outside any checkout.
 #
 # Usage: ci/clean-room.sh            (needs a Docker engine: ci/bootstrap-docker.sh)
