@@ -214,6 +214,7 @@ def build(
         file=file,
         extends=_opt(r.get("extends"), str),
         abstract=bool(r.get("abstract", False)),
+        inherits_lane_data=_strs(r.get("lane_data", ()))[1:],
         description=_as(r.get("description", ""), str),
         family=_choice(r.get("family", "cpu"), _FAMILIES),
         hardware=_as(r.get("hardware", ""), str),

@@ -16,7 +16,7 @@ from harness.matrix.yamlsafe import LDict, LList, Loc
 FAMILY_DEVICE = {"cuda": "cuda", "rocm": "cuda", "xpu": "xpu", "cpu": "cpu"}
 # Providers that only exist where the platform provides the capability of the same name.
 PROVIDER_CAPABILITY = {"zentorch": "zentorch", "triton": "triton", "inductor": "inductor"}
-LOADER_KEYS = ("file", "tolerances.origins")
+LOADER_KEYS = ("file", "tolerances.origins", "lane_data")
 
 
 def where_of(merged: LDict, path: str) -> Loc:

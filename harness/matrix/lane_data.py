@@ -7,6 +7,11 @@ lane from it (:func:`lane_file`). A lane without its file fails every test that 
 :func:`needs` finds them before that, for any matrix, from its data alone; a missing file
 is accepted only where a known failure that applies to the lane expects that failure
 (``raises: LaneDataMissing``: a GPU lane whose ids only its hardware can record).
+
+A matrix that extends a lane without changing what its data depends on (its engine, pins,
+CPU: matrix/loader.py ``lane_data_chain``; an imported CI step, say) reads its parent's
+files until it records its own (:func:`lane_files`). What a user's project records lives in
+the project, never in an installed harness (:func:`recorded_in`).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from pathlib import Path
 from harness.matrix.known_failures import entries_for
 from harness.matrix.model import Matrix
 from harness.matrix.suite_paths import suite_folder
-from harness.roots import locate
+from harness.roots import locate, project_root, shipped_root
 
 
 class LaneDataMissing(AssertionError):
@@ -38,6 +43,53 @@ def lane_file(folder: Path, kind: str, matrix: str, device: str, emulate: bool) 
     suffix = KINDS[kind][0]
     own = emulate and device != "cpu"
     return folder / kind / f"{matrix}{'-emulated' if own else ''}{suffix}"
+
+
+@dataclass(frozen=True)
+class LaneFiles:
+    """A lane's file of one kind for one suite folder: the one its suite reads, and the
+    lane's own, where ``--update-expectations`` records (the same where it has its own)."""
+
+    read: Path
+    own: Path
+
+
+def lane_files(folder: Path, kind: str, matrix: Matrix, emulate: bool,
+               root: Path | None = None) -> LaneFiles:
+    """Read: the first file that exists of the lane's own, then each parent's it inherits
+    (``Matrix.lane_data``), each in the project (``recorded_in``; ``root``: the project
+    root, this process's by default) before the suite's own folder; else the lane's own.
+    Own: the lane's file in the project."""
+    mine = recorded_in(folder, root or project_root())
+    own = lane_file(mine, kind, matrix.name, matrix.device, emulate)
+    for lane in matrix.lane_data:
+        for where in dict.fromkeys([mine, folder]):
+            path = lane_file(where, kind, lane, matrix.device, emulate)
+            if _nonempty(path):
+                return LaneFiles(read=path, own=own)
+    return LaneFiles(read=own, own=own)
+
+
+def _nonempty(path: Path) -> bool:
+    return path.is_file() and path.stat().st_size > 0
+
+
+# Under a project's root: its per-lane files of the suites an installed harness ships
+PROJECT_LANE_DATA = "lane-data"
+
+
+def recorded_in(folder: Path, root: Path) -> Path:
+    """Where a project records a suite folder's per-lane files: in the folder, unless an
+    installed harness ships it (a shipped suite run in a user's project), which is never
+    written into: then under the project's ``lane-data/``, at the folder's place (not the
+    folder's own place under the root, where it would stand for the shipped suite)."""
+    shipped = shipped_root().resolve()
+    if root.resolve() == shipped:
+        return folder
+    try:
+        return root / PROJECT_LANE_DATA / folder.resolve().relative_to(shipped)
+    except ValueError:
+        return folder
 
 
 @dataclass(frozen=True)
@@ -68,9 +120,10 @@ def needs(matrix: Matrix, *, emulate: bool, root: Path) -> list[Need]:
         for kind in KINDS:
             if not (folder / kind).is_dir():
                 continue
-            path = lane_file(folder, kind, matrix.name, matrix.device, emulate)
-            if path.is_file() and path.stat().st_size > 0:
+            files = lane_files(folder, kind, matrix, emulate, root)
+            if _nonempty(files.read):
                 continue
+            path = files.own
             known = next((e for e in entries if _expects_missing(e.expect)
                           and _inside(e.file_part, folder, root)), None)
             out.append(Need(name, kind, path, known.describe() if known else ""))

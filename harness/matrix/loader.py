@@ -80,6 +80,36 @@ def _origins(merged: LDict, abstract_files: frozenset[str]) -> dict[str, str]:
     return {d: "base" if by_dtype.where(d)[0] in abstract_files else "platform" for d in by_dtype}
 
 
+# What a lane's per-lane files (golden ids, fusion expectations) depend on: its engine and
+# pins, its CPU, its device and kernels (runtime: only its env, an ISA cap say).
+LANE_DATA_KEYS = ("family", "device", "arch", "byteorder", "dtypes", "fp8", "kernels",
+                  "capabilities", "python", "image", "cpu", "emulation", "runtime.env")
+
+
+def lane_data_chain(chain: Chain, name: str) -> list[str]:
+    """The lanes whose per-lane files a matrix reads, its own first: then its parent's, and
+    on up, while the file below sets none of LANE_DATA_KEYS (a matrix that extends a lane
+    for its suites, an imported CI step, reads its parent's golden ids until it records
+    its own); never an abstract parent's."""
+    lanes = [name]
+    for (_, child), (shown, parent) in zip(reversed(chain.files), reversed(chain.files[:-1]),
+                                           strict=False):
+        if parent.get("abstract") is True or any(_sets(child, key) for key in LANE_DATA_KEYS):
+            break
+        own = parent.get("name")
+        lanes.append(own if isinstance(own, str) and own else Path(shown).stem)
+    return lanes
+
+
+def _sets(data: Mapping[str, object], dotted: str) -> bool:
+    """Whether a matrix file sets ``dotted`` (or appends to it: ``key+``)."""
+    head, _, rest = dotted.partition(".")
+    found = [value for key, value in data.items() if key.rstrip("+") == head]
+    if not rest:
+        return bool(found)
+    return any(isinstance(value, Mapping) and _sets(value, rest) for value in found)
+
+
 def resolve_chain(chain: Chain, name: str, file: str) -> dict[str, object]:
     merged = chain.merged
     body = plain(merged)
@@ -98,6 +128,9 @@ def resolve_chain(chain: Chain, name: str, file: str) -> dict[str, object]:
         for index, entry in enumerate(entries):
             if isinstance(entry, dict):
                 entry["file"], entry["line"] = failures.where(index)
+    lanes = lane_data_chain(chain, str(resolved["name"]))
+    if len(lanes) > 1:  # only where it inherits: a lane's own data keeps its hash as it was
+        resolved["lane_data"] = lanes
     return resolved
 
 

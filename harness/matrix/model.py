@@ -323,6 +323,9 @@ class Matrix:
     emulation: Emulation
     cpu: Cpu = field(default_factory=Cpu)
     abstract: bool = False
+    # the parents whose per-lane files it reads after its own (matrix/loader.py
+    # lane_data_chain; empty: its own alone)
+    inherits_lane_data: tuple[str, ...] = ()
     # matrix.json's mapping; not Mapping[str, object]: callers read its sections key by
     # key (repro/trust.py), each as the type walk found it
     resolved: Mapping[str, Any] = field(repr=False, compare=False)
@@ -330,6 +333,11 @@ class Matrix:
     @property
     def hash(self) -> str:
         return matrix_hash(self.resolved)
+
+    @property
+    def lane_data(self) -> tuple[str, ...]:
+        """The lanes whose per-lane files its suites read, its own first."""
+        return (self.name, *self.inherits_lane_data)
 
 
 def canonical_json(data: Mapping[str, object]) -> str:

@@ -210,6 +210,7 @@ KNOWN_FAILURE = Obj(
             "dispatch catches the raise and calls torch's linear): `harness kernels` says so"
         ),
         "file": Str(doc="written by the loader into resolved matrices; not set by hand"),
+        "lane_data": _strs("by the loader: the lanes whose per-lane files it reads, own first"),
         "line": Int(minimum=1, doc="written by the loader into resolved matrices"),
     },
     required=("id", "reason"),
@@ -239,6 +240,7 @@ MATRIX = Obj(
         "extends": Str(nullable=True, doc="parent file, relative to this one; never inherited"),
         "abstract": Bool(doc="a parent only: not listed, not run; never inherited"),
         "file": Str(doc="written by the loader into resolved matrices; not set by hand"),
+        "lane_data": _strs("by the loader: the lanes whose per-lane files it reads, own first"),
         "description": Str(),
         "family": Str(enum=FAMILIES, what="family"),
         "hardware": Str(doc="human name of the hardware, e.g. AMD Instinct MI300X"),

@@ -26,17 +26,13 @@ import pytest
 import yaml
 
 from harness.errors import ConfigError
-from harness.matrix.lane_data import KINDS, LaneDataMissing, lane_file
+from harness.matrix.lane_data import KINDS, LaneDataMissing, LaneFiles, lane_files
 
 if TYPE_CHECKING:
     from harness.plugin.profile import Profile
 
 SCHEMA = 1
 Counts = Mapping[str, Any]  # {"passes": {name: int|str}, "unfused": {op: int}, "kernels": int}
-
-
-def expectation_path(suite_dir: Path, platform: str, device: str, emulate: bool) -> Path:
-    return lane_file(suite_dir, "expectations", platform, device, emulate)
 
 
 def load_file(path: Path) -> dict[str, Any]:
@@ -97,12 +93,14 @@ def differences(case: str, expected: Counts, found: Counts) -> list[str]:
 class ExpectationStore:
     """One per (suite folder, platform) per session; collects updates until the end."""
 
-    def __init__(self, path: Path, platform: str, update: bool, torch_version: str) -> None:
-        self.path = path
+    def __init__(self, files: LaneFiles, platform: str, update: bool,
+                 torch_version: str) -> None:
+        self.path = files.read  # the lane's own, or the parent's it inherits
+        self.own = files.own  # where it records
         self.platform = platform
         self.update = update
         self.torch_version = torch_version
-        self.cases = load_file(path)
+        self.cases = load_file(self.path)
         self.found: dict[str, Any] = {}
 
     def check(
@@ -145,25 +143,24 @@ class ExpectationStore:
         """Rewrite the file with the recorded cases; returns the unified diff."""
         if not self.found:
             return ""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        path = self.own
+        path.parent.mkdir(parents=True, exist_ok=True)
         # Lock the folder (no lock file left behind in the suite).
-        folder = os.open(self.path.parent, os.O_RDONLY)
+        folder = os.open(path.parent, os.O_RDONLY)
         try:
             fcntl.flock(folder, fcntl.LOCK_EX)
-            old = self.path.read_text(encoding="utf-8") if self.path.is_file() else ""
+            old = path.read_text(encoding="utf-8") if path.is_file() else ""
             # Re-read: another xdist worker may have written its cases since we loaded.
-            current = load_file(self.path)
+            current = load_file(path)
             new = dump(self.platform, self.torch_version, {**current, **self.found})
             if new != old:
-                self.path.write_text(new, encoding="utf-8")
+                path.write_text(new, encoding="utf-8")
         finally:
             os.close(folder)  # releases the lock
         if new == old:
             return ""
         return "".join(
-            difflib.unified_diff(
-                old.splitlines(True), new.splitlines(True), str(self.path), str(self.path)
-            )
+            difflib.unified_diff(old.splitlines(True), new.splitlines(True), str(path), str(path))
         )
 
 
@@ -177,11 +174,12 @@ def expectations(request: pytest.FixtureRequest, platform: Profile) -> Expectati
 
     config = request.config
     stores = config.stash.setdefault(_STORES, {})
-    path = expectation_path(request.path.parent, platform.name, platform.matrix.device,
-                            bool(platform.emulate))
+    files = lane_files(request.path.parent, "expectations", platform.matrix,
+                       bool(platform.emulate))
+    path = files.own
     if path not in stores:
         store = ExpectationStore(
-            path,
+            files,
             platform.name,
             bool(config.getoption("--update-expectations")),
             str(torch.__version__),
@@ -195,7 +193,7 @@ def expectations(request: pytest.FixtureRequest, platform: Profile) -> Expectati
 def _finish(config: pytest.Config, store: ExpectationStore) -> None:
     diff = store.write()
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    text = diff or f"{store.path}: no change\n"
+    text = diff or f"{store.own}: no change\n"
     if reporter is not None:
         reporter.write_line("")
         for line in text.splitlines():

@@ -1,4 +1,5 @@
-"""Golden token ids per lane: suites/e2e/golden/<platform>[-emulated].json (the one rule:
+"""Golden token ids per lane: suites/e2e/golden/<platform>[-emulated].json, or a parent
+lane's where the matrix inherits them, recorded into the project (the one rule:
 harness/matrix/lane_data.py). A file says which torch and which host recorded it."""
 
 from __future__ import annotations
@@ -11,15 +12,17 @@ from typing import Any
 
 import pytest
 
-from harness.matrix.lane_data import KINDS, LaneDataMissing, lane_file
+from harness.matrix.lane_data import KINDS, LaneDataMissing, LaneFiles, lane_files
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 
 
 class Golden:
-    def __init__(self, path: Path, update: bool) -> None:
-        self.path, self.update = path, update
-        self.data: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
+    def __init__(self, files: LaneFiles, update: bool) -> None:
+        # read: the lane's own, or the parent's it inherits; own: where it records
+        self.path, self.own, self.update = files.read, files.own, update
+        self.data: dict[str, Any] = (json.loads(self.path.read_text()) if self.path.is_file()
+                                     else {})
         self.found: dict[str, list[int]] = {}
 
     def check(self, key: str, ids: list[int]) -> None:
@@ -48,17 +51,18 @@ class Golden:
         ids, so re-read under a lock on the folder rather than overwrite."""
         if not self.found:
             return
-        folder = os.open(self.path.parent, os.O_RDONLY)
+        self.own.parent.mkdir(parents=True, exist_ok=True)
+        folder = os.open(self.own.parent, os.O_RDONLY)
         try:
             fcntl.flock(folder, fcntl.LOCK_EX)
-            current = json.loads(self.path.read_text()) if self.path.is_file() else {}
+            current = json.loads(self.own.read_text()) if self.own.is_file() else {}
             ids = {**current.get("ids", {}), **self.found}
             body = {"torch": torch_version, "host": host,
                     "ids": {k: ids[k] for k in sorted(ids)}}
-            self.path.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
+            self.own.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n")
         finally:
             os.close(folder)
-        print(f"\nwrote {self.path} ({len(self.found)} sequences)")
+        print(f"\nwrote {self.own} ({len(self.found)} sequences)")
 
 
 @pytest.fixture(scope="session")
@@ -67,9 +71,8 @@ def golden(request: pytest.FixtureRequest, platform: Any) -> Any:
 
     from harness.platform.host import host_fingerprint
 
-    path = lane_file(GOLDEN_DIR.parent, "golden", platform.name, platform.matrix.device,
-                     bool(platform.emulate))
-    store = Golden(path, bool(request.config.getoption("--update-expectations")))
+    files = lane_files(GOLDEN_DIR.parent, "golden", platform.matrix, bool(platform.emulate))
+    store = Golden(files, bool(request.config.getoption("--update-expectations")))
     yield store
     host = host_fingerprint()
     emulated = f", emulated by qemu-user ({host.cpu_emulated})" if host.cpu_emulated else ""

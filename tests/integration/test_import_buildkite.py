@@ -160,3 +160,37 @@ def test_the_imported_step_runs_in_both_providers_nightly_on_both_cpu_lanes(
                        if line.startswith("matrix="))
     lanes = {entry["lane"] for entry in yaml.safe_load(matrix_line[len("matrix="):])["include"]}
     assert {"vllm-kernels", "vllm-kernels-avx2"} <= lanes
+
+
+def test_an_imported_lane_reads_its_parents_lane_data_on_its_first_night(
+        vllm_tree: Path, tmp_path: Path, shared_cache: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The step imported over vllm-cpu and over vllm-cpu-v3 changes no lane fact: both read
+    their parent's golden ids (``matrix lanes``: nothing missing), and the import's e2e is
+    green on its first run, its ids recorded nowhere."""
+    import os
+    import subprocess
+    import sys
+
+    if os.environ.get("HARNESS_SKIP_VLLM") == "1":
+        pytest.skip("HARNESS_SKIP_VLLM=1")
+    project = tmp_path / "project"
+    (project / "matrices").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[tool.harness]\n")
+    for lane, base in (("vllm-kernels", "vllm-cpu"), ("vllm-kernels-v3", "vllm-cpu-v3")):
+        assert cli.main(["import", "buildkite", str(vllm_tree / STEP_FILE), "--step",
+                         "cpu-kernel-tests", "--only", "tests/kernels/test_onednn.py",
+                         "--extends", base, "--name", lane, "--out",
+                         str(project / "matrices" / f"{lane}.yaml")]) == 0
+        assert load_matrix(lane, root=project).lane_data == (lane, base)
+    capsys.readouterr()
+    assert cli.main(["--root", str(project), "matrix", "lanes", "vllm-kernels",
+                     "vllm-kernels-v3"]) == 0, capsys.readouterr().out
+    env = {**os.environ, "HARNESS_ROOT": str(project)}
+    for args in (("cache", "prime", "--matrix", "vllm-kernels"),
+                 ("run", "--matrix", "vllm-kernels", "--suite", "e2e", "-k", "native")):
+        done = subprocess.run([sys.executable, "-m", "harness", *args], cwd=project, env=env,
+                              capture_output=True, text=True, timeout=900, check=False)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert not (project / "lane-data").exists()
+    assert not (ROOT / "suites" / "e2e" / "golden" / "vllm-kernels.json").exists()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.matrix.lane_data import LaneFiles
 from harness.plugin.expectations import ExpectationStore, load_file
 
 
@@ -17,8 +18,8 @@ def test_two_workers_updating_one_file_keep_both_cases(tmp_path: Path) -> None:
     path = tmp_path / "expectations" / "rocm-emulated.yaml"
     path.parent.mkdir()
     # Both workers load the (missing) file before either writes, as under xdist.
-    first = ExpectationStore(path, "rocm", True, "2.13.0")
-    second = ExpectationStore(path, "rocm", True, "2.13.0")
+    first = ExpectationStore(LaneFiles(read=path, own=path), "rocm", True, "2.13.0")
+    second = ExpectationStore(LaneFiles(read=path, own=path), "rocm", True, "2.13.0")
     first.check("decoder_layer_bfloat16", _counts(2))
     second.check("moe_block", _counts(1))
     assert "+  decoder_layer_bfloat16:" in first.write()
@@ -32,10 +33,10 @@ def test_two_workers_updating_one_file_keep_both_cases(tmp_path: Path) -> None:
 
 def test_a_moved_count_names_pass_counts_and_torch(tmp_path: Path) -> None:
     path = tmp_path / "cpu.yaml"
-    writer = ExpectationStore(path, "cpu", True, "2.13.0")
+    writer = ExpectationStore(LaneFiles(read=path, own=path), "cpu", True, "2.13.0")
     writer.check("case", _counts(2))
     writer.write()
-    checker = ExpectationStore(path, "cpu", False, "2.13.0")
+    checker = ExpectationStore(LaneFiles(read=path, own=path), "cpu", False, "2.13.0")
     with pytest.raises(AssertionError) as error:
         checker.check("case", _counts(0))
     text = str(error.value)

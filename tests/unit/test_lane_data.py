@@ -5,13 +5,14 @@ ids were recorded there). Asked through ``harness matrix lanes`` as a user asks 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from harness import cli
 from harness.matrix import list_matrices, load_matrix
-from harness.matrix.lane_data import lane_file, needs
+from harness.matrix.lane_data import lane_file, lane_files, needs, recorded_in
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,3 +62,71 @@ def test_a_lane_missing_a_file_is_named_with_the_command_that_records_it(
     assert code == 1
     assert (f"mine: suite mine: {checks / 'golden' / 'mine.json'} is missing: record it with "
             "`harness run --matrix mine --suite mine --update-expectations`") in out
+
+
+def _project(tmp_path: Path, **matrices: str) -> Path:
+    project = tmp_path / "engine"
+    (project / "matrices").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[tool.harness]\n")
+    for name, text in matrices.items():
+        (project / "matrices" / f"{name}.yaml").write_text(text)
+    return project
+
+
+SUITES_ONLY = "extends: {parent}.yaml\ndescription: d\nsuites:\n  e2e: {{k: native}}\n"
+
+
+def test_a_matrix_that_changes_no_lane_fact_reads_its_parents_files(tmp_path: Path) -> None:
+    """An imported step (suites, known failures, runtime.preload, ci) over vllm-cpu, and one
+    over it again, read vllm-cpu's; a file that sets the engine's pins, the CPU or an ISA
+    cap (runtime.env) reads its own alone; so does every shipped lane (their hashes as
+    they were: no lane_data key)."""
+    project = _project(
+        tmp_path,
+        kernels=SUITES_ONLY.format(parent="vllm-cpu")
+        + "runtime: {preload: [torch]}\nci: {shards: 2}\nknown_failures+: []\n",
+        upstream=SUITES_ONLY.format(parent="kernels"),
+        pinned=SUITES_ONLY.format(parent="vllm-cpu") + "python: {requirements: [torch]}\n",
+        capped=SUITES_ONLY.format(parent="vllm-cpu") + "runtime:\n  env: {A: '1'}\n",
+        older=SUITES_ONLY.format(parent="vllm-cpu") + "cpu: {emulated: x86-64-v3}\n",
+        mine=SUITES_ONLY.format(parent="cpu"))
+    lanes = {name: load_matrix(name, root=project).lane_data
+             for name in ("kernels", "upstream", "pinned", "capped", "older", "mine")}
+    assert lanes == {"kernels": ("kernels", "vllm-cpu"),
+                     "upstream": ("upstream", "kernels", "vllm-cpu"),
+                     "pinned": ("pinned",), "capped": ("capped",), "older": ("older",),
+                     "mine": ("mine", "cpu")}
+    for name in list_matrices():
+        matrix = load_matrix(name)
+        assert matrix.lane_data == (name,) and "lane_data" not in matrix.resolved, name
+
+
+def test_a_matrix_json_from_before_lane_data_reads_its_own_files() -> None:
+    from harness.matrix.loader import matrix_from_json
+
+    data = {k: v for k, v in load_matrix("vllm-cpu").resolved.items()}
+    assert matrix_from_json(json.dumps(data), "matrix.json").lane_data == ("vllm-cpu",)
+    data |= {"name": "kernels", "lane_data": ["kernels", "vllm-cpu"]}
+    assert matrix_from_json(json.dumps(data), "matrix.json").lane_data == ("kernels",
+                                                                          "vllm-cpu")
+
+
+def test_the_own_file_wins_and_a_project_records_in_the_project(tmp_path: Path) -> None:
+    """A shipped suite run in a user's project: it reads the project's own file first, the
+    parent's shipped one else; it records into the project's copy of the suite folder,
+    never into the harness that ships it."""
+    project = _project(tmp_path, mine=SUITES_ONLY.format(parent="vllm-cpu"))
+    matrix = load_matrix("mine", root=project)
+    folder = ROOT / "suites" / "e2e"
+    files = lane_files(folder, "golden", matrix, False, project)
+    assert files.read == folder / "golden" / "vllm-cpu.json"
+    assert files.own == project / "lane-data" / "suites" / "e2e" / "golden" / "mine.json"
+    assert needs(matrix, emulate=False, root=project) == []
+    files.own.parent.mkdir(parents=True)
+    files.own.write_text("{}\n")
+    assert lane_files(folder, "golden", matrix, False, project).read == files.own
+    files.own.write_text("")  # an empty file is none
+    assert lane_files(folder, "golden", matrix, False, project).read == files.read
+    # in the checkout itself (the project is the harness): its own folder
+    assert recorded_in(folder, ROOT) == folder
+    assert recorded_in(tmp_path / "elsewhere", project) == tmp_path / "elsewhere"
