@@ -95,11 +95,11 @@ def unpack_tests(dest: Path) -> Path:
     (tests/test_zentorch_version_pin.py: setup.py's zentorch pin against
     requirements/cpu.txt's torch) under ``dest``: the sdist's root folder."""
     src = dest / f"vllm-{VERSION}"
-    if (src / "tests" / "conftest.py").is_file() and (src / "setup.py").is_file():
+    if all((src / part).is_file() for part in ("tests/conftest.py", "setup.py", "PKG-INFO")):
         return src
     archive = sdist()
     prefixes = tuple(f"vllm-{VERSION}/{part}" for part in
-                     ("tests/", STEP_FILE, "setup.py", "requirements/"))
+                     ("PKG-INFO", "tests/", STEP_FILE, "setup.py", "requirements/"))
     with tarfile.open(archive) as tar:
         members = [m for m in tar.getmembers() if m.name.startswith(prefixes)]
         tar.extractall(dest, members=members, filter="data")

@@ -46,13 +46,16 @@ def cmd_import_buildkite(args: argparse.Namespace) -> int:
     from harness.errors import UsageError
     from harness.importers.buildkite import import_steps
     from harness.importers.matrix_out import render, source_root
+    from harness.importers.release import source_release
     from harness.matrix import load_matrix
 
     imported = import_steps(args.file, args.step, args.only, split=args.per_file)
     if not imported.suites:
         raise UsageError(f"{args.file}: no step with a pytest command to import")
     source = (args.source or source_root(args.file)).resolve()
-    text = render(imported, extends=args.extends, name=args.name, source=source)
+    release = source_release(source)
+    text = render(imported, extends=args.extends, name=args.name, source=source,
+                  release=release)
     out = (args.out or Path("matrices") / f"{args.name}.yaml").resolve()
     named = "" if out.stem == args.name else f"name: {args.name}\n"
     with tempfile.TemporaryDirectory() as scratch_dir:
@@ -63,6 +66,12 @@ def cmd_import_buildkite(args: argparse.Namespace) -> int:
         shutil.copyfile(scratch, out)
     for line in imported.unmapped:
         print(f"harness: unmapped: {line}", file=sys.stderr)
+    if release is None:
+        print(f"harness: warning: {source}: the release its tests come from is not known (no "
+              "PKG-INFO, no git commit): the runs cannot hold them against the lane's engine",
+              file=sys.stderr)
     names = ", ".join(s.name for s in imported.suites)
-    print(f"harness: wrote {out}: matrix {args.name} (extends {args.extends}), suites {names}")
+    tests = f", tests from {release}" if release else ""
+    print(f"harness: wrote {out}: matrix {args.name} (extends {args.extends}{tests}), suites "
+          f"{names}")
     return 0

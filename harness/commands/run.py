@@ -107,6 +107,13 @@ def _add_job_options(p: argparse.ArgumentParser) -> None:
         help="rewrite the platform's fusion / e2e expectation files",
     )
     p.add_argument(
+        "--across-releases",
+        action="store_true",
+        help="run a suite whose tests are from another release than the lane's engine "
+             "(tests_from, written by harness import); a module of it that fails to import "
+             "is labelled a release mismatch (default: refused, exit 3, nothing run)",
+    )
+    p.add_argument(
         "--allow-empty",
         action="store_true",
         help="a suite in which no test ran (nothing selected) passes instead of exit 1",
@@ -159,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
         update_expectations=args.update_expectations,
         allow_empty=args.allow_empty,
         skip_unavailable=args.skip_unavailable,
+        across_releases=args.across_releases,
         command_line=tuple(["harness", *sys.argv[1:]]),
         pytest_args=tuple(args.pytest_args),
     )

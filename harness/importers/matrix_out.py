@@ -15,9 +15,11 @@ SOFT_FAIL_EXPIRES = "2027-06-30"
 StepKey = tuple[str, str, int, str | None, tuple[str, ...]]
 
 
-def suite_entry(suite: ImportedSuite, source: Path) -> dict[str, object]:
+def suite_entry(suite: ImportedSuite, source: Path,
+                release: str | None = None) -> dict[str, object]:
     """The matrix's suite keys: one target is ``path``, the rest ride in pytest_args
-    (pytest runs in the source root, the suite's rootdir and cwd, so they stay relative)."""
+    (pytest runs in the source root, the suite's rootdir and cwd, so they stay relative);
+    ``release``: the engine release its tests come from (importers/release.py)."""
     # a file first where there is one; a node id as path is passed to pytest as written
     plain = [t for t in suite.targets if "::" not in t] or [suite.targets[0]]
     entry: dict[str, object] = {
@@ -28,6 +30,8 @@ def suite_entry(suite: ImportedSuite, source: Path) -> dict[str, object]:
         "tier": "full",
         "enabled": True,
     }
+    if release:
+        entry["tests_from"] = release
     if suite.timeout_s:
         entry["timeout_s"] = suite.timeout_s
     if suite.markers:
@@ -52,13 +56,14 @@ def soft_fail_entries(suite: ImportedSuite) -> list[dict[str, str]]:
     } for target in suite.targets]
 
 
-def render(imported: Imported, *, extends: str, name: str, source: Path) -> str:
+def render(imported: Imported, *, extends: str, name: str, source: Path,
+           release: str | None = None) -> str:
     """The matrix file: a comment header with what has no key, then the YAML."""
     doc: dict[str, object] = {
         "extends": extends,
         "description": f"imported from {imported.file.name}: "
                        + ", ".join(sorted({s.label for s in imported.suites})),
-        "suites": _suites(imported, source),
+        "suites": _suites(imported, source, release),
     }
     shards = max((s.shards for s in imported.suites), default=1)
     if shards > 1:
@@ -71,7 +76,8 @@ def render(imported: Imported, *, extends: str, name: str, source: Path) -> str:
     return "\n".join(head) + "\n" + yaml.safe_dump(doc, sort_keys=False, width=100)
 
 
-def _suites(imported: Imported, source: Path) -> dict[str, dict[str, object]]:
+def _suites(imported: Imported, source: Path,
+            release: str | None) -> dict[str, dict[str, object]]:
     """The suites by name; a name twice is refused, never the second written over the
     first (the importer names them apart; this is the guard)."""
     suites: dict[str, dict[str, object]] = {}
@@ -79,7 +85,7 @@ def _suites(imported: Imported, source: Path) -> dict[str, dict[str, object]]:
         if suite.name in suites:
             raise UsageError(f"{imported.file}: suite {suite.name}: two imported suites have "
                              "this name (nothing written)")
-        suites[suite.name] = suite_entry(suite, source)
+        suites[suite.name] = suite_entry(suite, source, release)
     return suites
 
 

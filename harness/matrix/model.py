@@ -213,6 +213,8 @@ class Suite:
     max_skip_ratio: float = 0.5
     not_applicable: str | None = None  # why it does not apply here: recorded, not run
     peak_memory_mb: float | None = None  # a test's peak until the lane's history has one
+    tests_from: str | None = None  # NAME==VERSION | NAME@COMMIT: its tests' engine release
+    across_releases: bool = False  # run it where that is not the lane's engine's release
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -140,24 +140,23 @@ SUITE = Obj(
         ),
         "pytest_args": _strs("extra pytest arguments, after the harness's own"),
         "not_applicable": Str(
-            nullable=True,
-            doc="why the suite does not apply to this platform (e.g. the engine's compile path "
-            "applies no fusion passes): the run records it as not-applicable with this reason "
-            "instead of running it",
-        ),
-        "max_skip_ratio": Num(
-            minimum=0,
-            doc="above this share of skipped tests the suite is 'mostly skipped' (default 0.5)",
-        ),
+            nullable=True, doc="why the suite does not apply to this platform (e.g. the "
+            "engine's compile path applies no fusion passes): the run records it as "
+            "not-applicable with this reason instead of running it"),
+        "max_skip_ratio": Num(minimum=0, doc="above this share of skipped tests the suite is "
+                              "'mostly skipped' (default 0.5)"),
         "peak_memory_mb": Num(
             minimum=1,
             doc="the most resident memory (MB) one of its tests holds at its peak, as its "
             "author knows it: until this lane's history has the suite's recorded peak, the "
             "run plans the suite's workers from it (docs/matrix.md, 'Memory')",
         ),
-        "workers": OneOf(
-            hint="a positive integer or 'auto'", options=(Int(minimum=1), Str(enum=("auto",)))
-        ),
+        "tests_from": Str(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*(==\S+|@[0-9a-f]{7,40})$",
+                          hint="NAME==VERSION or NAME@COMMIT", doc="the engine release its "
+                          "tests are from (harness import): checked against the lane's engine"),
+        "across_releases": Bool(doc="run it even where tests_from is not the engine's release"),
+        "workers": OneOf(hint="a positive integer or 'auto'",
+                         options=(Int(minimum=1), Str(enum=("auto",)))),
         "timeout_s": Int(minimum=1, doc="wall-clock limit for the whole suite"),
         "markers": Str(doc="pytest -m expression"),
         "k": Str(doc="pytest -k expression"),

@@ -64,6 +64,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "JUnit) to this JSON-lines file",
     )
     group.addoption(
+        "--harness-release-mismatch",
+        default=None,
+        metavar="WORDS",
+        help="this suite's tests are from another release than the engine (harness run "
+        "--across-releases): a module that fails to import is labelled so",
+    )
+    group.addoption(
         "--harness-worker-memory-mb",
         type=float,
         default=None,

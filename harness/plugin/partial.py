@@ -23,7 +23,7 @@ from typing import TextIO
 import pytest
 from _pytest.junitxml import xml_key
 
-from harness.results.sidecar import result_line
+from harness.results.sidecar import RELEASE_MISMATCH, result_line
 
 # pytest warns that record_property has no place in xunit2 JUnit: here it has one.
 XUNIT2_WARNING = "ignore:record_property is incompatible with junit_family:pytest.PytestWarning"
@@ -110,8 +110,11 @@ class PartialResults:
         # A module that failed to import: its node id stands for the tests it holds.
         if report.failed:
             details = str(report.longreprtext or "")[-2000:]
-            self._write(result_line(report.nodeid, "collect", "failed", 0.0,
-                                    "collection failure", (), details))
+            across = self._config.getoption("--harness-release-mismatch")
+            message = f"collection failure: {RELEASE_MISMATCH}: {across}" if across else (
+                "collection failure")
+            self._write(result_line(report.nodeid, "collect", "failed", 0.0, message, (),
+                                    details))
 
     def pytest_sessionfinish(self) -> None:
         """A test decided without a teardown report (an xdist worker that crashed in it:

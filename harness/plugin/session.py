@@ -23,6 +23,7 @@ from harness.platform.host import cpu_flags, kernel_cpu_flags
 from harness.plugin.failure_expect import mismatch
 from harness.plugin.profile import Profile
 from harness.results.junit_read import NODEID_PROPERTY
+from harness.results.sidecar import RELEASE_MISMATCH
 
 TIERS = ("smoke", "full")
 
@@ -153,14 +154,24 @@ class HarnessSession:
         """A module that failed to import is an error case in JUnit (pytest writes it):
         give it the module's node id, as a test's case has its own (in the partial file,
         the JUnit sidecar, when there is one: xunit2 has no per-case properties)."""
+        across = self.config.getoption("--harness-release-mismatch")
+        if report.failed and across:  # before pytest's JUnit writer reads it
+            report.longrepr = f"{RELEASE_MISMATCH}: {across}\n{report.longreprtext}"
         result = yield
         sidecar = self.config.getoption("--harness-partial")
-        if report.failed and not sidecar and not hasattr(self.config, "workerinput"):
-            from _pytest.junitxml import xml_key
+        if not report.failed or hasattr(self.config, "workerinput"):
+            return result
+        from _pytest.junitxml import xml_key
 
-            xml = self.config.stash.get(xml_key, None)
-            if xml is not None:
-                xml.node_reporter(report).add_property(NODEID_PROPERTY, report.nodeid)
+        xml = self.config.stash.get(xml_key, None)
+        if xml is None:
+            return result
+        reporter = xml.node_reporter(report)
+        if not sidecar:
+            reporter.add_property(NODEID_PROPERTY, report.nodeid)
+        for node in reporter.nodes if across else ():  # its message, as JUnit readers show it
+            if node.tag == "error":
+                node.set("message", f"{node.get('message')}: {RELEASE_MISMATCH}: {across}")
         return result
 
     def pytest_collection_modifyitems(

@@ -23,6 +23,9 @@ from typing import IO
 from harness.results.junit_expat import NODEID_PROPERTY
 from harness.results.layout import partial_for
 
+# What labels a module that failed to import where its tests are from another release
+# than the engine (harness run --across-releases): its JUnit text and its sidecar message.
+RELEASE_MISMATCH = "release mismatch"
 WINDOW = 16384  # lines read ahead of the case being looked up, at most
 _KEEP = 2 * WINDOW  # lines kept waiting for their case; past this the oldest go
 _DROP = 1024  # dropped beyond that at once when full

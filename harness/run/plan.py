@@ -48,6 +48,9 @@ class PlanOptions:
     durations: Path | None = None  # every shard of one job must read the same file
     plan_dir: Path | None = None  # where each sharded suite writes its plan (shard-plans/)
     update_expectations: bool = False
+    # suite -> why its tests are from another release than the lane's engine, where the
+    # run goes on across releases (run/releases.py): the plugin labels its import errors
+    across_releases: Mapping[str, str] = field(default_factory=dict)
     extra_pytest_args: Sequence[str] = ()
     # suite -> pytest node ids run instead of the suite's path (repro); never sharded.
     tests: Mapping[str, Sequence[str]] = field(default_factory=dict)
@@ -172,6 +175,8 @@ def plan_suite(matrix: Matrix, suite: Suite, run_dir: Path, root: Path,
         "-q",
         "-ra",  # every skip, xfail and failure with its reason in the log
     ]
+    if suite.name in options.across_releases:
+        argv += [f"--harness-release-mismatch={options.across_releases[suite.name]}"]
     argv += _selection_args(suite, options, workers, shard)
     return Invocation(
         suite=suite.name,

@@ -9,6 +9,7 @@ import json
 import os
 import secrets
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 from harness.errors import HostUnavailable
@@ -161,8 +162,25 @@ def _harness_sets_threads(ctx: RunContext, threads: ThreadPlan) -> bool:
     return bool(threads.env()) and not given & set(THREAD_VARS)
 
 
+def release_step(ctx: RunContext, python: str) -> dict[str, str]:
+    """Each suite whose tests are from another release than the lane's engine, and the
+    run goes on with (suite -> its words); one that no one said they mean: InfraError
+    (run/releases.py). A dry run asks nothing (its environment is not built)."""
+    suites = [s for s in select_suites(ctx.matrix, ctx.request.suites) if s.tests_from]
+    if not suites or ctx.request.dry_run:
+        return {}
+    from harness.run.releases import check_releases
+
+    across = check_releases(ctx.matrix, suites, across=ctx.request.across_releases,
+                            python=None if ctx.runner.in_container else python)
+    for suite, words in across.items():
+        print(f"harness: suite {suite}: {words}: run across releases, as asked; a module "
+              "that fails to import is labelled a release mismatch")
+    return across
+
+
 def plan_step(ctx: RunContext, *, threads: ThreadPlan, run_dir: Path,
-              python: str) -> tuple[Invocation, ...]:
+              python: str, across: Mapping[str, str] | None = None) -> tuple[Invocation, ...]:
     # The suites load exactly the resolved matrix this run recorded (repro relies on it).
     dry_spec = str(ctx.request.platform_file or ctx.matrix.file)
     spec = dry_spec if ctx.request.dry_run else str(run_dir / layout.MATRIX)
@@ -188,6 +206,7 @@ def plan_step(ctx: RunContext, *, threads: ThreadPlan, run_dir: Path,
         whole=whole,
         elsewhere=elsewhere,
         update_expectations=ctx.request.update_expectations,
+        across_releases=across or {},
         tests=ctx.request.tests,
         extra_pytest_args=(*ctx.request.pytest_args, *write_selection(ctx, run_dir)),
     )

