@@ -204,6 +204,36 @@ TARGETS.update({
                                     _unit("test_report_changes")),
 })
 
+def _defs(module: str) -> tuple[str, ...]:
+    """Every top-level function and class of ``module``: the whole module as a target."""
+    tree = ast.parse((ROOT / module).read_text())
+    return tuple(node.name for node in tree.body
+                 if isinstance(node, ast.FunctionDef | ast.ClassDef))
+
+
+def _whole(module: str, *tests: str) -> Target:
+    return Target(module, _defs(module), _unit(*tests))
+
+
+# The modules issues 38-41 added (and those that issue 47 added beside them), each whole,
+# against its unit tests (docs/mutation.md, "The modules of issues 38-41 and 47").
+TARGETS.update({
+    "harness:requirements": _whole("harness/matrix/requirements.py", "test_pins",
+                                   "test_bisect_input", "test_venvs"),
+    "harness:pinlist": _whole("harness/bisect/pinlist.py", "test_bisect_input"),
+    "harness:verdict": _whole("harness/bisect/verdict.py", "test_bisect_input"),
+    "harness:memory_plan": _whole("harness/run/memory.py", "test_memory_plan"),
+    "harness:case_meaning": _whole("harness/results/case_meaning.py", "test_case_meaning"),
+    "harness:cause": _whole("harness/results/cause.py", "test_cause", "test_cause_table"),
+    "harness:shard_suites": _whole("harness/shard/suites.py", "test_shard_suites"),
+    "harness:pytest_argv": _whole("harness/importers/pytest_argv.py", "test_pytest_argv"),
+    "harness:cpu_tuning": _whole("harness/platform/cpu_tuning.py", "test_cpu_tuning"),
+    "harness:releases": _whole("harness/run/releases.py", "test_releases"),
+    "harness:import_release": _whole("harness/importers/release.py", "test_releases"),
+    "harness:merge": _whole("harness/results/merge.py", "test_merge_cut"),
+    "harness:lane_data": _whole("harness/matrix/lane_data.py", "test_lane_data"),
+})
+
 KEEP_OPERATORS = (
     "core/ReplaceBinaryOperator_Add_Sub", "core/ReplaceBinaryOperator_Sub_Add",
     "core/ReplaceBinaryOperator_Mul_Div", "core/ReplaceBinaryOperator_Div_Mul",
