@@ -150,3 +150,45 @@ def test_an_openmp_region_before_the_fork_is_found_by_the_canary(tmp_path: Path)
         said[-3000:]
     statuses = {s.suite: s.status.value for s in RunRecord.read(run_dir).suites}
     assert statuses["a"] == statuses["b"] == statuses["c"] == "passed"
+
+
+TORCH_ENGINE = """
+import os, pathlib
+import torch  # imported, no parallel region run before the fork: safe to fork
+
+pathlib.Path(os.environ["ENGINE_LOG"]).open("a").write(f"{os.getpid()}\\n")
+"""
+
+TORCH_WHO = """
+import json, os, sys
+
+def test_who():
+    import torch
+    total = float(torch.ones(1 << 22).add_(1).sum())  # a parallel kernel in the fork
+    line = {{"suite": "{name}", "pid": os.getpid(), "ppid": os.getppid(),
+             "engine": "torch" in sys.modules and "fake_engine" in sys.modules,
+             "total": total}}
+    with open(os.environ["WHO_LOG"], "a") as out:
+        out.write(json.dumps(line) + "\\n")
+"""
+
+
+def test_a_server_that_imported_torch_forks_safely_and_its_children_run_torch(
+        tmp_path: Path) -> None:
+    """The safe side of the canary: torch imported, no parallel region before the fork; the
+    canary's kernel ends in time, so the server is ready, and each suite, forked from it,
+    runs a parallel kernel of its own (two threads: one worker on the budget)."""
+    matrix = scratch(tmp_path, TORCH_ENGINE)
+    for name in ("a", "b", "c"):
+        (tmp_path / "suites" / f"test_{name}.py").write_text(
+            textwrap.dedent(TORCH_WHO.format(name=name)))
+    done, run_dir = harness_run(tmp_path, matrix, "--workers", "1")
+    said = done.stdout + done.stderr
+    assert "fork server ready: imported fake_engine" in said, said[-3000:]
+    (server,) = [int(x) for x in (tmp_path / "engine.log").read_text().split()]
+    who = [json.loads(x) for x in (tmp_path / "who.log").read_text().splitlines()]
+    assert [w["suite"] for w in who] == ["a", "b", "c"]
+    assert {w["ppid"] for w in who} == {server} and all(w["engine"] for w in who)
+    assert all(w["total"] == 2.0 * (1 << 22) for w in who)
+    statuses = {s.suite: s.status.value for s in RunRecord.read(run_dir).suites}
+    assert statuses["a"] == statuses["b"] == statuses["c"] == "passed"

@@ -68,6 +68,33 @@ def test_a_version_3_database_loses_runs_platform_and_still_ingests(
     assert keys == ["old", real_runs.passing.name]
 
 
+def test_a_version_4_database_keeps_its_infra_signatures_as_labels(
+    real_runs: Runs, tmp_path: Path
+) -> None:
+    """Data an earlier harness wrote: a run stored before migration 5 (its infrastructure
+    failure under ``infra_signature``) reads back under ``infra_label``, and the database
+    still ingests a run of today's harness beside it."""
+    path = tmp_path / "v4.sqlite"
+    raw = sqlite3.connect(path)
+    schema_mod.current_version(raw)
+    for migration in schema_mod.MIGRATIONS[:4]:
+        migration(raw)
+    raw.execute("INSERT INTO schema_version VALUES (4)")
+    raw.execute("INSERT INTO runs (run_key, matrix, lane, started, source, ingested, "
+                "infra_signature) VALUES ('old', 'cpu', 'cpu', '2026-01-01T00:00:00Z', 'x', "
+                "'now', 'oom-kill')")
+    raw.commit()
+    raw.close()
+    ingest_paths(path, [real_runs.passing], pytest.fail)
+    db = connect(path)
+    assert schema_mod.current_version(db) == SCHEMA_VERSION
+    rows = db.execute("SELECT run_key, infra_label FROM runs ORDER BY id").fetchall()
+    assert rows == [("old", "oom-kill"), (real_runs.passing.name, None)]
+    for table in ("runs", "suites", "cases"):
+        columns = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        assert "infra_label" in columns and "infra_signature" not in columns, table
+
+
 def test_newer_database_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "new.sqlite"
     connect(path).execute("UPDATE schema_version SET version = 99").connection.commit()

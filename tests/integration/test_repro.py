@@ -96,6 +96,30 @@ def test_dry_run_prints_the_command_with_the_node_id(cpu_run: Path, tmp_path: Pa
     assert not any(tmp_path.iterdir())
 
 
+def test_a_run_folder_from_before_the_newer_fields_reproduces(cpu_run: Path,
+                                                               tmp_path: Path) -> None:
+    """Data an earlier harness wrote: a manifest without the fields issues 38-41 and 47
+    added (a suite's own thread count, its peak memory and peak test, the cause of its end,
+    the host's agent CPU and the settings an emulated CPU left out) is reproduced as one
+    that has them, the suite on the run's thread settings."""
+    copy = tmp_path / "old" / cpu_run.name
+    shutil.copytree(cpu_run, copy)
+    data = json.loads((copy / "manifest.json").read_text())
+    for suite in data["suites"]:
+        for key in ("threads", "peak_rss_mb", "peak_test", "cause"):
+            suite.pop(key, None)
+    for key in ("agent_cpu", "cpu_emulated", "agent_env_left_out"):
+        data["host"].pop(key, None)
+    (copy / "manifest.json").write_text(json.dumps(data))
+    done = harness("repro", str(copy), "--python", "current", "--reports",
+                   str(tmp_path / "again"))
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    assert f"repro: 1 test(s) from run {cpu_run.name}: {FAILING}" in done.stdout
+    rerun = json.loads((new_run(tmp_path / "again", "repro-cpu") / "manifest.json").read_text())
+    assert rerun["env"]["OMP_NUM_THREADS"] == data["env"]["OMP_NUM_THREADS"]
+    assert rerun["suites"][0]["counts"]["failed"] == 1
+
+
 def test_a_loose_junit_file_finds_its_matrix_from_the_suite_properties(
     cpu_run: Path, tmp_path: Path
 ) -> None:

@@ -4,6 +4,8 @@ copy being the same code, and a manifest from before the field."""
 
 from __future__ import annotations
 
+import pytest
+
 from harness.matrix import load_matrix
 from harness.platform.cpu_emulation import describe_left_out, lane_environ, left_out
 from harness.platform.cpu_tuning import HOST_TUNED, host_tuned, tuning_source
@@ -56,3 +58,32 @@ def test_a_manifest_from_before_the_field_reads_as_none_left_out() -> None:
                                                                "bad": 3}})
     assert new.agent_env_left_out == {"OPENBLAS_CORETYPE": "Haswell"}
     assert HostRecord.from_json(new.to_json()) == new
+
+
+def test_a_run_leaves_them_out_here_and_not_in_a_container(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local runner's suites inherit the agent's environment less the settings; a
+    container inherits only its allowlist, so nothing is said left out there; a setting
+    the run gives itself (``--env``, repro's restored environment) is the lane's."""
+    from harness.roots import project_root
+    from harness.run.request import RunContext, RunRequest
+    from harness.runners.local import LocalRunner
+
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    matrix = load_matrix("cpu-v3")
+    here = RunContext(request=RunRequest(matrix="cpu-v3", docker=False), root=project_root(),
+                      matrix=matrix)
+    assert here.left_out == {"OPENBLAS_CORETYPE": "Haswell"}
+    assert isinstance(here.runner, LocalRunner) and here.runner.base_env is not None
+    assert "OPENBLAS_CORETYPE" not in here.runner.base_env
+    assert "PATH" in here.runner.base_env
+    given = RunContext(request=RunRequest(matrix="cpu-v3", env={"OPENBLAS_CORETYPE": "x"}),
+                       root=project_root(), matrix=matrix)
+    assert given.left_out == {}
+    boxed = RunContext(request=RunRequest(matrix="cpu-v3", docker=True), root=project_root(),
+                       matrix=matrix)
+    assert boxed.runner.in_container and boxed.left_out == {}
+    own = RunContext(request=RunRequest(matrix="cpu"), root=project_root(),
+                     matrix=load_matrix("cpu"))
+    assert own.left_out == {} and isinstance(own.runner, LocalRunner)
+    assert own.runner.base_env is None
