@@ -9,7 +9,8 @@ import re
 from typing import NamedTuple
 
 _NAME_RE = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
-_NAME = re.compile(rf"\s*({_NAME_RE})")
+# a name, not a URL's scheme (https://..., git+https://...)
+_NAME = re.compile(rf"\s*({_NAME_RE})(?![A-Za-z0-9.+-]*:)")
 # NAME[extras]==VERSIONS: a distribution name as PEP 508 spells one; VERSIONS is one exact
 # version (a local label such as +cpu included) or, for bisect, a list or a range of them.
 _PIN = re.compile(rf"(?P<name>{_NAME_RE})(?P<extras>\[[A-Za-z0-9._,-]+\])?==(?P<versions>\S+)")
