@@ -130,3 +130,52 @@ def test_the_own_file_wins_and_a_project_records_in_the_project(tmp_path: Path) 
     # in the checkout itself (the project is the harness): its own folder
     assert recorded_in(folder, ROOT) == folder
     assert recorded_in(tmp_path / "elsewhere", project) == tmp_path / "elsewhere"
+
+
+def _covered(tmp_path: Path, entries: str) -> list[str]:
+    """What ``needs`` says covers the missing golden ids of a project's suite ``checks``,
+    given these known failures (YAML list items)."""
+    project = tmp_path / "engine"
+    (project / "matrices").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[tool.harness]\n")
+    for folder in ("checks", "other"):
+        (project / folder / "golden").mkdir(parents=True)
+        (project / folder / "test_ids.py").write_text("def test_ids():\n    pass\n")
+    (project / "matrices" / "mine.yaml").write_text(
+        "extends: cpu.yaml\ndescription: mine\nsuites:\n  mine: {path: checks, workers: 1}\n"
+        "known_failures+:\n" + entries)
+    return [n.covered_by for n in needs(load_matrix("mine", root=project), emulate=False,
+                                        root=project) if n.suite == "mine"]
+
+
+ENTRY = ("  - {{id: '{file}::test_ids', reason: r, owner: o, expires: 2099-01-01, "
+         "action: xfail, expect: {expect}}}\n")
+
+
+def test_only_a_known_failure_of_the_suites_folder_expecting_the_missing_file_covers_it(
+        tmp_path: Path) -> None:
+    missing = "{raises: LaneDataMissing}"
+    assert _covered(tmp_path / "a", ENTRY.format(file="checks/test_ids.py", expect=missing)
+                    ) != [""]
+    # another suite's folder: not this suite's file
+    assert _covered(tmp_path / "b", ENTRY.format(file="other/test_ids.py", expect=missing)
+                    ) == [""]
+    # this folder, but expecting another failure
+    assert _covered(tmp_path / "c", ENTRY.format(file="checks/test_ids.py",
+                                                 expect="{raises: AssertionError}")) == [""]
+
+
+def test_a_file_of_one_byte_is_there_and_an_empty_one_is_not(tmp_path: Path) -> None:
+    """The lane's own file wins over its parent's from its first byte; an empty one is
+    none (a recording cut short), so the parent's is read."""
+    project = _project(tmp_path, mine=SUITES_ONLY.format(parent="cpu"))
+    matrix = load_matrix("mine", root=project)
+    folder = tmp_path / "suite"
+    (folder / "golden").mkdir(parents=True)
+    (folder / "golden" / "cpu.json").write_text("{}\n")
+    own = folder / "golden" / "mine.json"
+    own.write_text("{")
+    assert lane_files(folder, "golden", matrix, False, project).read == own
+    own.write_text("")
+    assert lane_files(folder, "golden", matrix, False, project).read == (
+        folder / "golden" / "cpu.json")
