@@ -241,6 +241,17 @@ TARGETS.update({
                                      "test_releases_rules"),
     "harness:merge": _whole("harness/results/merge.py", "test_merge_cut", "test_misc_rules"),
     "harness:lane_data": _whole("harness/matrix/lane_data.py", "test_lane_data"),
+    "harness:run_pins": _whole("harness/run/pins.py", "test_pins", "test_bisect_input"),
+    "harness:import_matrix_out": _whole("harness/importers/matrix_out.py",
+                                        "test_import_buildkite_edges"),
+    "harness:import_buildkite": _whole("harness/importers/buildkite.py",
+                                       "test_import_buildkite_edges",
+                                       "test_import_buildkite_errors"),
+    "harness:suite_junit": _whole("harness/results/suite_junit.py", "test_salvage",
+                                  "test_skips"),
+    "harness:standalone_shrink": _whole("harness/repro/standalone_shrink.py",
+                                        "test_standalone_shrink"),
+    "harness:kernel_table": _whole("harness/platform/kernel_table.py", "test_kernel_table"),
 })
 
 KEEP_OPERATORS = (

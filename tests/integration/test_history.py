@@ -47,15 +47,22 @@ def test_old_database_is_migrated_in_order(tmp_path: Path) -> None:
     assert db.execute("SELECT count(*) FROM schema_version").fetchone()[0] == 1
 
 
+def _database_at(path: Path, version: int) -> sqlite3.Connection:
+    """A history database as a harness of schema ``version`` left it (its migrations up to
+    there, nothing after)."""
+    raw = sqlite3.connect(path)
+    schema_mod.current_version(raw)
+    for migration in schema_mod.MIGRATIONS[:version]:
+        migration(raw)
+    raw.execute("INSERT INTO schema_version VALUES (?)", (version,))
+    return raw
+
+
 def test_a_version_3_database_loses_runs_platform_and_still_ingests(
     real_runs: Runs, tmp_path: Path
 ) -> None:
     path = tmp_path / "v3.sqlite"
-    raw = sqlite3.connect(path)
-    schema_mod.current_version(raw)
-    for migration in schema_mod.MIGRATIONS[:3]:
-        migration(raw)
-    raw.execute("INSERT INTO schema_version VALUES (3)")
+    raw = _database_at(path, 3)
     raw.execute("INSERT INTO runs (run_key, matrix, lane, platform, started, source, ingested)"
                 " VALUES ('old', 'cpu', 'cpu', 'cpu', '2026-01-01T00:00:00Z', 'x', 'now')")
     raw.commit()
@@ -75,11 +82,7 @@ def test_a_version_4_database_keeps_its_infra_signatures_as_labels(
     failure under ``infra_signature``) reads back under ``infra_label``, and the database
     still ingests a run of today's harness beside it."""
     path = tmp_path / "v4.sqlite"
-    raw = sqlite3.connect(path)
-    schema_mod.current_version(raw)
-    for migration in schema_mod.MIGRATIONS[:4]:
-        migration(raw)
-    raw.execute("INSERT INTO schema_version VALUES (4)")
+    raw = _database_at(path, 4)
     raw.execute("INSERT INTO runs (run_key, matrix, lane, started, source, ingested, "
                 "infra_signature) VALUES ('old', 'cpu', 'cpu', '2026-01-01T00:00:00Z', 'x', "
                 "'now', 'oom-kill')")

