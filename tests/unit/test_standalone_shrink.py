@@ -121,3 +121,30 @@ def test_the_script_judges_sameness_with_the_same_masker() -> None:
     assert fingerprint.mask_source() in text
     message = "expected float16 at 0x7f3a, got 12 and 1.5e-3"
     assert space["mask"](message) == fingerprint.mask(message)  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("threshold", range(1, 10))
+def test_minimize_finds_every_threshold_exactly_and_counts_each_trial(threshold: int) -> None:
+    asked: list[int] = []
+
+    def fails(sizes: dict[str, int]) -> bool:
+        asked.append(sizes["rows"])
+        return sizes["rows"] >= threshold
+
+    got = minimize({"rows": 9}, {"rows": 0}, fails, budget_s=60)  # a step of 0 is one
+    assert got.sizes == {"rows": threshold}
+    assert got.trials == len(asked) and got.stopped == ""
+
+
+def test_the_budget_stops_at_the_first_trial_past_it_not_at_it() -> None:
+    ticks = itertools.count(0, 5.0)  # the deadline at 10: trials at 5 and 10, not at 15
+    got = minimize({"rows": 64}, {}, lambda s: True, budget_s=10, clock=lambda: next(ticks))
+    assert got.trials == 2 and got.stopped == "the 10 s budget"
+    assert got.summary() == "rows 64 -> 64 (stopped early: the 10 s budget)"
+
+
+def test_a_mismatch_is_the_same_failure_whatever_its_size_and_an_unknown_kind_is_not(
+) -> None:
+    assert same_failure({"kind": "mismatch", "headroom": 2.0},
+                        {"kind": "mismatch", "headroom": 9.0})
+    assert not same_failure({"kind": "tokens_differ"}, {"kind": "tokens_differ"})
