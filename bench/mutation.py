@@ -239,7 +239,7 @@ TARGETS.update({
                                "test_releases_rules"),
     "harness:import_release": _whole("harness/importers/release.py", "test_releases",
                                      "test_releases_rules"),
-    "harness:merge": _whole("harness/results/merge.py", "test_merge_cut", "test_misc_rules"),
+    "harness:merge": _whole("harness/results/merge.py", "test_merge_cut"),
     "harness:lane_data": _whole("harness/matrix/lane_data.py", "test_lane_data"),
     "harness:run_pins": _whole("harness/run/pins.py", "test_pins", "test_bisect_input",
                                "test_import_rules"),
