@@ -253,6 +253,9 @@ TARGETS.update({
     "harness:standalone_shrink": _whole("harness/repro/standalone_shrink.py",
                                         "test_standalone_shrink"),
     "harness:kernel_table": _whole("harness/platform/kernel_table.py", "test_kernel_table"),
+    "harness:fingerprint": _whole("harness/results/fingerprint.py", "test_standalone_shrink",
+                                  "test_cause", "test_compare_input"),
+    "harness:ci_providers": _whole("harness/ci/providers.py", "test_ci_pipeline"),
 })
 
 KEEP_OPERATORS = (
