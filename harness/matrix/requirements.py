@@ -15,6 +15,9 @@ _NAME = re.compile(rf"\s*({_NAME_RE})(?![A-Za-z0-9.+-]*:)")
 # version (a local label such as +cpu included) or, for bisect, a list or a range of them.
 _PIN = re.compile(rf"(?P<name>{_NAME_RE})(?P<extras>\[[A-Za-z0-9._,-]+\])?==(?P<versions>\S+)")
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]*")
+# The release a suite's tests come from (a suite's tests_from, written by harness import):
+# NAME==VERSION or NAME@COMMIT; the matrix schema's pattern and run/releases.py's reader.
+TESTS_FROM = r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:==(\S+)|@([0-9a-f]{7,40}))$"
 
 
 class Pin(NamedTuple):

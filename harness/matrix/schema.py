@@ -8,6 +8,7 @@ Change a key here, then run ``harness matrix schema > harness/matrix/matrix.sche
 
 from __future__ import annotations
 
+from harness.matrix.requirements import TESTS_FROM
 from harness.matrix.schema_types import (  # the vocabulary the declarations below use
     IDENT,
     Bool,
@@ -151,7 +152,7 @@ SUITE = Obj(
             "author knows it: until this lane's history has the suite's recorded peak, the "
             "run plans the suite's workers from it (docs/matrix.md, 'Memory')",
         ),
-        "tests_from": Str(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*(==\S+|@[0-9a-f]{7,40})$",
+        "tests_from": Str(pattern=TESTS_FROM,
                           hint="NAME==VERSION or NAME@COMMIT", doc="the engine release its "
                           "tests are from (harness import): checked against the lane's engine"),
         "across_releases": Bool(doc="run it even where tests_from is not the engine's release"),

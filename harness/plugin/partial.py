@@ -23,7 +23,9 @@ from typing import TextIO
 import pytest
 from _pytest.junitxml import xml_key
 
-from harness.results.sidecar import RELEASE_MISMATCH, result_line
+from harness.results.sidecar import release_mismatch, result_line
+
+COLLECTION = "collection failure"  # pytest's JUnit message for a module that failed to import
 
 # pytest warns that record_property has no place in xunit2 JUnit: here it has one.
 XUNIT2_WARNING = "ignore:record_property is incompatible with junit_family:pytest.PytestWarning"
@@ -111,8 +113,7 @@ class PartialResults:
         if report.failed:
             details = str(report.longreprtext or "")[-2000:]
             across = self._config.getoption("--harness-release-mismatch")
-            message = f"collection failure: {RELEASE_MISMATCH}: {across}" if across else (
-                "collection failure")
+            message = release_mismatch(COLLECTION, across) if across else COLLECTION
             self._write(result_line(report.nodeid, "collect", "failed", 0.0, message, (),
                                     details))
 

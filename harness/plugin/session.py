@@ -23,7 +23,7 @@ from harness.platform.host import cpu_flags, kernel_cpu_flags
 from harness.plugin.failure_expect import mismatch
 from harness.plugin.profile import Profile
 from harness.results.junit_read import NODEID_PROPERTY
-from harness.results.sidecar import RELEASE_MISMATCH
+from harness.results.sidecar import RELEASE_MISMATCH, release_mismatch
 
 TIERS = ("smoke", "full")
 
@@ -171,7 +171,7 @@ class HarnessSession:
             reporter.add_property(NODEID_PROPERTY, report.nodeid)
         for node in reporter.nodes if across else ():  # its message, as JUnit readers show it
             if node.tag == "error":
-                node.set("message", f"{node.get('message')}: {RELEASE_MISMATCH}: {across}")
+                node.set("message", release_mismatch(node.get("message", ""), across))
         return result
 
     def pytest_collection_modifyitems(

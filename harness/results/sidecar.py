@@ -26,6 +26,12 @@ from harness.results.layout import partial_for
 # What labels a module that failed to import where its tests are from another release
 # than the engine (harness run --across-releases): its JUnit text and its sidecar message.
 RELEASE_MISMATCH = "release mismatch"
+
+
+def release_mismatch(message: str, words: str) -> str:
+    """A failed module's message (``collection failure``) labelled with why its tests are
+    from another release: the JUnit error's message and the sidecar line's alike."""
+    return f"{message}: {RELEASE_MISMATCH}: {words}"
 WINDOW = 16384  # lines read ahead of the case being looked up, at most
 _KEEP = 2 * WINDOW  # lines kept waiting for their case; past this the oldest go
 _DROP = 1024  # dropped beyond that at once when full

@@ -30,11 +30,10 @@ from packaging.version import InvalidVersion, Version
 
 from harness.errors import InfraError
 from harness.matrix.model import Matrix, Suite
-from harness.matrix.requirements import canonical, requirement_name, split_pin
+from harness.matrix.requirements import TESTS_FROM, canonical, requirement_name, split_pin
 from harness.process.run import run_captured
 
-_TESTS_FROM = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)"
-                         r"(?:==(?P<version>\S+)|@(?P<commit>[0-9a-f]{7,40}))$")
+_TESTS_FROM = re.compile(TESTS_FROM)  # name, version, commit
 # what the suites' interpreter says of the distributions that provide a package
 _ASK = ("import importlib.metadata as m, json, sys\n"
         "names = m.packages_distributions().get(sys.argv[1], [])\n"
@@ -68,10 +67,10 @@ def mismatch(suite: Suite, installed: Mapping[str, str]) -> Mismatch | None:
     found = _TESTS_FROM.match(suite.tests_from or "")
     if found is None:
         return None
-    ok = bool(installed) and all(_same(version, found["version"], found["commit"])
+    name, release, commit = found.groups()
+    ok = bool(installed) and all(_same(version, release, commit)
                                  for version in installed.values())
-    return None if ok else Mismatch(suite.name, found["name"],
-                                    found["version"] or found["commit"][:12], installed)
+    return None if ok else Mismatch(suite.name, name, release or commit[:12], installed)
 
 
 def _same(installed: str, version: str | None, commit: str | None) -> bool:
@@ -124,7 +123,7 @@ def check_releases(matrix: Matrix, suites: Sequence[Suite], *, python: str | Non
         named = _TESTS_FROM.match(suite.tests_from or "")
         if named is None:
             continue
-        package = named["name"].replace("-", "_")
+        package = named.group(1).replace("-", "_")
         if package not in asked:
             asked[package] = (engine_versions(python, package) if python
                               else pinned_versions(matrix, package))
