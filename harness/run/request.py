@@ -4,6 +4,7 @@ record is whole when made, so the steps after it read no field that is still to 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,10 +80,10 @@ class RunContext:
         self.runner = pick_runner(self.request, self.matrix)
         self.environment = Environment.of(self.matrix, emulate=self.request.emulate)
 
-    @property
+    @functools.cached_property
     def left_out(self) -> dict[str, str]:
         """This agent's settings the suites do not inherit (a container inherits only its
-        allowlist): said in the run's opening lines, recorded in the manifest."""
+        allowlist): said in the run's opening lines, recorded in the manifest (asked once)."""
         if self.runner.in_container or self.matrix.cpu.emulated is None:
             return {}
         from harness.platform.cpu_emulation import left_out
