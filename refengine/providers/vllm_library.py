@@ -53,26 +53,44 @@ def load() -> tuple[str, str]:
     return wanted, ""
 
 
-def _load_elsewhere(path: Path) -> str:
-    """Load ``path`` in a child process (this interpreter, so on the same CPU); why it could
-    not, in its own words and how it ended, or "" when it loaded."""
+def _load_elsewhere(path: Path, timeout_s: float = 600) -> str:
+    """Load ``path`` in a forked child (this process's image, so on the same CPU: under
+    qemu-user a fork stays emulated, where a child started from ``sys.executable`` may
+    not); why it could not, in its own words and how it ended, or "" when it loaded."""
     import signal
-    import subprocess
-    import sys
+    import time
 
-    code = f"import torch; torch.ops.load_library({str(path)!r})"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=600, check=False)
-    if done.returncode == 0:
-        return ""
-    code_ = done.returncode
-    how = (f"killed by {signal.Signals(-code_).name}" if code_ < 0
-           else f"exit {code_}" + (f" ({signal.Signals(code_ - 128).name})"
-                                   if 128 < code_ < 160 else ""))
-    said = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: load, say why not, and end without running anything else
+        os.close(read_end)
+        code = 0
+        try:
+            torch.ops.load_library(str(path))  # type: ignore[no-untyped-call]
+        except BaseException as error:  # its words go to the parent
+            os.write(write_end, f"{type(error).__name__}: {error}".encode()[-2000:])
+            code = 1
+        os._exit(code)
+    os.close(write_end)
+    deadline = time.monotonic() + timeout_s
+    ended, status = os.waitpid(pid, os.WNOHANG)
+    while not ended and time.monotonic() < deadline:
+        time.sleep(0.02)
+        ended, status = os.waitpid(pid, os.WNOHANG)
     capability = torch.backends.cpu.get_cpu_capability()
-    return (f"loading {path.name} on a CPU without AVX2 (torch: {capability}): its process "
-            f"{how}: {said}")
+    where = f"loading {path.name} on a CPU without AVX2 (torch: {capability})"
+    if not ended:  # a load that hangs is a finding too; the child goes with it
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(read_end)
+        return f"{where}: its process did not end in {timeout_s:g} s (killed)"
+    with os.fdopen(read_end, "rb") as said_file:
+        said = said_file.read().decode(errors="replace").strip()
+    code = os.waitstatus_to_exitcode(status)
+    if code == 0:
+        return ""
+    how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit {code}"
+    return f"{where}: its process {how}: {said or 'no output'}"
 
 
 def kernel_library() -> str:

@@ -205,6 +205,33 @@ def test_a_standalone_script_of_the_v3_lane_runs_its_case_on_that_cpu(
     here = subprocess.run([python, str(script)], cwd=tmp_path, env={**env, "QEMU_CPU": ""},
                           capture_output=True, text=True, timeout=900, check=False)
     assert here.returncode == (0 if "avx512f" in cpu_flags() else 1), here.stdout + here.stderr
+    # on a CPU below every library (x86-64-v2): the library's load is tried in a fork of
+    # the emulated process (a child of sys.executable would run on this machine's CPU,
+    # load, and the script would then die of SIGILL itself): it could not run, exit 3
+    nehalem = subprocess.run([python, str(script)], cwd=tmp_path, capture_output=True,
+                             env={**env, "QEMU_CPU": "Nehalem-v2,-pcid,-x2apic,-tsc-deadline"},
+                             text=True, timeout=900, check=False)
+    assert nehalem.returncode == 3, nehalem.stdout + nehalem.stderr
+    assert ("cannot run: loading _C_AVX2.abi3.so on a CPU without AVX2 (torch: DEFAULT): "
+            "its process killed by SIGILL") in nehalem.stdout, nehalem.stdout
+
+
+def test_no_script_is_made_from_the_v2_lane_where_vllm_cannot_load(tmp_path: Path,
+                                                                   shared_cache: Path) -> None:
+    """The x86-64-v2 lane's vLLM cases: its library's load kills its process (the lane's
+    finding, its known failures); a kernel script of one is refused with that line, exit
+    3, and nothing written."""
+    if os.environ.get("HARNESS_SKIP_VLLM") == "1":
+        pytest.skip("HARNESS_SKIP_VLLM=1")
+    script = tmp_path / "repro.py"
+    case = ("suites/kernel_parity/test_parity.py::"
+            "test_parity[linear-bias-strided-2d-k-small-bfloat16-vllm-cpu]")
+    made = harness("repro", "--matrix", "vllm-cpu-v2", "--test", case, "--standalone",
+                   str(script), env={**os.environ, **ZEN5_AGENT})
+    assert made.returncode == 3, made.stdout + made.stderr
+    assert ("--standalone: the script cannot run here: loading _C_AVX2.abi3.so on a CPU "
+            "without AVX2 (torch: DEFAULT): its process killed by SIGILL") in made.stderr
+    assert not script.exists()
 
 
 def test_the_engine_script_of_the_v3_lane_judges_on_that_cpu(tmp_path: Path,
