@@ -204,15 +204,14 @@ def _pinned(matrix: Matrix, args: argparse.Namespace) -> tuple[Matrix, tuple[Pin
 def _tests(matrix: Matrix, root: Path, wanted: list[str]) -> dict[str, tuple[str, ...]]:
     """--test node ids by the suite that holds each (a UsageError for one that is in no
     suite of the matrix, or not in this checkout)."""
+    from harness.matrix.suite_paths import suite_places
     from harness.repro.pick import pick_tests
-    from harness.run.plan import suite_place
 
     for value in wanted:
         if "::" not in value:
             raise UsageError(f"--test {value}: expected a node id (path::name[params])")
-    paths = {name: s.path for name, s in matrix.suites.items() if not s.not_applicable}
-    rootdirs = {name: suite_place(s, root).rootdir for name, s in matrix.suites.items()}
-    return pick_tests(wanted, [], paths, root, rootdirs)
+    suites = {name: s for name, s in matrix.suites.items() if not s.not_applicable}
+    return pick_tests(wanted, [], suite_places(suites, root), root)
 
 
 def _report(run_dir: Path) -> None:

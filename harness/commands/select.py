@@ -109,8 +109,7 @@ def render_tests(selection: Selection, root: Path, python: str, *, explain: bool
         if not lane.affected:
             continue
         matrix = load_matrix(name, root)
-        paths = [s.path for s in matrix.suites.values() if s.enabled]
-        ids = collect(python, root, name, paths)
+        ids = collect(python, root, name, [s for s in matrix.suites.values() if s.enabled])
         chosen = [t for t in ids if lane.selects(t)]
         lines.append(f"lane {name}: {len(chosen)} of {len(ids)} tests")
         for test in chosen:

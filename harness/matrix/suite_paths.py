@@ -1,4 +1,6 @@
-"""Where a suite's ``path``, ``rootdir`` and ``cwd`` point, decided once when a matrix loads.
+"""Where a suite's ``path``, ``rootdir`` and ``cwd`` point, decided once when a matrix loads;
+and where a suite runs (:func:`suite_place`), decided once for the plan, ``harness select
+--collect``, ``harness repro`` and ``harness run --test``.
 
 A value may start with ``~`` or use ``${VAR}``. An absolute value stays as it is. A
 relative one is read against the folder of the matrix file that wrote it when that file
@@ -15,11 +17,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import ConfigError
+from harness.matrix.model import Suite
 from harness.matrix.yamlsafe import LDict
-from harness.roots import locate, shipped_root
+from harness.roots import base_of, locate, shipped_root
 
 PATH_KEYS = ("path", "rootdir", "cwd")
 
@@ -117,3 +121,39 @@ def suite_folder(value: str, root: Path) -> Path:
     in one), as the plan finds it."""
     path = suite_target(value, root)
     return path if path.is_dir() else path.parent
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuitePlace:
+    """Where a suite's tests are (``target``), which folder its node ids (and the known
+    failures' ids) are relative to (``rootdir``, pytest's ``--rootdir``), the folder its
+    pytest starts in (``cwd``; None: the caller's own), and whether it lives under a root
+    harness knows (the project's, or the shipped one)."""
+
+    target: Path
+    rootdir: Path
+    cwd: Path | None
+    inside: bool
+
+
+def suite_place(suite: Suite, root: Path) -> SuitePlace:
+    """Where ``suite`` runs. A suite under the project root (or the shipped root: a shipped
+    suite of an installed harness) keeps that root as rootdir (the shipped known_failures
+    ids say ``suites/...``); one outside both defaults to its own folder, as plain
+    ``pytest`` run there would choose without an ini file, and runs there."""
+    target = suite_target(suite.path, root)
+    base = base_of(target, root)
+    inside = target.resolve().is_relative_to(base.resolve())
+    if suite.rootdir:
+        rootdir = suite_target(suite.rootdir, root)
+    elif inside:
+        rootdir = base
+    else:
+        rootdir = target if target.is_dir() or not target.suffix else target.parent
+    cwd = suite_target(suite.cwd, root) if suite.cwd else (None if inside else rootdir)
+    return SuitePlace(target=target, rootdir=rootdir, cwd=cwd, inside=inside)
+
+
+def suite_places(suites: Mapping[str, Suite], root: Path) -> dict[str, SuitePlace]:
+    """:func:`suite_place` of each suite, by name."""
+    return {name: suite_place(suite, root) for name, suite in suites.items()}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import ConfigError, UsageError
-from harness.matrix.suite_paths import suite_target
+from harness.matrix.suite_paths import SuitePlace
 from harness.results import layout
 from harness.results.case_meaning import FINDINGS
 from harness.results.junit_read import NODEID_PROPERTY, JunitReader
@@ -94,12 +94,10 @@ def _from_checkout(nodeid: str, root: Path) -> str | None:
     return None
 
 
-def _suite_of(
-    test_file: str, suite_paths: Mapping[str, str], root: Path, rootdirs: Mapping[str, Path]
-) -> str | None:
-    for suite, path in suite_paths.items():
-        target = (rootdirs.get(suite, root) / test_file).resolve()
-        where = suite_target(path, root).resolve()
+def _suite_of(test_file: str, places: Mapping[str, SuitePlace]) -> str | None:
+    for suite, place in places.items():
+        target = (place.rootdir / test_file).resolve()
+        where = place.target.resolve()
         if target.is_file() and (target == where or where in target.parents):
             return suite
     return None
@@ -108,26 +106,24 @@ def _suite_of(
 def pick_tests(
     wanted: Sequence[str],
     recorded: Sequence[SuiteTests],
-    suite_paths: Mapping[str, str],
+    places: Mapping[str, SuitePlace],
     root: Path,
-    rootdirs: Mapping[str, Path] | None = None,
 ) -> dict[str, tuple[str, ...]]:
     """``--test`` values: a value with ``::`` is a node id (its file must exist here,
-    relative to its suite's rootdir); any other value is a substring of the node ids the
-    run recorded (all of them)."""
+    relative to its suite's rootdir, :func:`harness.matrix.suite_paths.suite_place`); any
+    other value is a substring of the node ids the run recorded (all of them)."""
     chosen: dict[str, list[str]] = {}
-    dirs = dict(rootdirs or {})
     for value in wanted:
         if "::" in value:
             test_file = value.split("::", 1)[0]
-            here = [dirs.get(s, root) / test_file for s in suite_paths] + [root / test_file]
+            here = [p.rootdir / test_file for p in places.values()] + [root / test_file]
             if not any(path.is_file() for path in here):
                 raise UsageError(f"--test {value}: {test_file} is not in this checkout")
-            suite = _suite_of(test_file, suite_paths, root, dirs)
+            suite = _suite_of(test_file, places)
             if suite is None:
                 raise UsageError(
                     f"--test {value}: {test_file} is in none of the matrix's suites "
-                    f"({', '.join(f'{s}: {p}' for s, p in suite_paths.items())})"
+                    f"({', '.join(f'{s}: {_shown(p, root)}' for s, p in places.items())})"
                 )
             chosen.setdefault(suite, []).append(value)
             continue
@@ -137,3 +133,11 @@ def pick_tests(
         for suite, nid in hits:
             chosen.setdefault(suite, []).append(nid)
     return {suite: _unique(ids) for suite, ids in chosen.items()}
+
+
+def _shown(place: SuitePlace, root: Path) -> str:
+    """A suite's path as a user wrote it: relative to the root it lives under."""
+    try:
+        return place.target.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(place.target)

@@ -11,6 +11,7 @@ from typing import TypedDict, Unpack
 from harness.errors import ConfigError, ConfigErrors, HarnessError, UsageError
 from harness.matrix import load_matrix
 from harness.matrix.model import Matrix
+from harness.matrix.suite_paths import suite_places
 from harness.platform.cache import cache_env
 from harness.platform.gitinfo import git_info
 from harness.repro.pick import pick_tests, read_suite
@@ -19,7 +20,6 @@ from harness.results import layout
 from harness.results.junit_read import suite_properties
 from harness.results.layout import Shard
 from harness.results.manifest import RunRecord
-from harness.run.plan import suite_place
 from harness.run.request import RunRequest
 from harness.run.threads import cpu_budget
 
@@ -224,11 +224,11 @@ class Choice:
 
 
 def choose(rec: Recorded, matrix: Matrix, root: Path, wanted: list[str]) -> Choice:
-    rootdirs = {name: suite_place(s, root).rootdir for name, s in matrix.suites.items()}
+    places = suite_places(matrix.suites, root)
+    rootdirs = {name: place.rootdir for name, place in places.items()}
     recorded = [read_suite(path, root, rootdirs) for path in rec.junit_files]
     if wanted:
-        paths = {name: s.path for name, s in matrix.suites.items()}
-        picked = pick_tests(wanted, recorded, paths, root, rootdirs)
+        picked = pick_tests(wanted, recorded, places, root)
         _check_node_ids(picked, root, rootdirs)
         return Choice(tests=picked, whole={})
     tests: dict[str, tuple[str, ...]] = {}

@@ -9,10 +9,9 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.matrix.model import Matrix, Suite
-from harness.matrix.suite_paths import suite_target
+from harness.matrix.suite_paths import suite_place
 from harness.results import layout
 from harness.results.layout import Shard
-from harness.roots import base_of
 from harness.run.memory import (
     MemoryBudget,
     Peak,
@@ -75,40 +74,6 @@ def select_suites(matrix: Matrix, wanted: Sequence[str]) -> list[Suite]:
             )
         chosen.append(available[name])
     return chosen
-
-
-@dataclass(frozen=True, kw_only=True)
-class SuitePlace:
-    target: Path
-    rootdir: Path
-    cwd: Path | None
-    inside: bool  # the suite lives in the harness checkout
-
-
-def suite_place(suite: Suite, root: Path) -> SuitePlace:
-    """Where a suite's tests are, which rootdir its node ids are relative to, where it runs.
-
-    A suite in the checkout keeps the checkout as rootdir (the shipped known_failures ids
-    say ``suites/...``); one outside it defaults to its own folder, as plain ``pytest``
-    run there would choose without an ini file.
-    """
-    target = suite_target(suite.path, root)
-    # A shipped suite of an installed harness lives under the shipped root, not the
-    # project: its ids (and the shipped known_failures) stay relative to the shipped root.
-    base = base_of(target, root)
-    try:
-        target.resolve().relative_to(base.resolve())
-        inside = True
-    except ValueError:
-        inside = False
-    if suite.rootdir:
-        rootdir = suite_target(suite.rootdir, root)
-    elif inside:
-        rootdir = base
-    else:
-        rootdir = target if target.is_dir() or not target.suffix else target.parent
-    cwd = suite_target(suite.cwd, root) if suite.cwd else (None if inside else rootdir)
-    return SuitePlace(target=target, rootdir=rootdir, cwd=cwd, inside=inside)
 
 
 def override_notes(matrix: Matrix, options: PlanOptions) -> list[str]:

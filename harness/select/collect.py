@@ -1,8 +1,10 @@
 """The test ids of a lane, by pytest's own collection (``harness select --collect``).
 
-Collected in the given interpreter with the lane's matrix (``--platform``), so
-parametrized ids are exactly the ones a run of that lane has. A GPU lane is collected
-here as written (its ids name its device); collection needs no device.
+Collected in the given interpreter with the lane's matrix (``--platform``), each suite
+where a run of the lane runs it (its target, rootdir and folder from
+:func:`harness.matrix.suite_paths.suite_place`, as the plan reads them), so the ids are
+exactly the ones a run of that lane has. A GPU lane is collected here as written (its ids
+name its device); collection needs no device.
 """
 
 from __future__ import annotations
@@ -13,29 +15,32 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.errors import InfraError
-from harness.matrix.suite_paths import suite_target
+from harness.matrix.model import Suite
+from harness.matrix.suite_paths import suite_place
 from harness.process.run import run_captured
 
 
-def collect(python: str, root: Path, lane: str, paths: Sequence[str],
+def collect(python: str, root: Path, lane: str, suites: Sequence[Suite],
             *, timeout_s: float = 600) -> list[str]:
-    """One pytest per suite path: suites import their own ``conftest`` helpers by that
-    module name, which would collide in one process (as in a run, one pytest a suite)."""
+    """One pytest per suite: suites import their own ``conftest`` helpers by that module
+    name, which would collide in one process (as in a run, one pytest a suite)."""
     ids: list[str] = []
-    for path in paths:
-        ids += _collect_one(python, root, lane, path, timeout_s=timeout_s)
+    for suite in suites:
+        ids += _collect_one(python, root, lane, suite, timeout_s=timeout_s)
     return ids
 
 
-def _collect_one(python: str, root: Path, lane: str, path: str,
+def _collect_one(python: str, root: Path, lane: str, suite: Suite,
                  *, timeout_s: float) -> list[str]:
+    place = suite_place(suite, root)
     argv = [python, "-m", "pytest", "--collect-only", "-q", "-p", "harness.pytest_entry",
-            "-p", "no:cacheprovider", f"--rootdir={root}", "--platform", lane,
-            str(suite_target(path, root))]
+            "-p", "no:cacheprovider", f"--rootdir={place.rootdir}", "--platform", lane,
+            str(place.target)]
     env = os.environ | {"PYTHONPATH": os.pathsep.join(
-        filter(None, [str(root), os.environ.get("PYTHONPATH")])), "TRITON_INTERPRET": "1"}
+        filter(None, [str(root), os.environ.get("PYTHONPATH")])), "TRITON_INTERPRET": "1",
+        "HARNESS_ROOT": str(root)}
     try:
-        proc = run_captured(argv, cwd=root, env=env, timeout_s=timeout_s)
+        proc = run_captured(argv, cwd=place.cwd, env=env, timeout_s=timeout_s)
     except (OSError, subprocess.TimeoutExpired) as error:
         raise InfraError(f"collecting {lane}: {error}") from None
     ids = [line.strip() for line in proc.stdout.splitlines() if "::" in line]

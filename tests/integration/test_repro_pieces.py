@@ -87,12 +87,16 @@ def test_env_is_restored_less_machine_paths_caches_and_masked_values(
 
 
 def test_test_option_node_ids_must_exist_and_belong_to_a_suite() -> None:
-    paths = {"platform": "suites/platform", "repro": FIXTURE}
+    from harness.matrix.suite_paths import SuitePlace
+
+    paths = {name: SuitePlace(target=ROOT / path, rootdir=ROOT, cwd=None, inside=True)
+             for name, path in {"platform": "suites/platform", "repro": FIXTURE}.items()}
     assert pick_tests([f"{FIXTURE}::test_passes"], [], paths, ROOT) == {
         "repro": (f"{FIXTURE}::test_passes",)}
     with pytest.raises(UsageError, match="is not in this checkout"):
         pick_tests(["suites/platform/test_nope.py::test_x"], [], paths, ROOT)
-    with pytest.raises(UsageError, match="is in none of the matrix's suites"):
+    with pytest.raises(UsageError, match="is in none of the matrix's suites "
+                                         r"\(platform: suites/platform, repro: "):
         pick_tests(["tests/integration/test_repro_pieces.py::test_x"], [], paths, ROOT)
 
 

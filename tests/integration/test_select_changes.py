@@ -47,8 +47,11 @@ def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def cpu_ids(clone: Path) -> list[str]:
-    ids = collect(sys.executable, clone, "cpu",
-                  ["suites/platform", "suites/kernel_parity", "suites/fusion", "suites/e2e"])
+    from harness.matrix import load_matrix
+
+    suites = load_matrix("cpu", clone).suites
+    ids = collect(sys.executable, clone, "cpu", [suites[name] for name in
+                                                 ("platform", "kernel_parity", "fusion", "e2e")])
     assert len(ids) > 100
     return ids
 
