@@ -60,7 +60,8 @@ def main() -> None:
 
     # The same thread settings the harness gives each worker, so the ratio is the
     # harness's own overhead, not the thread budget's effect (shown separately).
-    from harness.run.threads import cpu_budget, plan_threads
+    from harness.platform.budget import cpu_budget
+    from harness.run.threads import plan_threads
 
     budget_env = plan_threads(args.workers, cpu_budget(), environ={}).env()
     print(f"suite {args.suite} on {args.matrix}, {args.workers} workers, "

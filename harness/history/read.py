@@ -118,6 +118,35 @@ def recent_suite_peaks(db: Path, lane: Lane, *, last_runs: int = 5) -> list[Suit
             if mb is not None]
 
 
+@dataclass(frozen=True, slots=True)
+class CaseGrowth:
+    """The most a test took its process's resident memory above where it started, over the
+    lane's recent runs (the ``rss_growth_mb`` property, plugin/memory.py)."""
+
+    suite: str
+    nodeid: str
+    mb: float
+
+
+_TEST_GROWTH = """
+WITH recent AS (
+    SELECT id FROM runs WHERE lane = ? ORDER BY started DESC LIMIT ?
+)
+SELECT s.name, t.nodeid, max(CAST(json_extract(c.extra, '$.rss_growth_mb') AS REAL))
+FROM cases c JOIN recent ON c.run = recent.id JOIN suites s ON s.id = c.suite
+JOIN tests t ON t.id = c.test
+WHERE json_valid(c.extra) AND json_extract(c.extra, '$.rss_growth_mb') IS NOT NULL
+GROUP BY s.name, t.nodeid
+"""
+
+
+def recent_test_growth(db: Path, lane: Lane, *, last_runs: int = 5) -> list[CaseGrowth]:
+    """Each test's growth over this lane's last runs, read as ``recent_suite_peaks``."""
+    return [CaseGrowth(suite=str(name), nodeid=str(nodeid), mb=float(mb))
+            for name, nodeid, mb in _read_only(db, _TEST_GROWTH, (str(lane), last_runs))
+            if mb is not None]
+
+
 # The last runs of every lane, newest first; a case an infrastructure failure cut short
 # (timeout, crash) says nothing of how long the test takes.
 _CASE_TIMES = """

@@ -71,12 +71,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--across-releases): a module that fails to import is labelled so",
     )
     group.addoption(
-        "--harness-worker-memory-mb",
+        "--harness-memory-mb",
         type=float,
         default=None,
         metavar="MB",
-        help="under xdist: restart, between tests, a worker whose resident memory is above "
-        "this after a test",
+        help="under xdist: the suite's whole memory budget; each worker is kept within its "
+        "share of it, restarted between tests (plugin/memory.py)",
+    )
+    group.addoption(
+        "--harness-test-memory",
+        default=None,
+        metavar="FILE",
+        help="each test's memory need from the history (the run's test-memory.json): a "
+        "worker is restarted before a test that would take it over its share",
     )
 
 
@@ -115,12 +122,16 @@ def pytest_configure(config: pytest.Config) -> None:
 def _register_memory(config: pytest.Config) -> None:
     """Each test's peak memory where tests run; the worker budget in xdist's controller."""
     from harness.plugin.memory import TestMemory, WorkerBudget
+    from harness.plugin.memory_rules import read_needs
 
     config.pluginmanager.register(TestMemory(), "harness-memory")
-    budget = config.getoption("--harness-worker-memory-mb")
+    total = config.getoption("--harness-memory-mb")
     distributed = bool(getattr(config.option, "numprocesses", None))
-    if budget and distributed and not hasattr(config, "workerinput"):
-        config.pluginmanager.register(WorkerBudget(config, budget), "harness-worker-budget")
+    if total and distributed and not hasattr(config, "workerinput"):
+        needs = read_needs(config.getoption("--harness-test-memory"),
+                           str(config.getini("junit_suite_name")))
+        config.pluginmanager.register(WorkerBudget(config, total, needs),
+                                      "harness-worker-budget")
 
 
 def _stash_key() -> pytest.StashKey[HarnessSession]:

@@ -7,24 +7,33 @@ interpreter and what earlier tests left included). Where that is the highest of 
 file in this process so far, the test gets it as its ``peak_rss_mb`` property, which the
 sidecar and the history keep beside its duration; the manifest keeps the suite's highest.
 
-With ``--harness-worker-memory-mb=N`` under xdist the controller schedules by work
-stealing (xdist's ``worksteal``) and watches each worker's resident memory after each
-test: a worker above N MB takes no new test; the tests queued for it go back to the
-others, it finishes the one it is running (and the one it already holds as next: xdist's
-worker needs it to tear down), it is shut down between tests and a fresh worker takes its
-place, with one line saying so. A worker whose memory grows over a file's cases (vLLM's
-test_cpu_attn.py: 18.7 GB after an hour, where one case alone needs 5 GB) is then
-restarted, never killed by the kernel's OOM killer in the middle of a test.
+Each test's growth (how far above where it started the test took its process) is its
+``rss_growth_mb`` property: what the test itself needs, whatever earlier tests left in its
+process; the history keeps it per test.
 
-A test that held more than a worker's share while it ran and let it go after (its peak
-over the share, what the worker kept under it: vLLM's test_cpu_attn.py has cases of 14 GB
-on a 24 GB host, where two workers share 11.6 GB each) is not helped by a restart: its
-worker is drained the same way and not replaced, and the suite goes on with one worker
-fewer (never none), each of the rest with a larger share (the last one left keeping no
-more than leaves room beside it for the heaviest test seen, the most a test took its
-process above where it started), the run saying so. Where the
-history has the suite's peak, the run gives it that many workers from the start
-(run/memory.py).
+With ``--harness-memory-mb=TOTAL`` (the suite's whole memory budget: the run hands it the
+host's, platform/budget.py) under xdist's ``-n W``, the controller schedules by work
+stealing (xdist's ``worksteal``) and keeps each worker within its share, TOTAL over the
+workers still running, watching each worker's resident memory after each test:
+
+- a worker above its share takes no new test: the tests queued for it go back to the others,
+  it finishes the one it is running (and the one it already holds as next: xdist's worker
+  needs it to tear down), it is shut down between tests and a fresh worker takes its place,
+  with one line saying so (vLLM's test_cpu_attn.py: a worker grew to 18.7 GB over a file's
+  cases, where one case alone needs 5 GB; restarted, never killed by the OOM killer);
+- a worker whose next test would take it over its share (that test's growth, from the
+  history's per-test figures in ``--harness-test-memory=FILE``, or seen earlier in this run,
+  beside what the worker holds) is restarted the same way first; where that test would not
+  fit a fresh worker's share either, the worker stops and is not replaced;
+- a test that held more than a worker's share while it ran and let it go after (vLLM's
+  test_cpu_attn.py has cases of 14 GB on a 24 GB host, where two workers share 12 GB each)
+  is not helped by a restart: its worker is drained the same way and not replaced, and the
+  suite goes on with one worker fewer (never none), each of the rest with a larger share.
+
+The last worker left, and a suite's lone worker (the plan gives a suite whose tests may take
+one process past half the budget an xdist worker all the same, run/memory.py), keep by one
+rule, :func:`keep_mb`: no more than leaves room beside it for the heaviest test (the file's
+``heaviest_mb``, or the largest growth seen here), and never more than half the budget.
 """
 
 from __future__ import annotations
@@ -38,11 +47,15 @@ if TYPE_CHECKING:
 
 import pytest
 
+from harness.plugin.memory_rules import Keeper, Needs, Seen
+from harness.results.sidecar import GROWTH_PROPERTY
 from harness.results.sidecar import PEAK_RSS_PROPERTY as PROPERTY
 
 RSS_ATTR = "harness_rss_mb"  # a teardown report's current resident memory, for the controller
 PEAK_ATTR = "harness_peak_mb"  # and the test's peak, for the controller
 GROWTH_ATTR = "harness_growth_mb"  # and how far above its start the test took the process
+START_ATTR = "harness_start_mb"  # and what the process held when the test started
+GROWTH_RECORDED_MB = 10.0  # a test's growth below this is noise, not recorded
 _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
 
@@ -104,7 +117,11 @@ class TestMemory:
         if peak is not None:
             setattr(report, PEAK_ATTR, round(peak, 1))
             if self._resets and self._start_mb is not None:
-                setattr(report, GROWTH_ATTR, round(max(0.0, peak - self._start_mb), 1))
+                growth = round(max(0.0, peak - self._start_mb), 1)
+                setattr(report, GROWTH_ATTR, growth)
+                setattr(report, START_ATTR, round(self._start_mb, 1))
+                if growth >= GROWTH_RECORDED_MB:
+                    report.user_properties.append((GROWTH_PROPERTY, growth))
 
 
 class Gateway(Protocol):
@@ -132,12 +149,12 @@ class Scheduler(Protocol):
     retiring: set[Worker]
     tests_finished: bool
 
-    def note(self, node: Worker, rss_mb: float, peak_mb: float | None,
-             growth_mb: float | None, nodeid: str) -> None: ...
+    def note(self, node: Worker, seen: Seen) -> None: ...
 
 
-def make_recycling(config: pytest.Config, log: object, budget_mb: float) -> Scheduler:
-    """xdist's work-stealing scheduler that drains and replaces a worker over budget."""
+def make_recycling(config: pytest.Config, log: object, keeper: Keeper) -> Scheduler:
+    """xdist's work-stealing scheduler that drains a worker ``keeper`` says must go, and
+    takes its queued tests back for the others."""
     from xdist.scheduler.worksteal import (  # type: ignore[import-untyped]
         MIN_PENDING,
         WorkStealingScheduling,
@@ -148,36 +165,19 @@ def make_recycling(config: pytest.Config, log: object, budget_mb: float) -> Sche
             super().__init__(config, log)
             self.draining: dict[Worker, str] = {}  # node -> why
             self.retiring: set[Worker] = set()  # drained for good: not replaced
-            self.started: int = max(1, self.numnodes)
-            self.total_mb: float = budget_mb * self.started  # the suite's workers' budget
-            self.heaviest_mb = 0.0  # the most a test took a process above its start
 
-        def share(self) -> float:
-            """What a worker may keep now: the workers' budget over those not retiring; the
-            last one left, whatever leaves room beside it for the heaviest test seen (as a
-            suite planned with one worker: run/memory.py's lone_keep_mb; the rooms' map
-            lets neither import the other)."""
-            live = [n for n in self.node2pending if n not in self.retiring]
-            if len(live) == 1 and self.started > 1:
-                return max(1.0, min(self.total_mb / 2, self.total_mb - self.heaviest_mb))
-            return self.total_mb / max(1, len(live))
-
-        def note(self, node: Worker, rss_mb: float, peak_mb: float | None,
-                 growth_mb: float | None, nodeid: str) -> None:
-            self.heaviest_mb = max(self.heaviest_mb, growth_mb or 0.0)
+        def note(self, node: Worker, seen: Seen) -> None:
+            keeper.learn(seen)
             if node not in self.node2pending or node in self.draining:
                 return
-            share = self.share()
+            # its queue after the running test and the one it holds (those it can give back)
+            queued = [self.collection[i] for i in self.node2pending[node][MIN_PENDING:]]
             live = [n for n in self.node2pending if n not in self.retiring]
-            if rss_mb > share:  # what it kept: a fresh worker starts without it
-                self.draining[node] = (f"{rss_mb:.0f} MB resident after {nodeid}, over the "
-                                       f"{share:.0f} MB a worker may use")
-            elif peak_mb is not None and peak_mb > share and len(live) > 1:
-                # it let the memory go, but needed it while it ran: so would it again
-                self.retiring.add(node)
-                self.draining[node] = (
-                    f"{nodeid} held {peak_mb:.0f} MB while it ran, over the {share:.0f} MB a "
-                    f"worker may use: the suite goes on with {len(live) - 1} worker(s)")
+            drain = keeper.judge(seen, len(live), queued)
+            if drain is not None:
+                self.draining[node] = drain.why
+                if drain.retire:
+                    self.retiring.add(node)
 
         def _drain(self) -> None:
             for node in list(self.draining):
@@ -201,9 +201,10 @@ class WorkerBudget:
     """In the xdist controller: the scheduler above, and a fresh worker for each drained
     one."""
 
-    def __init__(self, config: pytest.Config, budget_mb: float) -> None:
+    def __init__(self, config: pytest.Config, total_mb: float, needs: Needs) -> None:
         self.config = config
-        self.budget_mb = budget_mb
+        self.total_mb = total_mb
+        self.keeper = Keeper(total_mb, needs)
         self.sched: Scheduler | None = None
         self.restarts: list[str] = []
 
@@ -213,7 +214,7 @@ class WorkerBudget:
         if config.getvalue("dist") not in ("load", "worksteal"):
             return None  # the suite chose how its tests group (loadfile, loadscope, ...)
         try:
-            self.sched = make_recycling(config, log, self.budget_mb)
+            self.sched = make_recycling(config, log, self.keeper)
         except ImportError:  # an xdist before 3.2 has no work stealing: workers as they were
             return None
         return self.sched
@@ -223,10 +224,11 @@ class WorkerBudget:
         rss = getattr(report, RSS_ATTR, None)
         peak = getattr(report, PEAK_ATTR, None)
         growth = getattr(report, GROWTH_ATTR, None)
+        start = getattr(report, START_ATTR, None)
         node = getattr(report, "node", None)
         if self.sched is not None and report.when == "teardown" and rss is not None and node:
-            self.sched.note(node, float(rss), None if peak is None else float(peak),
-                            None if growth is None else float(growth), report.nodeid)
+            self.sched.note(node, Seen(nodeid=report.nodeid, rss_mb=float(rss), peak_mb=_mb(peak),
+                                       growth_mb=_mb(growth), start_mb=_mb(start)))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Worker, error: object | None) -> None:
@@ -256,4 +258,8 @@ class WorkerBudget:
         if self.restarts:
             terminalreporter.write_line(
                 f"harness: {len(self.restarts)} worker restart(s) or stop(s) for memory "
-                f"(budget {self.budget_mb:.0f} MB a worker)")
+                f"(the suite's budget {self.total_mb:.0f} MB)")
+
+
+def _mb(value: object) -> float | None:
+    return None if value is None else float(value)  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ from harness.errors import ConfigError, ConfigErrors, HarnessError, UsageError
 from harness.matrix import load_matrix
 from harness.matrix.model import Matrix
 from harness.matrix.suite_paths import suite_places
+from harness.platform.budget import cpu_budget
 from harness.platform.cache import cache_env
 from harness.platform.gitinfo import git_info
 from harness.repro.pick import pick_tests, read_suite
@@ -21,7 +22,6 @@ from harness.results.junit_read import suite_properties
 from harness.results.layout import Shard
 from harness.results.manifest import RunRecord
 from harness.run.request import RunRequest
-from harness.run.threads import cpu_budget
 
 # Set by the workflow for this machine; the recorded values name the run's machine.
 _MACHINE_ENV = frozenset({"HARNESS_ROOT", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE"})

@@ -30,6 +30,7 @@ JUNIT_DIR = "junit"
 LOGS_DIR = "logs"
 DURATIONS = "durations.json"
 SELECTION = "select.json"
+TEST_MEMORY = "test-memory.json"  # each suite's tests' memory needs, for the plugin
 EMULATED = " (emulated)"
 
 PARTIAL_SUFFIX = ".partial.jsonl"

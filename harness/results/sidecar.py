@@ -74,6 +74,9 @@ def read_records(path: Path) -> list[dict[str, object]]:
 
 
 PEAK_RSS_PROPERTY = "peak_rss_mb"  # a test process's peak resident MB during the test
+# how far above where it started the test took its process's resident memory (MB): what
+# the test itself needs beside what its process holds, whatever earlier tests left there
+GROWTH_PROPERTY = "rss_growth_mb"
 
 
 def peak_memory(path: Path) -> tuple[float, str] | None:

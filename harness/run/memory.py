@@ -1,36 +1,23 @@
-"""The run's memory budget, and how many workers a suite gets within it.
+"""How many workers a suite gets within the host's memory budget (platform/budget.py).
 
-CPUs are budgeted from the cgroup quota (run/threads.py); memory the same way: the budget is
-the smallest of ``HARNESS_MEMORY_LIMIT`` (when set), the cgroup's limit less what it already
-uses, and the host's available memory, read once when the run starts. A suite's workers are
-then as many as the CPU budget allows *and* as fit in the memory budget at the peak its
-tests reached when the lane last ran (the history's ``peak_rss_mb``, plugin/memory.py), and
-each worker is restarted between tests once it holds more than its share. A suite whose
-test peaked above the whole budget cannot fit here: one infrastructure line before anything
-runs, not an OOM kill half an hour in.
+A suite's workers are as many as the CPU budget allows *and* as fit in the memory budget at
+the peak its tests reached when the lane last ran (the history's ``peak_rss_mb``,
+plugin/memory.py), or the matrix's ``peak_memory_mb`` before that. Each suite is handed the
+whole budget and its worker count (``--harness-memory-mb``, ``-n``), and the plugin keeps
+each worker within its share (plugin/memory.py); a suite whose test may take its one
+process past half the budget gets an xdist worker all the same, so that it can be
+restarted between tests. A suite whose test peaked above the whole budget cannot fit here:
+one infrastructure line before anything runs, not an OOM kill half an hour in.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
-from harness.errors import ConfigError, InfraError
-
-LIMIT_VAR = "HARNESS_MEMORY_LIMIT"
-_SIZE = re.compile(r"(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>[KMGT]?)i?B?", re.I)
-_UNIT_MB = {"": 1.0, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0 * 1024}
-_UNLIMITED_V1 = 1 << 60  # cgroup v1 writes a page-rounded 2**63 for "no limit"
-
-
-@dataclass(frozen=True, kw_only=True)
-class MemoryBudget:
-    mb: float
-    source: str  # what limited it: HARNESS_MEMORY_LIMIT, cgroup v2 memory.max, MemAvailable
+from harness.errors import InfraError
+from harness.platform.budget import LIMIT_VAR, MemoryBudget
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,70 +47,6 @@ def suite_peaks(recorded: Mapping[str, Peak], declared: Mapping[str, float | Non
     return peaks
 
 
-def parse_size(text: str) -> float:
-    """``600M``, ``24G``, ``1.5GiB``, ``2048`` (MB) -> MB; a ValueError for anything else."""
-    found = _SIZE.fullmatch(text.strip())
-    if found is None:
-        raise ValueError(text)
-    return float(found["number"]) * _UNIT_MB[found["unit"].upper()]
-
-
-def _read_int(path: Path) -> int | None:
-    try:
-        text = path.read_text().strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
-
-
-def _cgroup_room(root: Path) -> tuple[float, str] | None:
-    """What the cgroup still allows, in MB (its limit less its usage); None: no limit."""
-    for limit_file, usage_file, source in (
-        (root / "memory.max", root / "memory.current", "cgroup v2 memory.max"),
-        (root / "memory" / "memory.limit_in_bytes", root / "memory" / "memory.usage_in_bytes",
-         "cgroup v1 memory limit"),
-    ):
-        limit = _read_int(limit_file)
-        if limit is not None and limit < _UNLIMITED_V1:
-            used = _read_int(usage_file) or 0
-            return max(0, limit - used) / (1 << 20), source
-    return None
-
-
-def _available(meminfo: Path) -> float | None:
-    try:
-        for line in meminfo.read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) / 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def memory_budget(environ: Mapping[str, str] = os.environ,
-                  cgroup_root: Path = Path("/sys/fs/cgroup"),
-                  meminfo: Path = Path("/proc/meminfo")) -> MemoryBudget | None:
-    """The smallest of the memory this run may use; None where nothing says (no /proc)."""
-    found: list[tuple[float, str]] = []
-    given = environ.get(LIMIT_VAR, "").strip()
-    if given:
-        try:
-            found.append((parse_size(given), LIMIT_VAR))
-        except ValueError:
-            raise ConfigError(f"{LIMIT_VAR}={given!r}: expected a size such as 600M, 24G or "
-                              "2048 (MB)") from None
-    room = _cgroup_room(cgroup_root)
-    if room is not None:
-        found.append(room)
-    available = _available(meminfo)
-    if available is not None:
-        found.append((available, "MemAvailable"))
-    if not found:
-        return None
-    mb, source = min(found)
-    return MemoryBudget(mb=round(mb, 1), source=source)
-
-
 def workers_within(cpu_workers: int, budget: MemoryBudget | None, peak: Peak | None) -> int:
     """The CPU budget's workers, fewer where the recorded peak a worker needs says so."""
     if budget is None or peak is None or peak.mb <= 0:
@@ -131,19 +54,13 @@ def workers_within(cpu_workers: int, budget: MemoryBudget | None, peak: Peak | N
     return max(1, min(cpu_workers, math.floor(budget.mb / peak.mb)))
 
 
-def lone_keep_mb(budget: MemoryBudget | None, peak: Peak | None) -> float | None:
-    """What a suite's one worker may keep between tests, where its heaviest test needs more
-    than half the budget; None: it runs without xdist, as any one-worker suite.
-
-    A process that runs a file's cases one after another can keep what they leave (vLLM's
-    test_cpu_attn.py's grew to 24 GB on a 24 GB host, each case needing at most 14), and
-    without xdist nothing could restart it between tests: such a suite's one worker is
-    xdist's, restarted once it keeps more than the budget less that test's peak (the peak
-    counts the process's own memory too, so the next such test fits beside what it kept).
-    """
-    if budget is None or peak is None or peak.mb <= budget.mb / 2:
-        return None
-    return max(1.0, budget.mb - peak.mb)  # the scheduler's last worker keeps alike
+def lone_needs_xdist(budget: MemoryBudget | None, peak: Peak | None) -> bool:
+    """Whether a suite planned with one worker runs it under xdist all the same: where its
+    heaviest test took its process past half the budget. A process that runs a file's cases
+    one after another can keep what they leave (vLLM's test_cpu_attn.py's grew to 24 GB on
+    a 24 GB host, each case needing at most 14), and without xdist nothing could restart it
+    between tests; what it may keep is the plugin's one rule (plugin/memory.py keep_mb)."""
+    return budget is not None and peak is not None and peak.mb > budget.mb / 2
 
 
 def check_fits(suite: str, budget: MemoryBudget | None, peak: Peak | None) -> None:

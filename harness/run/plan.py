@@ -10,16 +10,10 @@ from pathlib import Path
 from harness.errors import UsageError
 from harness.matrix.model import Matrix, Suite
 from harness.matrix.suite_paths import suite_place
+from harness.platform.budget import MemoryBudget
 from harness.results import layout
 from harness.results.layout import Shard
-from harness.run.memory import (
-    MemoryBudget,
-    Peak,
-    check_fits,
-    describe,
-    lone_keep_mb,
-    workers_within,
-)
+from harness.run.memory import Peak, check_fits, describe, lone_needs_xdist, workers_within
 from harness.run.threads import thread_env
 from harness.runners.invocation import Invocation
 
@@ -33,7 +27,8 @@ class PlanOptions:
     keyword: str | None = None
     workers: int = 1
     workers_asked: int | None = None  # --workers as given (None: the CPU budget chose)
-    memory: MemoryBudget | None = None  # the run's memory budget (run/memory.py)
+    memory: MemoryBudget | None = None  # the host's memory budget (platform/budget.py)
+    test_memory: Path | None = None  # each suite's tests' memory needs (layout.TEST_MEMORY)
     # The CPUs the run's threads share, where the harness sets their count (None: the user,
     # the matrix or HARNESS_THREAD_BUDGET=off does): a suite that runs fewer workers than the
     # run planned gives each of them more threads.
@@ -182,12 +177,13 @@ def _selection_args(suite: Suite, options: PlanOptions, workers: int,
     """What narrows or spreads one suite's run: emulation, workers, markers, -k, the shard,
     then the suite's own pytest arguments and the run's."""
     argv = ["--emulate"] if options.emulate else []
-    if workers > 1:
-        argv += ["-n", str(workers)]
-        if options.memory is not None:  # each worker's share, restarted above it
-            argv += [f"--harness-worker-memory-mb={options.memory.mb / workers:.0f}"]
-    elif (keep := lone_keep_mb(options.memory, options.peaks.get(suite.name))) is not None:
-        argv += ["-n", "1", f"--harness-worker-memory-mb={keep:.0f}"]
+    lone = lone_needs_xdist(options.memory, options.peaks.get(suite.name))
+    if workers > 1 or lone:
+        argv += ["-n", str(max(1, workers))]
+        if options.memory is not None:  # the whole budget: the plugin keeps each worker's share
+            argv += [f"--harness-memory-mb={options.memory.mb:.0f}"]
+            if options.test_memory is not None:
+                argv += [f"--harness-test-memory={options.test_memory}"]
     if suite.markers:
         argv += ["-m", suite.markers]
     keyword = " and ".join(f"({k})" for k in (suite.k, options.keyword) if k)

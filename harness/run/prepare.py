@@ -14,16 +14,17 @@ from pathlib import Path
 
 from harness.errors import HostUnavailable
 from harness.history.schema import default_db_path
+from harness.platform.budget import MemoryBudget, cpu_budget, memory_budget
 from harness.platform.doctor import preflight, require_device, run_checks
 from harness.platform.probe import ProbeRefused
 from harness.results import layout
 from harness.results.writefail import make_reserve
 from harness.roots import import_path
-from harness.run.memory import MemoryBudget, Peak, memory_budget, suite_peaks
+from harness.run.memory import Peak, suite_peaks
 from harness.run.pins import describe as describe_pins
 from harness.run.plan import PlanOptions, override_notes, plan_run, select_suites
 from harness.run.request import Prepared, RunContext
-from harness.run.threads import THREAD_VARS, ThreadPlan, cpu_budget, plan_threads
+from harness.run.threads import THREAD_VARS, ThreadPlan, plan_threads
 from harness.run.venvs import check_pins, check_sources, interpreter
 from harness.runners.invocation import Invocation
 from harness.runners.suite_env import suite_env
@@ -112,6 +113,28 @@ def recorded_peaks(ctx: RunContext) -> dict[str, Peak]:
                                   for name, suite in ctx.matrix.suites.items()})
 
 
+def write_test_memory(ctx: RunContext, run_dir: Path) -> Path | None:
+    """Each suite's tests' memory needs, for the plugin (plugin/memory.py): every test's
+    growth from this host's history, and the heaviest (else the matrix's
+    ``peak_memory_mb``, a whole process's figure: more than a test's growth, never less)."""
+    from harness.history.read import recent_test_growth
+
+    if ctx.request.dry_run:
+        return None
+    growth: dict[str, dict[str, float]] = {}
+    for row in recent_test_growth(default_db_path(), ctx.environment.lane):
+        growth.setdefault(row.suite, {})[row.nodeid] = row.mb
+    needs: dict[str, dict[str, object]] = {}
+    for name, suite in ctx.matrix.suites.items():
+        tests = growth.get(name, {})
+        heaviest = max(tests.values(), default=0.0) or (suite.peak_memory_mb or 0.0)
+        if heaviest:
+            needs[name] = {"heaviest_mb": heaviest, "tests": tests}
+    path = run_dir / layout.TEST_MEMORY
+    path.write_text(json.dumps(needs, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
 def prepare_run_dir(ctx: RunContext) -> tuple[str, Path]:
     """The run's id and its folder, made with ``matrix.json`` in it (a dry run: named only)."""
     reports = ctx.request.reports or ctx.root / "reports"
@@ -186,6 +209,8 @@ def plan_step(ctx: RunContext, *, threads: ThreadPlan, run_dir: Path,
     spec = dry_spec if ctx.request.dry_run else str(run_dir / layout.MATRIX)
     durations = write_durations(ctx, run_dir)
     whole, elsewhere = lane_plan_step(ctx, run_dir, durations)
+    memory = (MemoryBudget(mb=threads.memory_mb, source=threads.memory_source)
+              if threads.memory_mb is not None else None)
     options = PlanOptions(
         python=python,
         platform_spec=spec,
@@ -196,8 +221,8 @@ def plan_step(ctx: RunContext, *, threads: ThreadPlan, run_dir: Path,
         workers_asked=ctx.request.workers,
         cpus=threads.cpus if _harness_sets_threads(ctx, threads) else None,
         suite_threads=ctx.request.suite_threads,
-        memory=(MemoryBudget(mb=threads.memory_mb, source=threads.memory_source)
-                if threads.memory_mb is not None else None),
+        memory=memory,
+        test_memory=write_test_memory(ctx, run_dir) if memory is not None else None,
         peaks=recorded_peaks(ctx),
         seed=ctx.request.seed,
         shard=ctx.request.shard,

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.platform.budget import cpu_budget
 from harness.results.manifest import RunRecord
 from harness.roots import project_root
-from harness.run.threads import THREAD_VARS, cpu_budget
+from harness.run.threads import THREAD_VARS
 from tests.runs import own_suites_matrix
 
 SUITE = """

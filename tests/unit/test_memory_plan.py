@@ -1,4 +1,5 @@
-"""The run's memory budget and a suite's workers within it (harness/run/memory.py);
+"""The host's memory budget (harness/platform/budget.py) and a suite's workers within it
+(harness/run/memory.py);
 tests/integration/test_memory_budget.py runs them for real."""
 
 from __future__ import annotations
@@ -8,15 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ConfigError, InfraError
-from harness.run.memory import (
-    MemoryBudget,
-    Peak,
-    check_fits,
-    memory_budget,
-    parse_size,
-    suite_peaks,
-    workers_within,
-)
+from harness.platform.budget import MemoryBudget, memory_budget, parse_size
+from harness.run.memory import Peak, check_fits, suite_peaks, workers_within
 
 
 @pytest.mark.parametrize(("text", "mb"), [("600M", 600), ("24G", 24 * 1024), ("1.5GiB", 1536),

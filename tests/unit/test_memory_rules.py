@@ -9,15 +9,9 @@ from pathlib import Path
 import pytest
 
 from harness.errors import InfraError
-from harness.run.memory import (
-    MemoryBudget,
-    Peak,
-    check_fits,
-    describe,
-    lone_keep_mb,
-    memory_budget,
-    workers_within,
-)
+from harness.platform.budget import MemoryBudget, memory_budget
+from harness.plugin.memory_rules import keep_mb
+from harness.run.memory import Peak, check_fits, describe, lone_needs_xdist, workers_within
 
 MB = 1 << 20
 V2 = "cgroup v2 memory.max"
@@ -97,29 +91,30 @@ def test_a_peak_over_the_whole_budget_still_gets_one_worker() -> None:
     assert workers_within(4, budget, Peak(mb=12_000, test="t")) == 1
 
 
-def test_a_peak_of_exactly_half_the_budget_needs_no_lone_keep() -> None:
+def test_a_peak_of_exactly_half_the_budget_runs_its_lone_worker_without_xdist() -> None:
     budget = MemoryBudget(mb=12_000, source="MemAvailable")
-    assert lone_keep_mb(budget, Peak(mb=6_000, test="t")) is None
-    assert lone_keep_mb(budget, Peak(mb=5_000, test="t")) is None
+    assert not lone_needs_xdist(budget, Peak(mb=6_000, test="t"))
+    assert not lone_needs_xdist(budget, Peak(mb=5_000, test="t"))
+    assert lone_needs_xdist(budget, Peak(mb=6_001, test="t"))
 
 
-def test_a_peak_one_mb_over_half_the_budget_keeps_the_rest() -> None:
-    budget = MemoryBudget(mb=12_000, source="MemAvailable")
-    assert lone_keep_mb(budget, Peak(mb=6_001, test="t")) == 5_999
-    assert lone_keep_mb(budget, Peak(mb=8_000, test="t")) == 4_000
+def test_no_budget_or_no_peak_needs_no_xdist_for_a_lone_worker() -> None:
+    assert not lone_needs_xdist(None, Peak(mb=8_000, test="t"))
+    assert not lone_needs_xdist(MemoryBudget(mb=12_000, source="MemAvailable"), None)
 
 
-def test_the_lone_keep_is_at_least_one_mb() -> None:
-    budget = MemoryBudget(mb=12_000, source="MemAvailable")
-    assert lone_keep_mb(budget, Peak(mb=11_999.5, test="t")) == 1.0
-    assert lone_keep_mb(budget, Peak(mb=11_998.5, test="t")) == 1.5
-    assert lone_keep_mb(budget, Peak(mb=13_000, test="t")) == 1.0
+def test_the_keep_leaves_room_for_the_heaviest_test_beside_it() -> None:
+    # one rule for a suite's lone worker and the scheduler's last (plugin/memory.py)
+    assert keep_mb(12_000, 8_000) == 4_000
+    assert keep_mb(12_000, 6_001) == 5_999
+    assert keep_mb(12_000, 6_000) == 6_000  # never above half the budget
+    assert keep_mb(12_000, 0.0) == 6_000  # nothing known of the heaviest: half
 
 
-def test_no_budget_or_no_peak_needs_no_lone_keep() -> None:
-    assert lone_keep_mb(None, Peak(mb=8_000, test="t")) is None
-    assert lone_keep_mb(MemoryBudget(mb=12_000, source="MemAvailable"), None) is None
-    assert lone_keep_mb(None, None) is None
+def test_the_keep_is_at_least_one_mb() -> None:
+    assert keep_mb(12_000, 11_999.5) == 1.0
+    assert keep_mb(12_000, 11_998.5) == 1.5
+    assert keep_mb(12_000, 13_000) == 1.0
 
 
 def test_a_peak_of_exactly_the_budget_fits() -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.matrix import load_matrix
+from harness.platform.budget import cpu_budget
 from harness.results import layout
 from harness.results.manifest import MatrixRef, RunRecord
 from harness.results.manifest_write import ManifestWriter
@@ -18,7 +19,7 @@ from harness.results.outcome import Status
 from harness.roots import project_root
 from harness.run.execute import execute
 from harness.run.request import Prepared, RunContext, RunRequest, Started
-from harness.run.threads import cpu_budget, plan_threads
+from harness.run.threads import plan_threads
 from harness.runners.invocation import Invocation
 from harness.runners.local import LocalRunner
 

@@ -1,6 +1,7 @@
 from pathlib import Path
 
-from harness.run.threads import CpuBudget, cpu_budget, plan_threads, read_cgroup_quota
+from harness.platform.budget import CpuBudget, cpu_budget, read_cgroup_quota
+from harness.run.threads import plan_threads
 
 
 def test_cgroup_v2_quota_rounds_down(tmp_path: Path) -> None:
