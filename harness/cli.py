@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import importlib
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Sequence
@@ -67,13 +68,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.pytest_args = tail
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
+        return Exit.USAGE
     before = os.environ.get("HARNESS_ROOT")
     if args.root:
         root = Path(args.root).expanduser().resolve()
         if not root.is_dir():
             print(f"harness: error: --root {args.root}: no such folder", file=sys.stderr)
-            return 2
+            return Exit.USAGE
         os.environ["HARNESS_ROOT"] = str(root)  # children (suites, kernels) see it too
     try:
         return _call(args)
@@ -96,10 +97,10 @@ def _call(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # `harness ... | head`: the reader is gone, as with SIGPIPE
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
+        return 128 + signal.SIGPIPE
     except KeyboardInterrupt as stop:  # also harness.process.cancel.Cancelled (SIGTERM, SIGHUP)
-        code = int(getattr(stop, "exit_code", 130))
-        _say("harness: interrupted" if code == 130 else f"harness: cancelled ({stop})")
+        code = int(getattr(stop, "exit_code", Exit.INTERRUPTED))
+        _say("harness: interrupted" if code == Exit.INTERRUPTED else f"harness: cancelled ({stop})")
         return code
     except Exception as error:
         if args.debug or not is_write_failure(error):

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.errors import UsageError
+from harness.errors import Exit, UsageError
 
 if TYPE_CHECKING:
     from harness.ci.pipeline import Kind
@@ -182,7 +182,7 @@ def cmd_check_clean(args: argparse.Namespace) -> int:
         print(line)
     # Exit 1, not an error class: a dirty tree is the answer asked for, not a failure.
     print(f"harness: {args.path}: checkout is dirty ({len(dirty)} paths)", file=sys.stderr)
-    return 1
+    return Exit.FAILED
 
 
 def cmd_check_shards(args: argparse.Namespace) -> int:

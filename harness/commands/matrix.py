@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from harness.errors import ConfigError, ConfigErrors, UsageError
+from harness.errors import ConfigError, ConfigErrors, Exit, UsageError
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "matrix" / "matrix.schema.json"
 
@@ -139,4 +139,4 @@ def cmd_lanes(args: argparse.Namespace) -> int:
             lane = f"{matrix.name}{' (emulated)' if emulate else ''}"
             print(f"ok {lane}" if not found else "\n".join(n.line(matrix.name, emulate)
                                                             for n in found))
-    return 1 if bad else 0
+    return Exit.FAILED if bad else Exit.OK

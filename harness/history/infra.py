@@ -15,14 +15,12 @@ import re
 
 from harness.results.cause import GPU_ABORT, Cause, CauseRecord, cause_of_exit, meaning_of
 
-LABELS = ("gpu-hang", "oom-kill", "timeout", "missing-junit", "image", "docker", "crashed")
-
 # The infra_error kinds the harness writes (run/finish.py: the first infrastructure
-# suite's status; ingest: no-junit) that name a label on their own; the others
-# ("error", "write-failed", "infra") are named by their message first. A run folder
-# without causes called a crashed run "crashed" whatever its message said (SIGABRT).
-_KIND_ALIASES = {"timeout": "timeout", "no-junit": "missing-junit", "crashed": "crashed"}
-_STATUS = {"timeout": "timeout", "no-junit": "missing-junit", "crashed": "crashed"}
+# suite's status; ingest: no-junit), and the suite statuses, that name a label on their
+# own; the other kinds ("error", "write-failed", "infra") are named by their message
+# first. A run folder without causes called a crashed run "crashed" whatever its message
+# said (SIGABRT).
+_NAMED = {"timeout": "timeout", "no-junit": "missing-junit", "crashed": "crashed"}
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "gpu-hang",
@@ -111,12 +109,12 @@ def guess_label(
     """The infrastructure label of what records no cause, or None when this looks
     like a real test result (``gpu``: whether its run was on a GPU, None: not known)."""
     if kind:
-        return _KIND_ALIASES.get(kind.lower()) or from_message(message) or kind.lower()
+        return _NAMED.get(kind.lower()) or from_message(message) or kind.lower()
     signal, by_code = by_exit_code(exit_code, gpu=gpu)
     if signal and status not in (None, "passed", "failed"):
         return by_code
-    if status in _STATUS:
-        return from_message(message) or _STATUS[status]
+    if status in _NAMED:
+        return from_message(message) or _NAMED[status]
     if status == "error":
         return from_message(message) or ("oom-kill" if exit_code == 137 else None)
     return None

@@ -1,7 +1,7 @@
 """The package a requirement line names, as pip compares names (PEP 503): what a
 ``--pin`` overrides (run/pins.py) and what ``harness report compare`` lines up; and the
 one grammar of a pin given on a command line (``harness run --pin``, ``harness bisect
---pins``)."""
+--pins``) or recorded in a run folder's matrix (``harness repro``: ``plain_pin``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ _NAME_RE = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
 _NAME = re.compile(rf"\s*({_NAME_RE})(?![A-Za-z0-9.+-]*:)")
 # NAME[extras]==VERSIONS: a distribution name as PEP 508 spells one; VERSIONS is one exact
 # version (a local label such as +cpu included) or, for bisect, a list or a range of them.
-_PIN = re.compile(rf"(?P<name>{_NAME_RE})(?P<extras>\[[A-Za-z0-9._,-]+\])?==(?P<versions>\S+)")
+_EXTRAS_RE = r"\[[A-Za-z0-9._,-]+\]"
+_PIN = re.compile(rf"(?P<name>{_NAME_RE})(?P<extras>{_EXTRAS_RE})?==(?P<versions>\S+)")
+_BARE = re.compile(rf"{_NAME_RE}(?:{_EXTRAS_RE})?")  # NAME[extras]: the index's newest
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]*")
 # The release a suite's tests come from (a suite's tests_from, written by harness import):
 # NAME==VERSION or NAME@COMMIT; the matrix schema's pattern and run/releases.py's reader.
@@ -43,6 +45,16 @@ def split_pin(text: str) -> Pin | None:
 def exact_version(text: str) -> bool:
     """Whether ``text`` is one version as a pin may name it (nothing else reaches pip)."""
     return _VERSION.fullmatch(text) is not None
+
+
+def plain_pin(text: str) -> bool:
+    """Whether ``text`` is ``NAME``, ``NAME[extras]`` or ``NAME[extras]==VERSION`` (one
+    exact version): what pip installs from the index and nothing else (no URL, path,
+    option, range or marker)."""
+    pin = split_pin(text)
+    if pin is not None:
+        return exact_version(pin.versions)
+    return _BARE.fullmatch(text.strip()) is not None
 
 
 def canonical(name: str) -> str:

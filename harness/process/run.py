@@ -176,6 +176,17 @@ def run_attached(argv: Sequence[str], *, env: Mapping[str, str]) -> int:
         raise
 
 
+def start_background(argv: Sequence[str], *, env: Mapping[str, str],
+                     cwd: Path | None = None) -> subprocess.Popen[str]:
+    """A helper that outlives this call (the runner's fork server), in its own process
+    group as every child here, for the caller to stop with ``stop_group``. Its stdout is a
+    text pipe the caller reads (a ready line); stdin is closed and stderr discarded. A
+    program that cannot be started raises OSError, for the caller to word."""
+    return subprocess.Popen(list(argv), env=dict(env), cwd=cwd, text=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+
+
 class LineSink:
     """Where the child's lines go: the tail, the log file, the console.
 

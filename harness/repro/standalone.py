@@ -23,7 +23,8 @@ from harness.matrix.model import Matrix
 from harness.process.run import run_captured
 from harness.repro.standalone_hook import HookCall, StandaloneAnswer
 from harness.repro.standalone_render import Signature
-from harness.repro.standalone_shrink import Shrunk, minimize, same_failure
+from harness.repro.standalone_shrink import Shrunk, minimize
+from harness.results.fingerprint import same_failure
 from harness.results.run_folder import read_run
 
 HOOK_TIMEOUT_S = 300.0

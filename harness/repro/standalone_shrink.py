@@ -13,12 +13,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-from harness.results.fingerprint import mask
-
-if TYPE_CHECKING:
-    from harness.repro.standalone_render import Signature
 
 MAX_TRIALS = 24
 
@@ -34,21 +28,6 @@ class Shrunk:
         moves = ", ".join(f"{name} {self.start[name]} -> {self.sizes[name]}"
                           for name in self.start)
         return moves + (f" (stopped early: {self.stopped})" if self.stopped else "")
-
-
-def same_failure(expected: Signature, seen: Signature) -> bool:
-    """A mismatch stays a mismatch (its size may move), an exception keeps its type and
-    its message up to its numbers (results/fingerprint.py, as every comparison of runs
-    masks them), a signal stays that signal."""
-    kind = seen.get("kind")
-    if kind != expected.get("kind"):
-        return False
-    if kind == "exception":
-        return bool(seen["type"] == expected["type"]
-                    and mask(seen["message"]) == mask(expected["message"]))
-    if kind == "signal":
-        return bool(seen["signal"] == expected["signal"])
-    return kind == "mismatch"
 
 
 def minimize(start: dict[str, int], steps: dict[str, int],

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.matrix.requirements import plain_pin
 from harness.run.threads import THREAD_VARS
 
 if TYPE_CHECKING:
@@ -33,8 +33,6 @@ RESTORABLE_ENV = frozenset(
     {*THREAD_VARS, "HARNESS_TORCH_THREADS", "HARNESS_SEED", "HARNESS_TIER",
      "HARNESS_THREAD_BUDGET", "PYTHONHASHSEED"}
 )
-# name, or name[extras], optionally ==version: what pip installs from the index and nothing else
-_PLAIN_PIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?(==[A-Za-z0-9.+!_-]+)?")
 # Container options that widen what a test can reach on the host.
 _LIST_OPTIONS = (("runtime", "cap_add"), ("runtime", "devices"), ("runtime", "security_opt"),
                  ("runtime", "group_add"), ("runtime", "env_allowlist"))
@@ -63,7 +61,7 @@ def matrix_problems(recorded: Matrix, manifest_hash: str, current: Matrix | None
             f"matrix.json hashes to {recorded.hash[:12]}, the manifest records "
             f"{manifest_hash[:12]}: the run folder was changed after the run"))
     for req in recorded.python.requirements:
-        if not _PLAIN_PIN.fullmatch(str(req).strip()):
+        if not plain_pin(str(req)):
             problems.append(untrusted(f"python.requirements {req!r} is not a plain pin "
                                       "(name or name==version)"))
     mine = recorded.resolved

@@ -1,7 +1,8 @@
 """What a test case's outcome says: one answer, asked the same way by the run, the history,
 the report, compare, bisect and repro.
 
-The six outcomes (``outcome.STATUSES``) answer three questions:
+The six outcomes (``STATUSES``, one spelling everywhere a case is read, stored or shown:
+JUnit, the history, the reports) answer three questions:
 
 =========  =====  =====  ===============================================================
 status     works  known  a finding
@@ -19,8 +20,9 @@ Who asks what:
 - **bisect** asks whether the code under test works (``WORKS`` good, ``BROKEN`` bad): an
   xfail is the bug still there, an xpass the bug gone, whatever the matrix expected.
 - **repro** and the run's exit ask for findings (``FINDINGS``): what a maintainer has to
-  look at. The run counts the error cases apart (``outcome.failing``): the harness adds
-  one for a crash, which the suite's status already says.
+  look at. The run counts the error cases apart (``TEST_FAILURES``, which
+  ``outcome.failing`` and the run's table ask): the harness adds one for a crash, which
+  the suite's status already says.
 - **the history** (flakiness, pass rates, `harness history`), **the report's** failing
   cells and **compare** ask for new failures (``NEW_FAILURES``: broken with no known
   failure to say so); compare shows known ones (``KNOWN``) apart.
@@ -30,13 +32,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from harness.results.outcome import STATUSES
+# A test's outcome (outcome.py re-exports it beside the counts it keys).
+STATUSES = ("passed", "failed", "error", "skipped", "xfail", "xpass")
 
 WORKS = frozenset({"passed", "xpass"})
 BROKEN = frozenset({"failed", "error", "xfail"})
 KNOWN = frozenset({"xfail", "xpass"})  # a known failure applied (its skip is a property)
 FINDINGS = frozenset({"failed", "error", "xpass"})
 NEW_FAILURES = BROKEN - KNOWN  # failed, error
+# The findings a suite's tests fail it for: failed, xpass (strict: pytest fails it). The
+# error cases are apart: the harness adds one for a crash, which the status already says.
+TEST_FAILURES = FINDINGS - {"error"}
 JUDGED = WORKS | BROKEN  # every outcome but a skip
 
 assert JUDGED | {"skipped"} == frozenset(STATUSES)

@@ -11,11 +11,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
+from harness.results.case_meaning import STATUSES as STATUSES
+from harness.results.case_meaning import TEST_FAILURES
 from harness.results.cause import Cause, CauseRecord
-
-# A test's outcome, one spelling everywhere a case is read, stored or shown (JUnit, the
-# history, the reports).
-STATUSES = ("passed", "failed", "error", "skipped", "xfail", "xpass")
 
 
 def count_key(status: str) -> str:
@@ -100,6 +98,13 @@ class Counts:
     def total(self) -> int:
         return sum(self.as_dict().values())
 
+    @property
+    def failing(self) -> int:
+        """The cases that fail their suite (case_meaning.TEST_FAILURES: failed, strict
+        xpass): the run table's "failed" column."""
+        counts = self.as_dict()
+        return sum(counts[count_key(status)] for status in TEST_FAILURES)
+
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
 
@@ -145,8 +150,7 @@ class SuiteOutcome:
 
 
 def failing(counts: Counts | Mapping[str, int]) -> bool:
-    """Failed or strict-xpassed cases (a strict xpass fails the run). Error cases are
-    not here: the harness adds one for a crash, which is an infrastructure failure."""
-    if isinstance(counts, Counts):
-        return bool(counts.failed or counts.xpassed)
-    return bool(counts.get("failed") or counts.get("xpassed"))
+    """Whether any case fails its suite (case_meaning.TEST_FAILURES: failed, strict
+    xpass). Error cases are not here: the harness adds one for a crash, which is an
+    infrastructure failure."""
+    return bool((counts if isinstance(counts, Counts) else Counts.of(counts)).failing)

@@ -1,11 +1,13 @@
-"""One run folder as ``harness report compare`` reads it: its record and each test case's
-outcome, failure signature and headroom.
+"""The one reader of a run folder, trusted or not: its record and each test case's outcome,
+failure signature (the exception's type and first line, numbers masked) and headroom.
+``harness report compare`` (the two runs it compares), bisect (each step's verdict on the
+test) and repro (whether the run recorded a case) all read a run's cases through it.
 
 A run folder may be a CI artifact anyone could have edited: only its manifest (through the
 checked reader, one line naming the bad field) and the JUnit files and sidecars under its
 own ``junit/`` folder are read, nothing that resolves outside the folder (a symlink out is
 a warning line and left out), nothing in it is run, and its text is escaped where it is
-shown (compare_render.py).
+shown (reports/compare_render.py).
 """
 
 from __future__ import annotations

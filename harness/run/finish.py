@@ -58,7 +58,7 @@ def print_table(run: Started) -> None:
         c = o.counts
         print(
             f"{o.suite:<16} {o.status.value:<12} {c.passed:>7} "
-            f"{c.failed + c.xpassed:>7} {c.error:>6} "
+            f"{c.failing:>7} {c.error:>6} "
             f"{c.skipped:>8} {c.xfailed:>8} "
             f"{o.duration_s:>7.1f}s  {o.reason}"
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.errors import Exit
 from harness.results.manifest import InfraFailure
 from harness.run.execute import begin_record, open_manifest
 from harness.run.request import RunContext
@@ -24,8 +25,8 @@ def record_skipped(ctx: RunContext, why: str, *, threads: ThreadPlan, run_id: st
     # The host refused the run before an interpreter was chosen or a suite planned: the
     # record has none, and no suite environment.
     manifest = open_manifest(run_dir, begin_record(ctx, threads=threads, run_id=run_id))
-    manifest.finish(status="skipped", exit_code=0,
+    manifest.finish(status="skipped", exit_code=Exit.OK,
                     infra_error=InfraFailure(kind=SKIPPED_KIND, message=why))
     print(f"harness: skipped (--skip-unavailable): {why}")
     print(f"run folder: {run_dir}")
-    return 0
+    return Exit.OK

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from harness.process import forkserver
-from harness.process.run import TERMINATE_TIMEOUT_S, stop_group
+from harness.process.run import TERMINATE_TIMEOUT_S, start_background, stop_group
 from harness.runners.invocation import Invocation
 
 SCRIPT = Path(forkserver.__file__)  # run as a file: no harness package in the server
@@ -53,9 +53,7 @@ class ForkServer:
         socket_path = Path(self._folder.name) / "server.sock"
         argv = [python, str(SCRIPT), "serve", str(socket_path), *self.modules]
         try:
-            self._proc = subprocess.Popen(argv, env=dict(env), cwd=cwd, text=True,
-                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                          stdin=subprocess.DEVNULL, start_new_session=True)
+            self._proc = start_background(argv, env=env, cwd=cwd)
             first = _first_line(self._proc, _START_TIMEOUT_S)
         except OSError as exc:
             first = f"not started: {exc}"

@@ -9,7 +9,8 @@ import pytest
 from suite_modules import suite_module
 
 from harness.repro.standalone_render import FRAME_NAMES, Script, render
-from harness.repro.standalone_shrink import MAX_TRIALS, minimize, same_failure
+from harness.repro.standalone_shrink import MAX_TRIALS, minimize
+from harness.results.fingerprint import same_failure
 
 ID = "suites/kernel_parity/test_parity.py::test_parity[{}]"
 # the kernel_parity suite's side of its standalone hook
@@ -73,6 +74,32 @@ def test_the_same_failure() -> None:
                         {"kind": "signal", "signal": "SIGSEGV"})
     assert not same_failure({"kind": "signal", "signal": "SIGSEGV"},
                             {"kind": "signal", "signal": "SIGABRT"})
+    # the engine script's finding (its own kind): the kind alone, as a mismatch's
+    assert same_failure({"kind": "tokens_differ"}, {"kind": "tokens_differ", "at": 3})
+    assert not same_failure({"kind": "tokens_differ"}, {"kind": "mismatch"})
+    assert not same_failure({}, {})
+
+
+def test_the_scripts_carry_the_one_same_failure_rule() -> None:
+    """The script frame's verdict asks the same function --minimize does (its source, not a
+    copy): two copies disagreed on an engine script's finding."""
+    import inspect
+
+    from harness.repro import standalone_render
+    from harness.results import fingerprint
+
+    frame = standalone_render.VERDICT
+    assert inspect.getsource(fingerprint.same_failure) in frame
+    assert "same = same_failure(EXPECTED, seen)" in frame and "found_kind" not in frame
+    namespace: dict[str, object] = {}
+    exec("import re\n" + fingerprint.mask_source(), namespace)  # our own source
+    carried = namespace["same_failure"]
+    assert callable(carried)
+    for expected, seen in [({"kind": "tokens_differ"}, {"kind": "tokens_differ"}),
+                           ({"kind": "exception", "type": "E", "message": "a 1"},
+                            {"kind": "exception", "type": "E", "message": "a 2"}),
+                           ({"kind": "signal", "signal": "SIGILL"}, {"kind": "mismatch"})]:
+        assert carried(expected, seen) == same_failure(expected, seen)
 
 
 def test_the_script_needs_no_harness() -> None:
@@ -143,8 +170,10 @@ def test_the_budget_stops_at_the_first_trial_past_it_not_at_it() -> None:
     assert got.summary() == "rows 64 -> 64 (stopped early: the 10 s budget)"
 
 
-def test_a_mismatch_is_the_same_failure_whatever_its_size_and_an_unknown_kind_is_not(
+def test_a_mismatch_is_the_same_failure_whatever_its_size_and_a_kind_by_its_kind_alone(
 ) -> None:
     assert same_failure({"kind": "mismatch", "headroom": 2.0},
                         {"kind": "mismatch", "headroom": 9.0})
-    assert not same_failure({"kind": "tokens_differ"}, {"kind": "tokens_differ"})
+    # the engine script's finding: its kind alone, as its script judges it (one rule)
+    assert same_failure({"kind": "tokens_differ"}, {"kind": "tokens_differ"})
+    assert not same_failure({"kind": "tokens_differ"}, {"kind": "no_tokens"})
