@@ -75,6 +75,15 @@ def matrix(tmp_path: Path) -> Path:
                              [f"  growing: {{path: {suite}, workers: auto, timeout_s: 300}}"])
 
 
+def suite_matrix(tmp_path: Path, name: str, text: str) -> tuple[Path, Path]:
+    """A suite of one file, ``text``, and the matrix whose one suite it is."""
+    suite = tmp_path / name
+    suite.mkdir()
+    (suite / f"test_{name}.py").write_text(textwrap.dedent(text))
+    return suite, own_suites_matrix(tmp_path / "grows.yaml", "grows", [
+        f"  {name}: {{path: {suite}, workers: auto, timeout_s: 300}}"])
+
+
 def run(tmp_path: Path, matrix: Path, limit: str, *extra: str
         ) -> tuple[subprocess.CompletedProcess[str], Path | None]:
     reports = tmp_path / "reports"
@@ -207,11 +216,7 @@ def test_a_test_over_a_worker_s_share_leaves_the_suite_one_worker_fewer(
     # lone worker, keeps no more than leaves room for the heaviest test seen (700 - 400
     # MB): the 8 MB each test keeps take it over 300 MB before the end (it would never
     # reach the whole 700 MB), and it is restarted. Nothing lost.
-    suite = tmp_path / "onebig"
-    suite.mkdir()
-    (suite / "test_onebig.py").write_text(textwrap.dedent(ONE_BIG))
-    matrix = own_suites_matrix(tmp_path / "grows.yaml", "grows",
-                               [f"  onebig: {{path: {suite}, workers: auto, timeout_s: 300}}"])
+    _suite, matrix = suite_matrix(tmp_path, "onebig", ONE_BIG)
     done, run_dir = run(tmp_path, matrix, "700M", "--workers", "2")
     said = done.stdout + done.stderr
     assert done.returncode == 0 and run_dir is not None, said[-3000:]
@@ -286,11 +291,7 @@ def test_a_worker_is_restarted_before_a_test_that_would_take_it_over_its_share(
     # two workers again). Then the other tests keep 50 MB each (a change in the code under
     # test): handed the growth from the history, the run restarts a worker before its
     # eighth test, where what it holds and the 300 MB would cross its share.
-    suite = tmp_path / "nextbig"
-    suite.mkdir()
-    (suite / "test_nextbig.py").write_text(textwrap.dedent(NEXT_BIG))
-    matrix = own_suites_matrix(tmp_path / "grows.yaml", "grows",
-                               [f"  nextbig: {{path: {suite}, workers: auto, timeout_s: 300}}"])
+    suite, matrix = suite_matrix(tmp_path, "nextbig", NEXT_BIG)
     done, first = run(tmp_path, matrix, "1200M", "--workers", "2")
     said = done.stdout + done.stderr
     assert done.returncode == 0 and first is not None, said[-3000:]
