@@ -193,7 +193,7 @@ class WindowReader:
                     "SELECT c.run, t.key, c.op, c.dtype, c.provider, c.headroom, c.max_abs_err,"
                     " c.atol FROM cases c JOIN tests t ON t.id = c.test"
                     f" WHERE c.run IN ({ids(runs)})"
-                    " AND c.headroom >= ? ORDER BY c.headroom DESC LIMIT ?",
+                    " AND c.headroom >= ? ORDER BY c.headroom DESC, t.key LIMIT ?",
                     (at_least, limit))]
 
     def ran_with_known_failure(self, tests: Collection[int],
