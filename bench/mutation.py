@@ -227,7 +227,7 @@ TARGETS.update({
     "harness:memory_plan": _whole("harness/run/memory.py", "test_memory_plan",
                                   "test_memory_rules"),
     "harness:budget": _whole("harness/platform/budget.py", "test_memory_plan",
-                             "test_memory_rules", "test_threads"),
+                             "test_memory_rules", "test_threads", "test_budget_edges"),
     "harness:memory_rules": _whole("harness/plugin/memory_rules.py", "test_memory_keeper",
                                    "test_memory_rules"),
     "harness:case_meaning": _whole("harness/results/case_meaning.py", "test_case_meaning",

@@ -103,7 +103,8 @@ class Keeper:
                 f" MB a worker may use: the suite goes on with {live - 1} worker(s)"))
         if live <= 1:  # the last one keeps within keep_mb: any test fits beside it
             return None
-        test = next((t for t in queued if seen.rss_mb + self.grew.get(t, 0.0) > share), None)
+        test = next((t for t in queued if t in self.grew and seen.rss_mb + self.grew[t] > share),
+                    None)
         if test is None:
             return None
         need = self.grew[test]

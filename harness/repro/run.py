@@ -20,7 +20,7 @@ from harness.repro.trust import matrix_diff, matrix_problems, node_id_problems, 
 from harness.results import layout
 from harness.results.junit_read import suite_properties
 from harness.results.layout import Shard
-from harness.results.manifest import RunRecord
+from harness.results.run_folder import RunFolder, read_run
 from harness.run.request import RunRequest
 
 # Set by the workflow for this machine; the recorded values name the run's machine.
@@ -50,6 +50,7 @@ class Recorded:
     suite_threads: dict[str, int] = field(default_factory=dict)  # SuiteOutcome.threads
     planned: tuple[str, ...] = ()
     pins: tuple[str, ...] = ()  # the run's --pin overrides (its matrix.json has them in place)
+    folder: RunFolder | None = None  # the run folder as the one reader read it (no loose JUnit)
 
     @property
     def resolved(self) -> Path | None:
@@ -76,9 +77,12 @@ def read_recorded(target: Path) -> Recorded:
         raise UsageError(f"{target}: not a run folder (no {layout.MANIFEST})")
     if run_dir is None:
         return _from_loose_junit(target)
-    record = RunRecord.read(run_dir)
+    folder = read_run(run_dir, lambda line: say(f"warning: {line}"))
+    record = folder.record
     in_junit = target.is_file() and target.parent.name == layout.JUNIT_DIR
-    junit = (target,) if in_junit else tuple(sorted((run_dir / layout.JUNIT_DIR).glob("*.xml")))
+    # the suites' own files, as the one reader read them (a folder with none: nothing to pick)
+    junit = (target,) if in_junit else tuple(p for p in folder.junit
+                                             if p.parent.name == layout.JUNIT_DIR)
     workers = record.threads.workers if record.threads else None
     return Recorded(
         run_id=record.run_id,
@@ -99,6 +103,7 @@ def read_recorded(target: Path) -> Recorded:
         suite_threads={s.suite: s.threads for s in record.suites if s.threads is not None},
         planned=() if in_junit else tuple(record.suites_planned),
         pins=tuple(p.requirement for p in record.pins),
+        folder=folder,
     )
 
 

@@ -25,7 +25,6 @@ from harness.repro.standalone_hook import HookCall, StandaloneAnswer
 from harness.repro.standalone_render import Signature
 from harness.repro.standalone_shrink import Shrunk, minimize
 from harness.results.fingerprint import same_failure
-from harness.results.run_folder import read_run
 
 HOOK_TIMEOUT_S = 300.0
 SCRIPT_TIMEOUT_S = 300.0
@@ -34,11 +33,6 @@ SCRIPT_TIMEOUT_S = 300.0
 def case_name(test_id: str) -> str:
     """The name a run folder records a case by: its node id's last part."""
     return test_id.rsplit("::", 1)[-1]
-
-
-def in_run_folder(run_dir: Path, name: str) -> bool:
-    """Whether the run recorded the case ``name``, as the one run-folder reader reads it."""
-    return bool(read_run(run_dir, lambda _line: None).find(name))
 
 
 @dataclass(frozen=True)

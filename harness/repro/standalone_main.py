@@ -15,7 +15,6 @@ from harness.repro.standalone import (
     case_name,
     describe_signature,
     first_script,
-    in_run_folder,
     shrink_script,
     write_text,
 )
@@ -61,7 +60,7 @@ def _setup(root: Path, target: Path | None, matrix_name: str | None, name: str, 
     if target is not None:
         rec = read_recorded(target)
         matrix = load_recorded_matrix(rec, root, trust=trust)
-        if rec.run_dir is None or not in_run_folder(rec.run_dir, name):
+        if rec.folder is None or not rec.folder.find(name):
             raise UsageError(f"{target}: run {rec.run_id} has no case {name}")
         pinned = f", --pin {' '.join(rec.pins)}" if rec.pins else ""
         seed, origin = rec.seed, (f"run {rec.run_id} of matrix {matrix.name} "

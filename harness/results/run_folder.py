@@ -48,6 +48,7 @@ class RunFolder:
     path: Path
     record: RunRecord
     cases: dict[str, CaseResult]  # by "<suite>::<node id>"
+    junit: tuple[Path, ...] = ()  # the JUnit files read (inside the folder)
 
     def find(self, test: str) -> list[CaseResult]:
         """The cases whose node id is ``test`` or ends with it after ``::`` (a test's name
@@ -138,9 +139,11 @@ def read_run(path: Path, warn: Warn) -> RunFolder:
         raise UsageError(f"{path}: its {layout.MANIFEST} resolves outside the folder; refused")
     record = RunRecord.read(path)
     cases: dict[str, CaseResult] = {}
+    read: list[Path] = []
     for junit in layout.junit_files(path):
         if not _inside(junit, path, warn):
             continue
+        read.append(junit)
         for case in _suite_cases(junit, warn):
             cases[f"{case.suite}::{case.nodeid}"] = case
-    return RunFolder(path=path, record=record, cases=cases)
+    return RunFolder(path=path, record=record, cases=cases, junit=tuple(read))

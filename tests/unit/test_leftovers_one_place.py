@@ -261,3 +261,20 @@ def test_every_exception_still_starts_a_command() -> None:
     for rel in _OWN_SPAWN:
         assert spawns((ROOT / rel).read_text(encoding="utf-8"), rel), \
             f"{rel} no longer starts a command itself: drop it from _OWN_SPAWN"
+
+
+def test_repro_reads_a_run_folder_only_through_the_one_reader() -> None:
+    """repro/ once read a run folder its own way (its manifest, a glob of junit/) beside
+    results/run_folder.py, and --standalone then read the folder again through the other:
+    no module of repro/ reads a manifest or lists a folder's JUnit files itself."""
+    import ast
+
+    repro = Path(__file__).resolve().parents[2] / "harness" / "repro"
+    found = []
+    for module in sorted(repro.glob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text(), str(module))):
+            if isinstance(node, ast.Attribute) and (
+                    (node.attr == "read" and isinstance(node.value, ast.Name)
+                     and node.value.id == "RunRecord") or node.attr in ("glob", "rglob")):
+                found.append(f"{module.name}:{node.lineno} .{node.attr}")
+    assert not found, found

@@ -18,6 +18,7 @@ def _keeper(**tests: float) -> Keeper:
 def test_the_share_is_the_budget_over_the_live_workers_and_keep_mb_for_the_last() -> None:
     keeper = _keeper(big=400)
     assert keeper.share(3) == 400 and keeper.share(2) == 600
+    assert _keeper(big=800).share(2) == 600  # two live: not keep_mb's 400
     assert keeper.share(1) == 600  # keep_mb(1200, 400): half, the room beside is larger
     assert Keeper(1200, Needs(heaviest_mb=800)).share(1) == 400
 
@@ -51,7 +52,9 @@ def test_a_queued_test_that_would_cross_the_share_restarts_its_worker_first() ->
 def test_a_queued_test_no_fresh_worker_could_hold_retires_its_worker() -> None:
     keeper = _keeper(huge=380)  # a fresh worker holds 235 MB: 615 > 600
     drain = keeper.judge(Seen(nodeid="t", rss_mb=250), 2, ["huge"])
-    assert drain is not None and drain.retire and "more than a fresh worker has room" in drain.why
+    assert drain is not None and drain.retire
+    assert drain.why == ("its test huge needs 380 MB, more than a fresh worker has room for "
+                         "in the 600 MB a worker may use: the suite goes on with 1 worker(s)")
     keeper = _keeper(large=365)  # 600: a fresh worker can
     drain = keeper.judge(Seen(nodeid="t", rss_mb=250), 2, ["large"])
     assert drain is not None and not drain.retire
@@ -76,3 +79,22 @@ def test_the_needs_file_is_read_per_suite_and_a_bad_one_is_none(tmp_path: Path) 
     assert read_needs(str(path), "s") == Needs()
     path.write_text(json.dumps({"s": {"tests": {"a::t": "lots"}}}))
     assert read_needs(str(path), "s") == Needs()
+
+
+def test_a_queued_test_of_no_known_need_is_no_reason() -> None:
+    keeper = _keeper()
+    assert keeper.judge(Seen(nodeid="t", rss_mb=600), 2, ["unknown"]) is None
+
+
+def test_before_any_worker_is_seen_fresh_a_test_of_a_whole_share_still_fits_one() -> None:
+    keeper = Keeper(1200, Needs(tests={"whole": 600, "over": 600.5}))  # no fresh size yet
+    drain = keeper.judge(Seen(nodeid="t", rss_mb=1), 2, ["whole"])
+    assert drain is not None and not drain.retire
+    drain = keeper.judge(Seen(nodeid="t", rss_mb=1), 2, ["over"])
+    assert drain is not None and drain.retire
+
+
+def test_a_growth_under_one_mb_is_kept_as_it_is() -> None:
+    keeper = Keeper(1200, Needs())
+    keeper.learn(Seen(nodeid="tiny", rss_mb=300, growth_mb=0.5))
+    assert keeper.grew == {"tiny": 0.5}
