@@ -55,3 +55,14 @@ def test_without_an_affinity_mask_the_cpu_count_says(tmp_path: Path,
     assert cpu_budget(tmp_path).affinity == 3
     monkeypatch.setattr(os, "cpu_count", lambda: None)
     assert cpu_budget(tmp_path).affinity == 1
+
+
+def test_the_affinity_is_this_process_s_own(tmp_path: Path) -> None:
+    mask = os.sched_getaffinity(0)
+    if len(mask) < 2:
+        pytest.skip("one CPU in this process's mask: nothing to narrow")
+    os.sched_setaffinity(0, {min(mask)})
+    try:
+        assert cpu_budget(tmp_path).affinity == 1
+    finally:
+        os.sched_setaffinity(0, mask)
