@@ -74,6 +74,8 @@ def case_properties(suite: str, i: int, dtype: str, rng: random.Random) -> list[
         props += [("fusion.add_rms_norm.expected", "2"), ("fusion.add_rms_norm.found", str(found))]
     if i % 50 == 0:  # the cases that raise their file's peak memory in their process
         props.append(("peak_rss_mb", f"{400 + rng.random() * 800:.1f}"))
+    if i % 10 == 0:  # the cases that took their process 10 MB or more above its start
+        props.append(("rss_growth_mb", f"{10 + rng.random() * 200:.1f}"))
     return props
 
 

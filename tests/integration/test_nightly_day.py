@@ -24,6 +24,7 @@ from cdp import find_chromium, load_page
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = find_chromium()
+MEMORY = ("peak_rss_mb", "rss_growth_mb")  # recorded on some cases only (plugin/memory.py)
 
 LANES_SCRIPT = """JSON.stringify({
   lanes: [...document.querySelectorAll('#test-grid thead th.lane-col')].map(th => th.title),
@@ -123,9 +124,10 @@ def test_the_scale_bench_writes_cases_as_harness_run_does(day: dict[str, Any]) -
                 sidecar = junit.with_name(junit.stem + ".partial.jsonl")
                 for line in sidecar.read_text().splitlines() if sidecar.is_file() else ():
                     record = json.loads(line)
-                    # peak memory: on the cases that raised their file's peak in their
-                    # process, which the bench writes on every 50th
-                    names = [n for n in record["properties"] if n != "peak_rss_mb"]
+                    # memory: the peak on the cases that raised their file's peak in their
+                    # process (the bench: every 50th), the growth on those that took their
+                    # process 10 MB or more above its start (the bench: every 10th)
+                    names = [n for n in record["properties"] if n not in MEMORY]
                     recorded.update(record["properties"])
                     plain = "known_failure" not in names and record["outcome"] == "passed"
                     if "::test_parity[" in record["nodeid"] and plain:
@@ -140,7 +142,10 @@ def test_the_scale_bench_writes_cases_as_harness_run_does(day: dict[str, Any]) -
         bench.case_properties("kernel_parity", 0, "float32", rng))
     case = ElementTree.fromstring(bench_case)
     assert tuple(sorted(case.attrib)) == ("classname", "name", "time") and not list(case)
-    want = [n for n in json.loads(bench_line)["properties"] if n != "peak_rss_mb"]
+    want = [n for n in json.loads(bench_line)["properties"] if n not in MEMORY]
     assert "peak_rss_mb" in recorded  # real runs record it, as the bench writes it
+    growth = bench.write_case("suites/kernel_parity/test_parity.py::x", 0.1, 0.5, 10,
+                              bench.case_properties("kernel_parity", 10, "float32", rng))[1]
+    assert ("rss_growth_mb" in recorded) == ("rss_growth_mb" in json.loads(growth)["properties"])
     assert parity
     assert all(names == want for names in parity), (want, parity[:3])
