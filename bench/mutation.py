@@ -260,6 +260,13 @@ TARGETS.update({
     "harness:fingerprint": _whole("harness/results/fingerprint.py", "test_standalone_shrink",
                                   "test_cause", "test_compare_input"),
     "harness:ci_providers": _whole("harness/ci/providers.py", "test_ci_pipeline"),
+    # the pure parts of modules whose other functions run qemu or read CPUID (their
+    # integration tests judge those)
+    "harness:cpu_emulation": Target("harness/platform/cpu_emulation.py",
+                                    ("dropped", "cpu_option", "left_out", "lane_environ",
+                                     "describe_left_out", "wrapper_path", "march"),
+                                    _unit("test_cpu_emulation", "test_cpu_tuning")),
+    "harness:compare": _whole("harness/reports/compare.py", "test_compare_input"),
 })
 
 KEEP_OPERATORS = (

@@ -49,3 +49,75 @@ def test_a_non_x86_agent_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(UsageError, match="an emulated x86-64 CPU runs on an x86-64 agent, "
                                          "not aarch64"):
         cpu_emulation.qemu()
+
+
+QEMU = cpu_emulation.shutil.which("qemu-x86_64-static") or cpu_emulation.shutil.which(
+    "qemu-x86_64")
+needs_qemu = pytest.mark.skipif(QEMU is None or platform.machine() != "x86_64",
+                                reason="qemu-user on an x86-64 agent (ci/setup-host.sh)")
+
+
+@needs_qemu
+def test_a_levels_option_is_its_model_less_what_tcg_drops_and_qemu_runs_it_quietly() -> None:
+    import subprocess
+    import sys
+
+    assert QEMU is not None
+    option = cpu_emulation.cpu_option(Cpu(emulated="x86-64-v3"), QEMU)
+    model, *off = option.split(",")
+    assert model == "Haswell-v4" and off and all(f.startswith("-") for f in off)
+    assert not any(f.startswith(("-avx", "-sse", "-fma", "-bmi")) for f in off)
+    assert [f"-{f}" for f in cpu_emulation.dropped(QEMU, model)] == off
+    quiet = subprocess.run([QEMU, "-cpu", option, sys.executable, "-c", ""],
+                           capture_output=True, text=True, timeout=120, check=False)
+    assert quiet.returncode == 0 and "TCG doesn't support" not in quiet.stderr, quiet.stderr
+
+
+@needs_qemu
+def test_a_model_that_needs_avx512_and_one_qemu_does_not_know_are_one_line_each() -> None:
+    assert QEMU is not None
+    with pytest.raises(ConfigError, match=r"^cpu.emulated: Skylake-Server-v1: qemu's TCG "
+                                          r"cannot emulate avx512f, .*\(AVX-512 and AMX "
+                                          r"CPUs stay with real agents\)$"):
+        cpu_emulation.cpu_option(Cpu(emulated="Skylake-Server-v1"), QEMU)
+    with pytest.raises(ConfigError, match=r"^cpu.emulated: 'NoSuchCpu-v9' is no CPU model of "
+                                          r"qemu-x86_64\S* \(some: [^;]*-v\d, \.\.\.; or a "
+                                          r"level: x86-64-v2, x86-64-v3\)$"):
+        cpu_emulation.cpu_option(Cpu(emulated="NoSuchCpu-v9"), QEMU)
+
+
+@needs_qemu
+@pytest.mark.parametrize(("emulated", "march"), [
+    ("x86-64-v2", "x86-64-v2"), ("x86-64-v3", "x86-64-v3"),  # a level is its own
+    ("Haswell-v4", "x86-64-v3"), ("Nehalem-v2", "x86-64-v2"),  # a model: by its CPUID
+    ("core2duo", "x86-64"),  # SSSE3 but no SSE4.2: below every level
+])
+def test_the_compilers_march_is_the_lanes_level(emulated: str, march: str) -> None:
+    assert cpu_emulation.march(Cpu(emulated=emulated)) == march
+
+
+def test_only_an_emulated_lane_leaves_out_the_agents_host_tuned_settings() -> None:
+    agent = {"OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_L2_SIZE": "1048576", "HOME": "/h"}
+    own = load_matrix("vllm-cpu")
+    assert cpu_emulation.left_out(own, (), agent) == {}
+    assert cpu_emulation.lane_environ(own, (), agent) == agent
+    lane = load_matrix("vllm-cpu-v2")
+    assert cpu_emulation.left_out(lane, (), agent) == {"OPENBLAS_CORETYPE": "Haswell",
+                                                       "OPENBLAS_L2_SIZE": "1048576"}
+    # what the run sets itself (--env) is the lane's, not the agent's
+    assert cpu_emulation.left_out(lane, ("OPENBLAS_L2_SIZE",), agent) == {
+        "OPENBLAS_CORETYPE": "Haswell"}
+    assert cpu_emulation.lane_environ(lane, ("OPENBLAS_L2_SIZE",), agent) == {
+        "OPENBLAS_L2_SIZE": "1048576", "HOME": "/h"}
+
+
+def test_the_left_out_line_names_each_setting_and_says_nothing_for_none() -> None:
+    assert cpu_emulation.describe_left_out({}) == ""
+    assert cpu_emulation.describe_left_out({"A": "1", "B": "2"}) == (
+        "cpu: this agent's A=1, B=2 left out (host-tuned, not the emulated CPU's; the "
+        "matrix's runtime.env gives the lane its own)")
+
+
+def test_the_wrapper_lies_beside_the_interpreter_named_for_the_model() -> None:
+    assert cpu_emulation.wrapper_path("/venv/bin/python", Cpu(emulated="x86-64-v2")) == Path(
+        "/venv/bin/python-cpu-Nehalem-v2")
