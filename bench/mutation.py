@@ -266,7 +266,8 @@ TARGETS.update({
                                     ("dropped", "cpu_option", "left_out", "lane_environ",
                                      "describe_left_out", "wrapper_path", "march"),
                                     _unit("test_cpu_emulation", "test_cpu_tuning")),
-    "harness:compare": _whole("harness/reports/compare.py", "test_compare_input"),
+    "harness:compare": _whole("harness/reports/compare.py", "test_compare_input",
+                              "test_compare_rules"),
 })
 
 KEEP_OPERATORS = (

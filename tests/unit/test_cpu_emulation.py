@@ -76,14 +76,20 @@ def test_a_levels_option_is_its_model_less_what_tcg_drops_and_qemu_runs_it_quiet
 @needs_qemu
 def test_a_model_that_needs_avx512_and_one_qemu_does_not_know_are_one_line_each() -> None:
     assert QEMU is not None
+    import re
+
     with pytest.raises(ConfigError, match=r"^cpu.emulated: Skylake-Server-v1: qemu's TCG "
                                           r"cannot emulate avx512f, .*\(AVX-512 and AMX "
-                                          r"CPUs stay with real agents\)$"):
+                                          r"CPUs stay with real agents\)$") as caught:
         cpu_emulation.cpu_option(Cpu(emulated="Skylake-Server-v1"), QEMU)
+    named = re.search(r"cannot emulate (.*) \(AVX", str(caught.value))
+    assert named is not None and named[1].split(", ")[4:] == ["..."]  # four, then "..."
     with pytest.raises(ConfigError, match=r"^cpu.emulated: 'NoSuchCpu-v9' is no CPU model of "
                                           r"qemu-x86_64\S* \(some: [^;]*-v\d, \.\.\.; or a "
-                                          r"level: x86-64-v2, x86-64-v3\)$"):
+                                          r"level: x86-64-v2, x86-64-v3\)$") as caught:
         cpu_emulation.cpu_option(Cpu(emulated="NoSuchCpu-v9"), QEMU)
+    some = re.search(r"\(some: (.*), \.\.\.;", str(caught.value))
+    assert some is not None and len(some[1].split(", ")) == 12
 
 
 @needs_qemu

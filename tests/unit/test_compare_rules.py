@@ -1,0 +1,96 @@
+"""The rules ``harness report compare`` compares two runs by (harness/reports/compare.py),
+at each side: the counts, an outcome change before a signature change, headroom that moved,
+known failures that came or went, tests only one run has, two lanes and two shards said,
+and "unchanged" only where nothing is. Run folders ``harness run`` wrote are compared in
+tests/integration/test_compare_runs.py; here their cases are set one by one."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from harness.reports.compare import compare_folders, compare_runs
+from harness.results.run_folder import CaseResult, RunFolder, read_run
+
+
+def _run(tmp_path: Path, name: str, *cases: CaseResult, **manifest: object) -> RunFolder:
+    folder = tmp_path / name
+    (folder / "junit").mkdir(parents=True)
+    (folder / "manifest.json").write_text(json.dumps(
+        {"run_id": name, "matrix": {"name": "cpu"}, **manifest}))
+    return replace(read_run(folder, print), cases={f"{c.suite}::{c.nodeid}": c for c in cases})
+
+
+def case(nodeid: str, status: str = "passed", *, signature: str = "", known: bool = False,
+         headroom: dict[str, float] | None = None) -> CaseResult:
+    return CaseResult(suite="s", nodeid=nodeid, status=status, message=status,
+                      signature=signature, known=known, headroom=headroom or {})
+
+
+def test_each_side_counts_its_outcomes(tmp_path: Path) -> None:
+    a = _run(tmp_path, "a", case("t1"), case("t2"), case("t3", "failed", signature="E"))
+    result = compare_runs(a, a)
+    assert result.a.counts == {"failed": 1, "passed": 2} and result.unchanged
+    assert compare_runs(_run(tmp_path, "e"), a).a.counts == {}
+
+
+def test_an_outcome_change_is_not_also_a_signature_change(tmp_path: Path) -> None:
+    a = _run(tmp_path, "a", case("t1"), case("t2", "failed", signature="E: x #"),
+             case("t3", "failed", signature="E: y #"))
+    b = _run(tmp_path, "b", case("t1", "failed", signature="E: z #"),
+             case("t2", "failed", signature="E: x #"), case("t3", "failed", signature="E: w #"))
+    result = compare_runs(a, b)
+    assert [c.nodeid for c in result.outcomes] == ["t1"]
+    assert [c.nodeid for c in result.signatures] == ["t3"]
+    assert (result.outcomes[0].before, result.outcomes[0].after) == ("passed", "failed")
+    assert not result.unchanged
+
+
+def test_headroom_that_moved_past_the_threshold_is_a_change_each_name(tmp_path: Path) -> None:
+    a = _run(tmp_path, "a", case("t1", headroom={"headroom": 0.2, "other": 0.5}))
+    b = _run(tmp_path, "b", case("t1", headroom={"headroom": 0.6, "other": 0.52}))
+    result = compare_runs(a, b, min_change=0.1)
+    assert [(h.name, h.before, h.after) for h in result.headroom] == [("headroom", 0.2, 0.6)]
+    assert not result.unchanged
+    assert compare_runs(a, a).headroom == []
+
+
+def test_known_failures_that_came_and_went(tmp_path: Path) -> None:
+    a = _run(tmp_path, "a", case("t1", "xfail", known=True), case("t2"),
+             case("t3", "xfail", known=True))
+    b = _run(tmp_path, "b", case("t1"), case("t2", "xfail", known=True),
+             case("t3", "xfail", known=True), case("t4", "xfail", known=True))
+    result = compare_runs(a, b)
+    assert [k.nodeid for k in result.known_new] == ["t2", "t4"]
+    assert [k.nodeid for k in result.known_gone] == ["t1"]
+
+
+def test_tests_only_one_run_has(tmp_path: Path) -> None:
+    a = _run(tmp_path, "a", case("t1"), case("t2"))
+    b = _run(tmp_path, "b", case("t2"), case("t3"))
+    result = compare_runs(a, b)
+    assert result.only_a == ["s::t1"] and result.only_b == ["s::t3"] and not result.unchanged
+
+
+def test_unchanged_is_false_for_any_one_kind_of_change_alone(tmp_path: Path) -> None:
+    a = _run(tmp_path, "a", case("t1"))
+    base = compare_runs(a, a)
+    assert base.unchanged and base.same_lane
+    for field in ("pins", "outcomes", "signatures", "headroom", "known_new", "known_gone",
+                  "unmatched_new", "unmatched_gone", "only_a", "only_b"):
+        one = compare_runs(a, a)
+        setattr(one, field, ["x"])
+        assert not one.unchanged, field
+
+
+def test_two_lanes_and_two_shards_are_compared_with_a_line_each(tmp_path: Path) -> None:
+    lines: list[str] = []
+    a = _run(tmp_path, "a", case("t1"))
+    b = _run(tmp_path, "b", case("t1"), matrix={"name": "rocm"}, shard="2/3")
+    result = compare_folders(a.path, b.path, lines.append)
+    assert not result.same_lane
+    assert lines == [f"{a.path} is a run of cpu, {b.path} of rocm: comparing two lanes",
+                     f"{a.path} ran shard -, {b.path} shard 2/3: the tests only one has may "
+                     "be the other shard's"]
+    assert compare_folders(a.path, a.path, lines.append).same_lane and len(lines) == 2
