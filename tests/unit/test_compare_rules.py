@@ -94,3 +94,11 @@ def test_two_lanes_and_two_shards_are_compared_with_a_line_each(tmp_path: Path) 
                      f"{a.path} ran shard -, {b.path} shard 2/3: the tests only one has may "
                      "be the other shard's"]
     assert compare_folders(a.path, a.path, lines.append).same_lane and len(lines) == 2
+
+
+def test_headroom_moves_relative_to_the_larger_value_and_exactly_at_it_does_not() -> None:
+    from harness.reports.compare import moved
+
+    assert moved(0.4, 0.5, 0.1)  # 0.1 apart, over 10% of 0.5
+    assert not moved(0.5, 1.0, 0.5)  # exactly 50% of 1.0: not past it
+    assert moved(0.5, 1.0, 0.49)

@@ -127,3 +127,18 @@ def test_the_left_out_line_names_each_setting_and_says_nothing_for_none() -> Non
 def test_the_wrapper_lies_beside_the_interpreter_named_for_the_model() -> None:
     assert cpu_emulation.wrapper_path("/venv/bin/python", Cpu(emulated="x86-64-v2")) == Path(
         "/venv/bin/python-cpu-Nehalem-v2")
+
+
+def test_four_features_tcg_cannot_give_are_named_all_and_five_with_dots(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The line's shortening at its boundary (the real refusal above: a model of more)."""
+    four = ("avx512f", "avx512dq", "avx512cd", "avx512bw")
+    monkeypatch.setattr(cpu_emulation, "models", lambda emulator: frozenset({"Big-v1"}))
+    monkeypatch.setattr(cpu_emulation, "dropped", lambda emulator, model: four)
+    with pytest.raises(ConfigError, match=r"emulate avx512f, avx512dq, avx512cd, avx512bw "
+                                          r"\(AVX-512"):
+        cpu_emulation.cpu_option(Cpu(emulated="Big-v1"), "qemu")
+    monkeypatch.setattr(cpu_emulation, "dropped", lambda emulator, model: (*four, "amx-tile"))
+    with pytest.raises(ConfigError, match=r"emulate avx512f, avx512dq, avx512cd, avx512bw, "
+                                          r"\.\.\. \(AVX-512"):
+        cpu_emulation.cpu_option(Cpu(emulated="Big-v1"), "qemu")
