@@ -271,10 +271,12 @@ TARGETS.update({
     "harness:compare_render": _whole("harness/reports/compare_render.py", "test_compare_rules"),
     "harness:bisect_commits": Target("harness/bisect/commits.py",
                                      ("commits_between", "next_probe", "search", "Found"),
-                                     _unit("test_bisect_input", "test_bisect_rules")),
+                                     _unit("test_bisect_input", "test_bisect_rules",
+                                           "test_bisect_search")),
     "harness:bisect_run": Target("harness/bisect/run.py",
                                  ("work_folder", "_any_of", "_conclude"),
-                                 _unit("test_bisect_input", "test_bisect_rules")),
+                                 _unit("test_bisect_input", "test_bisect_rules",
+                                       "test_bisect_search")),
 })
 
 KEEP_OPERATORS = (
