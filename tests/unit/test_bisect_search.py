@@ -56,7 +56,7 @@ def test_the_first_bad_commit_is_found_by_halving(repo: tuple[Path, list[str]],
                                                   tmp_path: Path) -> None:
     assert _search(repo, [G, G, G, B, B, B, B], tmp_path) == (["c3"], [0, 6, 3, 1, 2])
     assert _search(repo, [G, B, B, B, B, B, B], tmp_path)[0] == ["c1"]
-    assert _search(repo, [G, G, G, G, G, G, B], tmp_path)[0] == ["c6"]
+    assert _search(repo, [G, G, G, G, G, G, B], tmp_path) == (["c6"], [0, 6, 3, 4, 5])
 
 
 def test_ends_that_do_not_hold_name_no_suspect(repo: tuple[Path, list[str]],

@@ -208,3 +208,26 @@ def test_the_json_spells_what_json_cannot_and_says_unchanged(tmp_path: Path) -> 
     a = _run(tmp_path, "x", case("t1", headroom={"headroom": float("inf")}))
     same = json.loads(to_json(compare_runs(a, a)))
     assert same["unchanged"] is True and same["only_a"] == []
+
+
+def test_the_facts_cut_hashes_to_twelve_and_the_json_is_indented(tmp_path: Path) -> None:
+    from harness.reports.compare_render import to_json, to_markdown
+
+    sha = "0123456789abcdef0123"
+    a = _run(tmp_path, "a", case("t1"), matrix={"name": "cpu", "hash": sha},
+             git={"sha": sha, "dirty": False})
+    b = _run(tmp_path, "b", case("t1"), case("t2"), matrix={"name": "cpu", "hash": sha[::-1]})
+    text = to_markdown(compare_runs(a, b))
+    assert "| matrix hash | 0123456789ab | 3210fedcba98 |" in text
+    assert "| git | 0123456789ab | - |" in text
+    assert "0 test(s) only in A, 1 only in B." in text  # only B has tests of its own
+    assert to_json(compare_runs(a, a)).startswith('{\n  "schema": 1,\n  "a": {\n    "path"')
+
+
+def test_exactly_fifty_tests_of_one_run_are_all_listed(tmp_path: Path) -> None:
+    from harness.reports.compare_render import LISTED, to_markdown
+
+    a = _run(tmp_path, "a", case("t1"))
+    b = _run(tmp_path, "b", case("t1"), *(case(f"u{i:03}") for i in range(LISTED)))
+    text = to_markdown(compare_runs(a, b))
+    assert f"## Only in B ({LISTED})" in text and "more (the JSON lists all)" not in text
