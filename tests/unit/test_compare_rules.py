@@ -216,10 +216,13 @@ def test_the_facts_cut_hashes_to_twelve_and_the_json_is_indented(tmp_path: Path)
     sha = "0123456789abcdef0123"
     a = _run(tmp_path, "a", case("t1"), matrix={"name": "cpu", "hash": sha},
              git={"sha": sha, "dirty": False})
-    b = _run(tmp_path, "b", case("t1"), case("t2"), matrix={"name": "cpu", "hash": sha[::-1]})
+    b = _run(tmp_path, "b", case("t1"), case("t2"), matrix={"name": "cpu", "hash": sha[::-1]},
+             git={"sha": sha[::-1], "dirty": False})
     text = to_markdown(compare_runs(a, b))
     assert "| matrix hash | 0123456789ab | 3210fedcba98 |" in text
-    assert "| git | 0123456789ab | - |" in text
+    assert "| git | 0123456789ab | 3210fedcba98 |" in text
+    changed = to_markdown(compare_runs(a, _run(tmp_path, "c", case("t1", "failed"))))
+    assert "1 outcome(s) changed" in changed and "only in" not in changed
     assert "0 test(s) only in A, 1 only in B." in text  # only B has tests of its own
     assert to_json(compare_runs(a, a)).startswith('{\n  "schema": 1,\n  "a": {\n    "path"')
 
