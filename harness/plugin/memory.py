@@ -203,7 +203,6 @@ class WorkerBudget:
 
     def __init__(self, config: pytest.Config, total_mb: float, needs: Needs) -> None:
         self.config = config
-        self.total_mb = total_mb
         self.keeper = Keeper(total_mb, needs)
         self.sched: Scheduler | None = None
         self.restarts: list[str] = []
@@ -258,7 +257,7 @@ class WorkerBudget:
         if self.restarts:
             terminalreporter.write_line(
                 f"harness: {len(self.restarts)} worker restart(s) or stop(s) for memory "
-                f"(the suite's budget {self.total_mb:.0f} MB)")
+                f"(the suite's budget {self.keeper.total_mb:.0f} MB)")
 
 
 def _mb(value: object) -> float | None:

@@ -136,7 +136,8 @@ def pick_tests(
 
 
 def _shown(place: SuitePlace, root: Path) -> str:
-    """A suite's path as a user wrote it: relative to the root it lives under."""
+    """A suite's path for the line: relative to the project root where it lies under it,
+    else whole (a shipped suite, one outside the project)."""
     try:
         return place.target.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
