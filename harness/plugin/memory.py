@@ -24,7 +24,11 @@ workers still running, watching each worker's resident memory after each test:
 - a worker whose next test would take it over its share (that test's growth, from the
   history's per-test figures in ``--harness-test-memory=FILE``, or seen earlier in this run,
   beside what the worker holds) is restarted the same way first; where that test would not
-  fit a fresh worker's share either, the worker stops and is not replaced;
+  fit a fresh worker's share either, the worker stops and is not replaced (tests are
+  judged at each report, against the worker's queue, and when they are handed to it, against
+  what it held at its last report: the controller acts on reports as they come, and a worker
+  whose tests end faster than the controller answers runs ahead of it: a steal names tests it
+  may have started, and then takes none);
 - a test that held more than a worker's share while it ran and let it go after (vLLM's
   test_cpu_attn.py has cases of 14 GB on a 24 GB host, where two workers share 12 GB each)
   is not helped by a restart: its worker is drained the same way and not replaced, and the
@@ -165,19 +169,36 @@ def make_recycling(config: pytest.Config, log: object, keeper: Keeper) -> Schedu
             super().__init__(config, log)
             self.draining: dict[Worker, str] = {}  # node -> why
             self.retiring: set[Worker] = set()  # drained for good: not replaced
+            self.holds: dict[Worker, Seen] = {}  # node -> its last report
 
         def note(self, node: Worker, seen: Seen) -> None:
             keeper.learn(seen)
+            self.holds[node] = seen
             if node not in self.node2pending or node in self.draining:
                 return
             # its queue after the running test and the one it holds (those it can give back)
-            queued = [self.collection[i] for i in self.node2pending[node][MIN_PENDING:]]
+            self._judge(node, seen, self.node2pending[node][MIN_PENDING:])
+
+        def _judge(self, node: Worker, seen: Seen, indices: Sequence[int]) -> None:
             live = [n for n in self.node2pending if n not in self.retiring]
-            drain = keeper.judge(seen, len(live), queued)
+            drain = keeper.judge(seen, len(live), [self.collection[i] for i in indices])
             if drain is not None:
                 self.draining[node] = drain.why
                 if drain.retire:
                     self.retiring.add(node)
+
+        def _send_tests(self, node: Worker, num: int) -> None:
+            # Tests handed to a worker that asks for more start at once (the first is its
+            # next, the second the one it holds): judged now, beside what it held at its last
+            # report, not at its next one, when they are already under way.
+            if node in self.holds and node not in self.draining:
+                last = self.holds[node]  # its peak was judged with it
+                self._judge(node, Seen(nodeid=last.nodeid, rss_mb=last.rss_mb),
+                            self.pending[:num])
+            if node not in self.draining:
+                super()._send_tests(node, num)
+            elif not node.shutting_down and len(self.node2pending[node]) <= MIN_PENDING:
+                node.shutdown()  # it finishes what it runs; a fresh one takes these tests
 
         def _drain(self) -> None:
             for node in list(self.draining):

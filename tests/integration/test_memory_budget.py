@@ -261,6 +261,7 @@ def test_a_lone_worker_that_keeps_what_its_tests_leave_is_restarted_too(
 
 
 NEXT_BIG = """
+import time
 from pathlib import Path
 
 import pytest
@@ -277,6 +278,7 @@ def touched(mb):
 
 @pytest.mark.parametrize("i", range(16))
 def test_step(i):
+    time.sleep(0.5)  # a kernel case's time, not a few ms: the controller keeps up with it
     if i % 8 == 7:  # the last of each worker's first eight: needs 300 MB, then lets it go
         del touched(300)[:]
     elif Path(__file__).with_name("keep").exists():  # the others each keep 50 MB
@@ -307,14 +309,15 @@ def test_a_worker_is_restarted_before_a_test_that_would_take_it_over_its_share(
     assert re.search(r"restarted between tests as gw\d+: its test "
                      r"test_nextbig.py::test_step\[(7|15)\] needs \d+ MB beside the \d+ MB "
                      r"it holds, over the 600 MB a worker may use", said), said[-3000:]
-    # the 300 MB test did not run beside the 535 MB its first worker held by then (885 MB,
-    # as without the rule): it went back to the others (a test handed to a worker that asks
-    # for work is judged at that worker's next report, not before it starts: it may still
-    # run beside a smaller 385)
+    # the 300 MB test did not run beside the 585 MB its first worker held by then (885 MB,
+    # as without the rule; 993 MB where the worker ran ahead of the controller's steal): it
+    # went back to the others, and ran where it fit beside what its worker held at a report,
+    # plus the two tests that worker may still run before it (the one running, the one it
+    # holds: 50 MB each): at most 600 - 300 + 100 + 300 MB
     lines = [json.loads(x) for x in (again / "junit" / "nextbig.partial.jsonl").read_text()
              .splitlines()]
     peaks = [float(x["properties"]["peak_rss_mb"]) for x in lines
              if "peak_rss_mb" in x["properties"]]
-    assert peaks and max(peaks) < 800, peaks
+    assert peaks and max(peaks) < 750, peaks
     (outcome,) = RunRecord.read(again).suites
     assert outcome.counts.passed == 16 and outcome.counts.error == 0
