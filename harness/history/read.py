@@ -147,6 +147,44 @@ def recent_test_growth(db: Path, lane: Lane, *, last_runs: int = 5) -> list[Case
             if mb is not None]
 
 
+@dataclass(frozen=True, slots=True)
+class WorkerNeed:
+    """What a fresh worker of a suite needs for its heaviest test, over the lane's recent
+    runs: the least a test process held when one of its tests started (``peak_rss_mb`` less
+    ``rss_growth_mb``, where a case has both: a fresh process's first test has both), and the
+    largest growth of any of its tests."""
+
+    suite: str
+    start_mb: float
+    heaviest_mb: float
+
+    @property
+    def mb(self) -> float:
+        return self.start_mb + self.heaviest_mb
+
+
+_WORKER_NEEDS = """
+WITH recent AS (
+    SELECT id FROM runs WHERE lane = ? ORDER BY started DESC LIMIT ?
+), grown AS (
+    SELECT s.name AS suite,
+           CAST(json_extract(c.extra, '$.rss_growth_mb') AS REAL) AS growth,
+           CAST(json_extract(c.extra, '$.peak_rss_mb') AS REAL) AS peak
+    FROM cases c JOIN recent ON c.run = recent.id JOIN suites s ON s.id = c.suite
+    WHERE json_valid(c.extra) AND json_extract(c.extra, '$.rss_growth_mb') IS NOT NULL
+)
+SELECT suite, min(peak - growth), max(growth) FROM grown GROUP BY suite
+"""
+
+
+def recent_worker_needs(db: Path, lane: Lane, *, last_runs: int = 5) -> list[WorkerNeed]:
+    """Each suite's :class:`WorkerNeed` over this lane's last runs, read as
+    ``recent_suite_peaks``; none for a suite whose cases never had both figures."""
+    return [WorkerNeed(suite=str(name), start_mb=float(start), heaviest_mb=float(heaviest))
+            for name, start, heaviest in _read_only(db, _WORKER_NEEDS, (str(lane), last_runs))
+            if start is not None and heaviest is not None]
+
+
 # The last runs of every lane, newest first; a case an infrastructure failure cut short
 # (timeout, crash) says nothing of how long the test takes.
 _CASE_TIMES = """

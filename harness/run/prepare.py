@@ -103,12 +103,19 @@ def plan_threads_step(ctx: RunContext) -> ThreadPlan:
 
 
 def recorded_peaks(ctx: RunContext) -> dict[str, Peak]:
-    """Each suite's peak test memory when this lane last ran, from this host's history, or
-    else the matrix's ``peak_memory_mb``."""
-    from harness.history.read import recent_suite_peaks
+    """Each suite's peak test memory when this lane last ran, from this host's history (with
+    what a fresh worker needs for its heaviest test, where the history knows), or else the
+    matrix's ``peak_memory_mb``."""
+    from harness.history.read import recent_suite_peaks, recent_worker_needs
 
-    recorded = {p.suite: Peak(mb=p.mb, test=p.nodeid)
-                for p in recent_suite_peaks(default_db_path(), ctx.environment.lane)}
+    db, lane = default_db_path(), ctx.environment.lane
+    needs = {n.suite: n for n in recent_worker_needs(db, lane)}
+    recorded = {}
+    for p in recent_suite_peaks(db, lane):
+        need = needs.get(p.suite)
+        recorded[p.suite] = Peak(mb=p.mb, test=p.nodeid,
+                                 fresh_mb=need.start_mb if need else None,
+                                 heaviest_mb=need.heaviest_mb if need else None)
     return suite_peaks(recorded, {name: suite.peak_memory_mb
                                   for name, suite in ctx.matrix.suites.items()})
 

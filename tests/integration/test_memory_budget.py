@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.history.read import recent_suite_peaks
+from harness.history.read import recent_suite_peaks, recent_worker_needs
 from harness.results.layout import Lane
 from harness.results.manifest import RunRecord
 from harness.roots import project_root
@@ -133,27 +133,45 @@ def test_the_worker_count_follows_the_memory_limit(tmp_path: Path, matrix: Path)
     assert done.returncode == 0 and run_dir is not None, (done.stdout + done.stderr)[-3000:]
     ingest = harness(tmp_path, "history", "ingest", str(run_dir), limit="600M")
     assert ingest.returncode == 0, ingest.stderr
-    (peak,) = recent_suite_peaks(tmp_path / "history.sqlite", Lane(matrix="grows"))
+    db, lane = tmp_path / "history.sqlite", Lane(matrix="grows")
+    (peak,) = recent_suite_peaks(db, lane)
     assert peak.suite == "growing" and peak.mb == RunRecord.read(run_dir).suites[0].peak_rss_mb
+    # What a worker needs: a fresh one (its interpreter, torch, the plugin) and the heaviest
+    # test's growth (each test's 60 MB), less than the peak of a worker that kept some.
+    (need,) = recent_worker_needs(db, lane)
+    assert need.suite == "growing" and MB <= need.heaviest_mb < MB + 20, need
+    assert need.mb < peak.mb - MB / 2, (need, peak)
 
-    # Room for one worker at the recorded peak, not two: one worker, and the run says why;
-    # its peak over half the budget, that worker is xdist's, handed the whole budget (the
-    # plugin keeps it within keep_mb, test_a_lone_worker_... below).
-    limit = int(peak.mb * 1.5)
+    # Room for two workers at what a worker needs (not at the peak): two, each restarted
+    # before a test that would take it over its share.
+    limit = int(need.mb * 2.8)
+    done, run_dir = run(tmp_path, matrix, f"{limit}M", "--workers", "2")
+    said = done.stdout + done.stderr
+    assert done.returncode == 0 and run_dir is not None, said[-3000:]
+    assert "worker(s), not 2" not in said and "restarted between tests" in said, said[-3000:]
+    assert f"-n 2 --harness-memory-mb={limit} " in (run_dir / "logs" / "growing.log").read_text()
+    assert RunRecord.read(run_dir).suites[0].counts.passed == TESTS
+
+    # Room for one: one worker, and the run says why; its peak over half the budget, that
+    # worker is xdist's, handed the whole budget (the plugin keeps it within keep_mb,
+    # test_a_lone_worker_... below).
+    limit = int(need.mb * 1.5)
     done, run_dir = run(tmp_path, matrix, f"{limit}M", "--workers", "2")
     said = done.stdout + done.stderr
     assert done.returncode == 0, said[-3000:]
-    assert "suite growing: 1 worker(s), not 2: its tests peaked at" in said
+    assert (f"suite growing: 1 worker(s), not 2: a worker needs {need.mb:.0f} MB a worker (a "
+            f"fresh worker's {need.start_mb:.0f} MB and its heaviest test's growth, "
+            f"{need.heaviest_mb:.0f} MB, in this lane's history)") in said, said[-3000:]
     assert run_dir is not None
     log = (run_dir / "logs" / "growing.log").read_text()
     assert f"-n 1 --harness-memory-mb={limit} --harness-test-memory=" in log
     assert RunRecord.read(run_dir).suites[0].counts.passed == TESTS
 
-    # Less than one test process needed: one infrastructure line, nothing run.
-    done, run_dir = run(tmp_path, matrix, f"{int(peak.mb / 2)}M")
+    # Less than a fresh worker and one test: one infrastructure line, nothing run.
+    done, run_dir = run(tmp_path, matrix, f"{int(need.mb * 0.8)}M")
     said = done.stdout + done.stderr
     assert done.returncode == 3, said[-3000:]
-    assert "suite growing: test_growing.py::test_grows[" in said
+    assert f"suite growing: a worker needs {need.mb:.0f} MB (a fresh worker's" in said
     assert "it cannot fit here" in said and "Traceback" not in said
 
 

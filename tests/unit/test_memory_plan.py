@@ -10,7 +10,7 @@ import pytest
 
 from harness.errors import ConfigError, InfraError
 from harness.platform.budget import MemoryBudget, memory_budget, parse_size
-from harness.run.memory import Peak, check_fits, suite_peaks, workers_within
+from harness.run.memory import Peak, check_fits, describe, suite_peaks, workers_within
 
 
 @pytest.mark.parametrize(("text", "mb"), [("600M", 600), ("24G", 24 * 1024), ("1.5GiB", 1536),
@@ -80,3 +80,34 @@ def test_the_history_s_peak_before_the_matrix_s() -> None:
     with pytest.raises(InfraError, match=r"^suite moe: its tests hold up to 29.3 GB resident "
                                          r"\(the matrix's peak_memory_mb\); this host's"):
         check_fits("moe", budget, Peak(mb=30_000, test="", recorded=False))
+
+
+def test_a_worker_needs_a_fresh_worker_and_the_heaviest_test_where_the_history_knows_both(
+        ) -> None:
+    # vLLM's test_cpu_attn.py: one process kept what its cases left and peaked at 14.6 GB;
+    # a fresh worker holds 1 GB and the heaviest case grows it by 5: two workers fit 22 GB
+    # (each restarted before a case that would take it past its 11 GB)
+    budget = MemoryBudget(mb=22_000, source="MemAvailable")
+    kept = Peak(mb=14_600, test="t", fresh_mb=1_000, heaviest_mb=5_000)
+    assert kept.worker_mb == 6_000 and workers_within(2, budget, kept) == 2
+    assert workers_within(4, budget, kept) == 3
+    assert "a worker needs 5.9 GB a worker (a fresh worker's 1000 MB and its heaviest " \
+           "test's growth, 4.9 GB, in this lane's history)" in describe("attn", 4, 3, budget, kept)
+    # either figure missing: the peak, as before
+    assert Peak(mb=14_600, test="t", fresh_mb=1_000).worker_mb == 14_600
+    assert Peak(mb=14_600, test="t", heaviest_mb=5_000).worker_mb == 14_600
+    assert workers_within(2, budget, Peak(mb=14_600, test="t", heaviest_mb=5_000)) == 1
+    # never above the peak (the heaviest test ran beside what its process held), at it
+    at = Peak(mb=6_000, test="a.py::t", fresh_mb=1_000, heaviest_mb=5_000)
+    assert at.worker_mb == 6_000 and at.said() == "a.py::t"
+    assert Peak(mb=5_000, test="t", fresh_mb=1_000, heaviest_mb=5_000).worker_mb == 5_000
+    assert "its tests peaked at" in describe("attn", 4, 3, budget, at)
+
+
+def test_a_suite_fits_where_a_fresh_worker_holds_its_heaviest_test() -> None:
+    budget = MemoryBudget(mb=22_000, source="MemAvailable")
+    check_fits("attn", budget, Peak(mb=30_000, test="t", fresh_mb=1_000, heaviest_mb=21_000))
+    with pytest.raises(InfraError, match=r"^suite attn: a worker needs 21.5 GB \(a fresh "
+                                         r"worker's 1000 MB and its heaviest test's growth, "
+                                         r"20.5 GB, in this lane's history\); this host's"):
+        check_fits("attn", budget, Peak(mb=30_000, test="t", fresh_mb=1_000, heaviest_mb=21_001))
