@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import torch
 
-from refengine.ops import dispatch
+from refengine.ops import dispatch, record
 from refengine.ops.dispatch import FORCE_ENV
 from refengine.ops.spec import OPS, CallInfo, describe
 from refengine.providers import Provider, get_provider
@@ -207,8 +207,11 @@ class Registry:
         return provider
 
     def run(self, op: str, *args: Any) -> Any:
-        """Call ``op`` through the selected provider (what the custom ops do)."""
-        return self.select_call(describe(op, args)).impl(op)(*args)
+        """Call ``op`` through the selected provider (what the custom ops do), counted in
+        the test's op record (refengine/ops/record.py)."""
+        provider = self.select_call(describe(op, args))
+        record.note(provider.name, op)
+        return provider.impl(op)(*args)
 
     def with_forced(self, name: str | None) -> Registry:
         clone = replace_registry(self)

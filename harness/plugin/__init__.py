@@ -99,7 +99,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if not hasattr(config, "workerinput"):
             recorder = PartialResults(config, Path(partial), progress_for_partial(Path(partial)))
             config.pluginmanager.register(recorder, "harness-partial")
-        _register_memory(config)
+        _register_measures(config)
     spec = config.getoption("--platform")
     if not spec:
         return
@@ -119,12 +119,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(session, _SESSION_KEY)
 
 
-def _register_memory(config: pytest.Config) -> None:
-    """Each test's peak memory where tests run; the worker budget in xdist's controller."""
+def _register_measures(config: pytest.Config) -> None:
+    """Each test's peak memory and op record where tests run; the worker budget in xdist's
+    controller."""
     from harness.plugin.memory import TestMemory, WorkerBudget
     from harness.plugin.memory_rules import read_needs
+    from harness.plugin.ops import OpRecord, enabled
 
     config.pluginmanager.register(TestMemory(), "harness-memory")
+    if enabled():
+        config.pluginmanager.register(OpRecord(), "harness-op-record")
     total = config.getoption("--harness-memory-mb")
     distributed = bool(getattr(config.option, "numprocesses", None))
     if total and distributed and not hasattr(config, "workerinput"):

@@ -34,6 +34,7 @@ if too_old():
 
 import torch
 
+from refengine.ops.record import counted
 from refengine.ops.spec import describe
 from refengine.providers import get_provider
 
@@ -72,7 +73,7 @@ def _kernel(platform: Any, device: torch.device, name: str, op: str,
     ok, why = provider.supports(op, info.dtype, info.shapes, info.layout)
     if not ok:
         pytest.skip(f"{name} does not support {op} here: {why}")
-    return provider.impl(op)
+    return counted(name, op, provider.impl(op))
 
 
 def _memory_holds(t: torch.Tensor, fmt: str, logical: list[int]) -> None:

@@ -10,6 +10,7 @@ from conftest import CAPABILITY_GATED
 from parity_cases import FP8_OPS
 from parity_check import ParityError, check_case
 
+from refengine.ops.record import counted
 from refengine.ops.spec import describe
 from refengine.providers import get_provider
 
@@ -44,7 +45,8 @@ def test_parity(parity_param: Any, platform: Any, device: torch.device, toleranc
     if not ok:
         pytest.skip(f"{provider_name} does not support {op} here: {why}")
     try:
-        outcome = check_case(op, build, provider.impl(op), tolerance, case.id, case.layout)
+        outcome = check_case(op, build, counted(provider_name, op, provider.impl(op)),
+                             tolerance, case.id, case.layout)
     except ParityError as error:
         if error.outcome is not None:
             for key, value in error.outcome.properties().items():

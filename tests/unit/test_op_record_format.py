@@ -1,0 +1,64 @@
+"""The op record's one format (harness/results/op_record.py) and its counter on torch's own
+op classes (harness/plugin/ops.py), with a real op registered through torch.library;
+tests/integration/test_op_record.py runs the record in real suites."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from harness.plugin import ops
+from harness.results.op_record import namespace, parse, render
+
+
+def test_a_record_is_its_keys_with_their_counts_in_key_order() -> None:
+    counts = {"vllm/rms_norm": 3, "_C::rms_norm": 3, "_C::silu_and_mul": 1, "none": 0}
+    text = render(counts)
+    assert text == "_C::rms_norm=3 _C::silu_and_mul=1 vllm/rms_norm=3"
+    assert parse(text) == {k: v for k, v in counts.items() if v}
+    assert render({}) == "" and parse("") == {}
+
+
+def test_a_word_that_is_no_count_is_left_out_and_a_repeated_key_adds_up() -> None:
+    assert parse("a::b=2 junk c=x =3 d::e= a::b=1") == {"a::b": 3}
+    assert parse("a::b=c=4") == {"a::b=c": 4}  # the count is after the last "="
+
+
+def test_a_key_s_namespace_is_torch_s_and_a_provider_s_has_none() -> None:
+    assert namespace("_C::rms_norm") == "_C" and namespace("vllm::all_reduce") == "vllm"
+    assert namespace("triton/rms_norm") == "" and namespace("") == ""
+
+
+@pytest.fixture(scope="module")
+def twice() -> object:
+    """A real op outside torch's namespaces, as an engine registers one."""
+    lib = torch.library.Library("harness_oprec", "DEF")
+    lib.define("twice(Tensor x) -> Tensor")
+    lib.impl("twice", lambda x: x * 2, "CPU")
+    yield torch.ops.harness_oprec.twice
+    del lib
+
+
+def test_every_call_path_of_an_op_is_counted_and_torch_s_own_are_not(twice: object) -> None:
+    assert ops.install() and ops.install()  # once: a second install wraps nothing twice
+    handle = torch.ops.harness_oprec.twice  # taken before the calls, as a module does
+    ops._CALLS.clear()
+    x = torch.ones(3)
+    handle(x)
+    torch.ops.harness_oprec.twice(x)
+    torch.ops.harness_oprec.twice.default(x)
+    torch.ops.aten.add(x, x)  # torch's own: not the engine's
+    torch.ops.aten.add.Tensor(x, x)
+    assert dict(ops._CALLS) == {"harness_oprec::twice": 3}
+    ops._CALLS.clear()
+
+
+@pytest.mark.parametrize(("value", "on"), [(None, True), ("on", True), ("off", False),
+                                           ("0", False), ("No", False), (" false ", False),
+                                           ("1", True)])
+def test_the_switch(monkeypatch: pytest.MonkeyPatch, value: str | None, on: bool) -> None:
+    if value is None:
+        monkeypatch.delenv(ops.SWITCH, raising=False)
+    else:
+        monkeypatch.setenv(ops.SWITCH, value)
+    assert ops.enabled() is on
