@@ -186,6 +186,14 @@ class WindowReader:
             " AND c.status NOT IN ('skipped')"
         )
 
+    def op_calls(self, runs: Collection[int]) -> list[tuple[int, str, str]]:
+        """(run, test key, its op record: the ``ops`` property, plugin/ops.py) of the cases
+        that called an op."""
+        return [(run, key, ops) for run, key, ops in self._db.execute(
+            "SELECT c.run, t.key, json_extract(c.extra, '$.ops') FROM cases c"
+            f" JOIN tests t ON t.id = c.test WHERE c.run IN ({ids(runs)})"
+            " AND json_valid(c.extra) AND json_extract(c.extra, '$.ops') IS NOT NULL")]
+
     def headroom(self, runs: Collection[int], at_least: float, limit: int) -> list[NearTolerance]:
         """The cases whose headroom (error / tolerance) is ``at_least``, worst first."""
         return [NearTolerance(run, key, op, dtype, provider, float(head), err, atol)

@@ -128,7 +128,7 @@ def _register_measures(config: pytest.Config) -> None:
 
     config.pluginmanager.register(TestMemory(), "harness-memory")
     if enabled():
-        config.pluginmanager.register(OpRecord(), "harness-op-record")
+        config.pluginmanager.register(OpRecord(config), "harness-op-record")
     total = config.getoption("--harness-memory-mb")
     distributed = bool(getattr(config.option, "numprocesses", None))
     if total and distributed and not hasattr(config, "workerinput"):

@@ -16,20 +16,34 @@ never leaves C++ (a kernel calling another op through the dispatcher) is not see
 tests/integration/test_op_record.py holds the record against torch's profiler (every op
 the dispatcher ran) on a sample of vLLM's own tests.
 
+The engine's kernel surface, what the record is held against (:func:`engine_surface`), is
+read from the engine itself when a test process ends: every op registered with torch whose
+schema was registered outside torch (the dispatcher says where: vLLM's ``_C`` library's
+``csrc/cpu/torch_bindings.cpp``, the ``vllm::`` ops its Python registers), each with that
+place, and each op of the refengine providers the suite loaded. xdist's workers hand theirs
+to the controller (``workeroutput``), which writes the union beside the sidecar
+(``junit/<stem>.engine-ops.json``); the run lifts it into the device fingerprint
+(``engine_ops``). An op registered through ``torch.library.custom_op`` has torch's own
+file as its place and is left out.
+
 ``HARNESS_OP_RECORD=off`` runs without it (bench/op_record.py compares the two).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
 from collections import Counter
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from harness.results import op_record
+from harness.results.layout import engine_ops_for_partial
 
 if TYPE_CHECKING:
     from pluggy import Result
@@ -77,13 +91,103 @@ def install() -> bool:
     return True
 
 
+_SITE = re.compile(r"registered at (\S+?:\d+)")
+_TORCH_BUILD = ("/torch/csrc/", "/aten/src/", "/caffe2/")
+WORKER_KEY = "harness_engine_ops"  # an xdist worker's surface, for the controller
+
+
+def _short(site: str) -> str:
+    """A registration place without the machine's part: from ``site-packages/`` on for a
+    module, from ``csrc/`` on for a source file where it has one."""
+    for mark, keep in (("site-packages/", False), ("csrc/", True)):
+        at = site.find(mark)
+        if at >= 0:
+            return site[at if keep else at + len(mark):]
+    return site
+
+
+def engine_surface() -> dict[str, str]:
+    """The engine's ops in this process -> where each is defined: every op whose schema
+    was registered outside torch (checked on one op a namespace: an engine registers its
+    namespaces whole), and ``provider/op`` for each op of each refengine provider the
+    suite loaded and can run here."""
+    surface: dict[str, str] = {}
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        own = str(Path(torch.__file__ or "").parent)
+
+        def site(name: str) -> str | None:
+            found = _SITE.search(torch._C._dispatch_dump(name))
+            return found.group(1) if found else None
+
+        names = torch._C._dispatch_get_all_op_names()
+        first: dict[str, str] = {}
+        for name in names:
+            first.setdefault(name.partition("::")[0], name)
+        engine = set()
+        for space, name in first.items():
+            where = site(name) if space not in TORCH_OWN else None
+            if where and not where.startswith(own) and not any(m in where for m in _TORCH_BUILD):
+                engine.add(space)
+        for name in names:
+            if name.partition("::")[0] in engine:
+                surface[name] = _short(site(name) or "")
+    surface.update(_provider_surface())
+    return surface
+
+
+def _provider_surface() -> dict[str, str]:
+    providers, spec = sys.modules.get("refengine.providers"), sys.modules.get("refengine.ops.spec")
+    if providers is None or spec is None:
+        return {}
+    surface = {}
+    for (name, module, _device), provider in list(providers._CACHE.items()):
+        if not provider.is_available()[0]:
+            continue
+        for op in spec.OPS:
+            if providers.offers(provider, op):
+                surface[f"{name}/{op}"] = f"refengine provider {module}"
+    return surface
+
+
 def _refengine_calls() -> Counter[str] | None:
     module = sys.modules.get("refengine.ops.record")  # never imported for a suite without it
     return getattr(module, "CALLS", None)
 
 
 class OpRecord:
-    """In every process that runs tests: each test's op calls on its teardown report."""
+    """In every process that runs tests: each test's op calls on its teardown report; the
+    engine's surface when its tests end (a worker's to the controller, which writes it)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.surface: dict[str, str] = {}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object | None) -> None:
+        self._add(getattr(node, "workeroutput", {}).get(WORKER_KEY))
+
+    def _add(self, text: object) -> None:
+        try:
+            found = json.loads(text) if isinstance(text, str) else {}
+        except ValueError:
+            found = {}
+        if isinstance(found, Mapping):
+            self.surface.update({str(k): str(v) for k, v in found.items()})
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        worker = getattr(self.config, "workeroutput", None)
+        if worker is not None:  # an xdist worker: the controller writes the suite's
+            worker[WORKER_KEY] = json.dumps(engine_surface())
+            return
+        if not getattr(self.config.option, "numprocesses", None):
+            self.surface.update(engine_surface())  # the test process itself
+        partial = self.config.getoption("--harness-partial")
+        if partial and self.surface:
+            engine_ops_for_partial(Path(partial)).write_text(
+                json.dumps(dict(sorted(self.surface.items())), indent=1) + "\n",
+                encoding="utf-8")
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logstart(self, nodeid: str) -> None:

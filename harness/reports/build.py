@@ -26,6 +26,7 @@ from harness.reports.model import (
     Streak,
     Tonight,
 )
+from harness.reports.ops import op_view
 from harness.reports.runs import Runs, iso, lane_facts
 from harness.reports.testgrid import grid_rows
 from harness.results.case_meaning import NEW_FAILURES, WORKS
@@ -227,6 +228,7 @@ def _assemble(db: WindowReader, runs: Runs, facts: dict[str, MatrixFacts], *,
     capabilities, uncovered = _capabilities(db, runs, lanes, facts)
     regressions, fixes, streaks = _changes(db, runs, lanes)
     infra = queries.infra_events(db, runs.ids)
+    ops, op_coverage = op_view(db, runs, lanes, facts)
     return Report(
         generated=iso(dt.datetime.now(dt.UTC)),
         since=runs.start,
@@ -253,6 +255,8 @@ def _assemble(db: WindowReader, runs: Runs, facts: dict[str, MatrixFacts], *,
         tonight=Tonight(regressions, fixes, new_infra(runs, lanes, infra),
                         skipping(db, runs, lanes, cells)),
         warnings=warnings,
+        ops=ops,
+        op_coverage=op_coverage,
     )
 
 

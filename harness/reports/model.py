@@ -98,6 +98,43 @@ class CapabilityRow:
 
 
 @dataclass
+class OpRow:
+    """One of the engine's ops (``namespace::op``, or refengine's ``provider/op``) across the
+    lanes, as of each lane's latest night (reports/ops.py)."""
+
+    name: str
+    where: str  # where the engine defines it (the dispatcher's registration place)
+    offered: dict[str, bool] = field(default_factory=dict)  # lane -> its engine offered it
+    tests: dict[str, int] = field(default_factory=dict)  # lane -> distinct tests that called it
+    examples: dict[str, list[str]] = field(default_factory=dict)  # lane -> a few of them
+    only_emulated: bool = False  # called, but only on lanes whose CPU or GPU is emulated
+
+    @property
+    def exercised(self) -> bool:
+        return any(self.tests.values())
+
+    @property
+    def state(self) -> str:
+        """exercised | emulated-only | not-exercised (offered, called by no lane)."""
+        if not self.exercised:
+            return "not-exercised"
+        return "emulated-only" if self.only_emulated else "exercised"
+
+
+@dataclass
+class OpCoverage:
+    """A lane's share of the ops its engine offered that its tests called."""
+
+    lane: str
+    offered: int
+    exercised: int
+    share: float | None  # None: its engine offered nothing the runs recorded
+    trend: list[tuple[str, float]]  # (night started, share), oldest first
+    emulated: bool = False
+    missed: list[str] = field(default_factory=list)  # offered, called by none of its tests
+
+
+@dataclass
 class Change:
     lane: str
     key: str
@@ -261,7 +298,14 @@ class Report:
     fusion: list[Series]
     known_failures: list[KnownFailureRow]
     tonight: Tonight = field(default_factory=lambda: Tonight([], [], [], []))
+    ops: list[OpRow] = field(default_factory=list)  # the ops x platform view
+    op_coverage: list[OpCoverage] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ops_not_exercised(self) -> list[str]:
+        """The ops some lane's engine offered that no lane's tests called."""
+        return [row.name for row in self.ops if not row.exercised and any(row.offered.values())]
 
     @property
     def known_passing(self) -> list[KnownFailureRow]:
@@ -281,5 +325,9 @@ class Report:
         data["tonight"]["started_skipping"] = [
             dataclasses.asdict(s) for s in self.tonight.started_skipping
         ]
-        data["schema"] = 3  # 3: test_grid keeps the rows worth showing (GRID_ROWS)
+        for item, row in zip(data["ops"], self.ops, strict=True):
+            item["state"] = row.state
+        data["ops_not_exercised"] = self.ops_not_exercised
+        # 3: test_grid keeps the rows worth showing (GRID_ROWS); 4: ops, op_coverage
+        data["schema"] = 4
         return data

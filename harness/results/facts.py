@@ -174,8 +174,21 @@ class DeviceFingerprint:
         """Probed by a GPU's own tool (nvidia-smi, amd-smi, xpu-smi): a GPU was there."""
         return probe_kind(self.kind).gpu
 
+    @property
+    def engine_ops(self) -> dict[str, str]:
+        """The engine's kernel surface on this lane: each op it offered the suites (a
+        ``namespace::op`` the engine registered with torch, a refengine ``provider/op``) ->
+        where it is defined (plugin/ops.py)."""
+        value = self.data.get("engine_ops")
+        if not isinstance(value, Mapping):
+            return {}
+        return {str(k): str(v) for k, v in value.items()}
+
     def with_kernel_library(self, library: str) -> DeviceFingerprint:
         return DeviceFingerprint({**self.data, "kernel_library": library})
+
+    def with_engine_ops(self, ops: Mapping[str, str]) -> DeviceFingerprint:
+        return DeviceFingerprint({**self.data, "engine_ops": dict(sorted(ops.items()))})
 
     def to_json(self) -> dict[str, object]:
         return dict(self.data)

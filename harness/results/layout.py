@@ -35,6 +35,7 @@ EMULATED = " (emulated)"
 
 PARTIAL_SUFFIX = ".partial.jsonl"
 PROGRESS_SUFFIX = ".progress.jsonl"
+ENGINE_OPS_SUFFIX = ".engine-ops.json"  # the ops the engine offered the suite (plugin/ops.py)
 
 _SHARD_STEM = re.compile(r"^(?P<suite>.+)-shard-(?P<index>\d+)-of-(?P<total>\d+)$")
 
@@ -117,6 +118,14 @@ def progress_for_partial(partial: Path) -> Path:
     name = partial.name
     stem = name[: -len(PARTIAL_SUFFIX)] if name.endswith(PARTIAL_SUFFIX) else name
     return partial.with_name(stem + PROGRESS_SUFFIX)
+
+
+def engine_ops_for_partial(partial: Path) -> Path:
+    """The file of the engine's ops (its kernel surface) the plugin writes beside a
+    partial-results file."""
+    name = partial.name
+    stem = name[: -len(PARTIAL_SUFFIX)] if name.endswith(PARTIAL_SUFFIX) else name
+    return partial.with_name(stem + ENGINE_OPS_SUFFIX)
 
 
 def suite_of(junit: Path) -> tuple[str, str | None]:

@@ -3,6 +3,7 @@ the summary table, and the exit code with its one line."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from harness.errors import Exit, InfraError, Interrupted, TestProcessCrashed, TestsFailed
@@ -22,7 +23,8 @@ from harness.run.request import Started
 def collect_suite_facts(run: Started) -> None:
     """What the suites recorded as suite properties, lifted into the manifest: torch's
     version (the plugin's), and the kernel library an engine loaded (``kernel_library``,
-    e.g. "vllm _C_AVX2") into the device fingerprint beside the CPU flags that chose it.
+    e.g. "vllm _C_AVX2") into the device fingerprint beside the CPU flags that chose it,
+    with the engine's ops the suites were offered (``engine_ops``, plugin/ops.py).
     (The fingerprint itself is already there: the probe step or the docker runner put it.)
     """
     version, libraries = None, []
@@ -40,6 +42,24 @@ def collect_suite_facts(run: Started) -> None:
         fingerprint = run.manifest.record.device_fingerprint or DeviceFingerprint({})
         run.manifest.set_device_fingerprint(fingerprint.with_kernel_library(
             "; ".join(libraries)))
+    surface = engine_ops(run.plan.run_dir / layout.JUNIT_DIR)
+    if surface:
+        fingerprint = run.manifest.record.device_fingerprint or DeviceFingerprint({})
+        run.manifest.set_device_fingerprint(fingerprint.with_engine_ops(surface))
+
+
+def engine_ops(junit_dir: Path) -> dict[str, str]:
+    """The engine's ops every suite of the run was offered (plugin/ops.py), one union; a
+    file that does not read is left out (the suite's record of calls stands alone)."""
+    surface: dict[str, str] = {}
+    for path in sorted(junit_dir.glob(f"*{layout.ENGINE_OPS_SUFFIX}")):
+        try:
+            found = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(found, dict):
+            surface.update({str(k): str(v) for k, v in found.items()})
+    return surface
 
 
 def merge_step(run: Started) -> None:
