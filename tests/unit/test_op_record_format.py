@@ -62,3 +62,20 @@ def test_the_switch(monkeypatch: pytest.MonkeyPatch, value: str | None, on: bool
     else:
         monkeypatch.setenv(ops.SWITCH, value)
     assert ops.enabled() is on
+
+
+def test_the_surface_is_the_ops_registered_outside_torch_with_where(twice: object) -> None:
+    surface = ops.engine_surface()
+    # registered by this module (torch.library, as an engine's Python registers one)
+    assert "test_op_record_format.py:" in surface["harness_oprec::twice"]
+    assert not any(name.startswith(("aten::", "prims::", "c10d::", "quantized::"))
+                   for name in surface)
+
+
+@pytest.mark.parametrize(("site", "short"), [
+    ("/tmp/vllm/csrc/cpu/torch_bindings.cpp:468", "csrc/cpu/torch_bindings.cpp:468"),
+    ("/x/lib/python3.11/site-packages/vllm/utils/torch_utils.py:1065",
+     "vllm/utils/torch_utils.py:1065"),
+    ("/work/engine/ops.py:3", "/work/engine/ops.py:3")])
+def test_a_place_loses_the_machine_s_part(site: str, short: str) -> None:
+    assert ops._short(site) == short
