@@ -136,6 +136,18 @@ def engine_surface() -> dict[str, str]:
     return surface
 
 
+def _surface_or_none() -> dict[str, str]:
+    """:func:`engine_surface`, or none where reading it fails (a torch without the
+    dispatcher's dump, a provider that raises): the surface is a by-product of a suite, never
+    a reason for it to fail; the report then shows that run's calls without it."""
+    try:
+        return engine_surface()
+    except Exception as error:  # whatever an engine's code raises
+        print(f"harness: the engine's ops were not read: {type(error).__name__}: {error}",
+              file=sys.stderr)
+        return {}
+
+
 def _provider_surface() -> dict[str, str]:
     providers, spec = sys.modules.get("refengine.providers"), sys.modules.get("refengine.ops.spec")
     if providers is None or spec is None:
@@ -179,10 +191,10 @@ class OpRecord:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         worker = getattr(self.config, "workeroutput", None)
         if worker is not None:  # an xdist worker: the controller writes the suite's
-            worker[WORKER_KEY] = json.dumps(engine_surface())
+            worker[WORKER_KEY] = json.dumps(_surface_or_none())
             return
         if not getattr(self.config.option, "numprocesses", None):
-            self.surface.update(engine_surface())  # the test process itself
+            self.surface.update(_surface_or_none())  # the test process itself
         partial = self.config.getoption("--harness-partial")
         if partial and self.surface:
             engine_ops_for_partial(Path(partial)).write_text(

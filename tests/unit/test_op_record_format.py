@@ -79,3 +79,14 @@ def test_the_surface_is_the_ops_registered_outside_torch_with_where(twice: objec
     ("/work/engine/ops.py:3", "/work/engine/ops.py:3")])
 def test_a_place_loses_the_machine_s_part(site: str, short: str) -> None:
     assert ops._short(site) == short
+
+
+def test_a_surface_that_cannot_be_read_is_none_and_says_why(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    def broken() -> dict[str, str]:
+        raise RuntimeError("a provider's check raised")
+
+    monkeypatch.setattr(ops, "engine_surface", broken)
+    assert ops._surface_or_none() == {}
+    assert capsys.readouterr().err == ("harness: the engine's ops were not read: RuntimeError: "
+                                       "a provider's check raised\n")
