@@ -1,5 +1,6 @@
 """``harness import buildkite FILE [--step LABEL|KEY ...] [--only PATH ...] [--per-file]
-[--extends M] [--name N] [--out P] [--source DIR]``.
+[--extends M] [--name N] [--out P] [--source DIR]``; ``--audit [--json PATH]``: the gaps
+in the engine's own CI instead (importers/audit.py), nothing written but the JSON.
 
 Writes a user matrix with one suite per pytest command of the chosen steps, and prints
 one line for each thing the matrix has no place for; nothing is dropped silently. Bad
@@ -39,11 +40,35 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     help="where to write it (default: matrices/NAME.yaml here)")
     bk.add_argument("--source", type=Path, metavar="DIR",
                     help="the tree the steps run in (default: the folder above .buildkite)")
+    bk.add_argument("--audit", action="store_true",
+                    help="write nothing: the gaps in the engine's own CI, read from every step "
+                         "file under the source's .buildkite/ and its tests/ (docs/vllm.md)")
+    bk.add_argument("--json", type=Path, metavar="PATH",
+                    help="with --audit: also write the audit as JSON here")
     bk.set_defaults(func=cmd_import_buildkite)
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    """The audit: text on stdout, JSON where asked; nothing else written."""
+    import json
+
+    from harness.importers.audit import audit, render
+    from harness.importers.buildkite import read_steps
+    from harness.importers.matrix_out import source_root
+
+    read_steps(args.file)  # the step file given must read as one (one line if not)
+    result = audit((args.source or source_root(args.file)).resolve())
+    print(render(result), end="")
+    if args.json is not None:
+        args.json.write_text(json.dumps(result.to_json(), indent=1) + "\n", encoding="utf-8")
+    return 0
 
 
 def cmd_import_buildkite(args: argparse.Namespace) -> int:
     from harness.errors import UsageError
+
+    if args.audit:
+        return cmd_audit(args)
     from harness.importers.buildkite import import_steps
     from harness.importers.matrix_out import render, source_root
     from harness.importers.release import source_release

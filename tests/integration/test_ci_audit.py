@@ -1,0 +1,75 @@
+"""`harness import buildkite --audit` on vLLM's own sdists (0.32.0, the lane's engine, and
+0.34.0, fetched through pip by ci/vllm_upstream.py): the claims docs/vllm.md makes of them,
+each also checked by hand against the sdist (the closing note of issue 49)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from vllm_sources import source_tree
+
+from harness.roots import project_root
+
+STEP_FILE = ".buildkite/hardware_tests/cpu.yaml"
+RELEASES = {"0.32.0": None,
+            "0.34.0": "fcad848b246a9d8652b47e6425af92334dc02492f9802720f54e27b823cf0113"}
+
+
+@pytest.fixture(scope="module")
+def audits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    if os.environ.get("HARNESS_SKIP_VLLM") == "1":
+        pytest.skip("HARNESS_SKIP_VLLM=1")
+    out = {}
+    for version, sha in RELEASES.items():
+        where = tmp_path_factory.mktemp(f"audit-{version}")
+        tree = source_tree(where, version if sha else None, sha)
+        done = subprocess.run([sys.executable, "-m", "harness", "import", "buildkite",
+                               str(tree / STEP_FILE), "--audit", "--json", str(where / "a.json")],
+                              cwd=project_root(), capture_output=True, text=True, timeout=600,
+                              check=False)
+        assert done.returncode == 0, done.stderr
+        out[version] = json.loads((where / "a.json").read_text()) | {"text": done.stdout}
+    return out
+
+
+def _files(entries: list[dict[str, Any]], platform: str = "cpu") -> set[str]:
+    return {e["file"] for e in entries if e["platform"] == platform}
+
+
+def test_the_isa_compatibility_step_is_commented_out_in_both(
+        audits: dict[str, dict[str, Any]]) -> None:
+    for data in audits.values():
+        compat = [c for c in data["commented_out_steps"] if c["file"] == STEP_FILE]
+        assert [c["label"] for c in compat] == ["CPU-Compatibility Tests"]
+        assert "run-cpu-compatibility-test.sh" in compat[0]["text"]
+        avx2 = next(x for x in data["cpu_libraries"] if x["library"] == "_C_AVX2")
+        assert avx2["agents"] == [] and avx2["lane"].startswith("vllm-cpu-v3")
+        lib = next(x for x in data["cpu_libraries"] if x["library"] == "_C")
+        assert "intel_cpu" in lib["agents"]
+
+
+def test_cpu_only_kernel_files_no_cpu_step_runs(audits: dict[str, dict[str, Any]]) -> None:
+    for data in audits.values():
+        unrun = _files(data["gated_not_run_on_their_platform"])
+        assert "tests/kernels/attention/test_mla_decode_cpu.py" in unrun
+        assert "tests/kernels/core/test_cpu_activation.py" in unrun
+        assert "tests/kernels/attention/test_cpu_attn.py" not in unrun  # the step runs it
+
+
+def test_0_34_0_s_new_cpu_ops_have_tests_that_skip_on_x86_and_no_cpu_step(
+        audits: dict[str, dict[str, Any]]) -> None:
+    new = audits["0.34.0"]
+    unrun = {e["file"]: e for e in new["gated_not_run_on_their_platform"]}
+    for name in ("test_cpu_gumbel_sample.py", "test_cpu_logit_bias.py"):
+        entry = unrun[f"tests/v1/worker/cpu/{name}"]
+        assert entry["platform"] == "cpu" and "x86" in entry["features"], entry
+        assert not any(d.endswith("_cpu") for d in entry["runs_on"]), entry
+    assert "tests/v1/worker/cpu/test_cpu_gumbel_sample.py" not in _files(
+        audits["0.32.0"]["gated_not_run_on_their_platform"])  # new in 0.34.0
+    shares = {v: d["platform_shares"]["cpu"] for v, d in audits.items()}
+    assert shares["0.34.0"]["gated"] > shares["0.32.0"]["gated"], shares

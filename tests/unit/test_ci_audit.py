@@ -1,0 +1,164 @@
+"""`harness import buildkite --audit` (harness/importers/audit.py) on a small engine tree made
+here: each gap kind at each side (a gated file run and not run on its platform, run on Arm
+only, a commented step, a pool-named ROCm agent); tests/integration/test_ci_audit.py reads
+vLLM's own sdists."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.errors import UsageError
+from harness.importers.audit import audit, gates, platform_of, render
+from harness.roots import project_root
+
+CPU_YAML = """
+steps:
+- label: CPU kernels
+  key: cpu-kernels
+  device: intel_cpu
+  commands:
+    - pytest -v tests/kernels/test_cpu_ran.py
+- label: Arm
+  device: arm_cpu
+  commands:
+    - pytest tests/kernels/test_cpu_arm.py
+# Note: a tool cannot be downloaded
+# - label: CPU-Compatibility Tests
+#   device: intel_cpu
+#   commands:
+#     - bash run-compat.sh
+"""
+
+GPU_YAML = """
+steps:
+- label: Kernels
+  commands:
+    - pytest -v kernels/
+- label: ROCm kernels
+  agent_pool: mi300_1
+  commands:
+    - pytest -v tests/kernels/test_rocm_only.py
+"""
+
+CPU_ONLY = """
+import pytest
+from vllm.platforms import current_platform
+
+if not current_platform.is_cpu():
+    pytest.skip("CPU only", allow_module_level=True)
+"""
+
+NOT_X86 = """
+import pytest
+from vllm.platforms import CpuArchEnum, current_platform
+
+pytestmark = pytest.mark.skipif(
+    not current_platform.is_cpu()
+    or current_platform.get_cpu_architecture() == CpuArchEnum.X86,
+    reason="a non-x86 CPU",
+)
+"""
+
+ROCM_ONLY = """
+import pytest
+from vllm.platforms import current_platform
+
+
+@pytest.mark.skipif(not current_platform.is_rocm(), reason="ROCm only")
+def test_it():
+    pass
+"""
+
+NOT_GATED = """
+from vllm.platforms import current_platform
+
+def test_it():
+    assert current_platform.is_cpu() or True  # not a skip: no gate
+"""
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    files = {".buildkite/hardware_tests/cpu.yaml": CPU_YAML, ".buildkite/test-gpu.yaml": GPU_YAML,
+             ".buildkite/ci_config.yaml": "run_all: false\n",
+             "tests/kernels/test_cpu_ran.py": CPU_ONLY, "tests/kernels/test_cpu_unrun.py": CPU_ONLY,
+             "tests/kernels/test_cpu_arm.py": NOT_X86, "tests/kernels/test_rocm_only.py": ROCM_ONLY,
+             "tests/kernels/test_rocm_unrun.py": ROCM_ONLY,
+             "tests/kernels/test_plain.py": NOT_GATED}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def test_each_gap_is_found_and_each_file_run_on_its_platform_is_not(tree: Path) -> None:
+    result = audit(tree)
+    assert result.step_files == [".buildkite/hardware_tests/cpu.yaml", ".buildkite/test-gpu.yaml"]
+    unrun = {(g.file, g.platform) for g in result.unrun()}
+    # test_cpu_unrun: no CPU step names it (the GPU step's kernels/ folder runs it, where it
+    # skips); test_rocm_unrun: the same for ROCm; test_rocm_only: the pool-named agent runs it
+    assert unrun == {("tests/kernels/test_cpu_unrun.py", "cpu"),
+                     ("tests/kernels/test_rocm_unrun.py", "rocm")}
+    by_file = {g.file: g for g in result.gated}
+    assert by_file["tests/kernels/test_cpu_unrun.py"].runs_on == ("(default GPU agent)",)
+    assert by_file["tests/kernels/test_rocm_only.py"].runs_on == ("(default GPU agent)", "mi300_1")
+    assert "tests/kernels/test_plain.py" not in by_file
+    assert [g.file for g in result.arm_only()] == ["tests/kernels/test_cpu_arm.py"]
+    assert by_file["tests/kernels/test_cpu_arm.py"].features == ("x86",)
+    assert result.shares() == {"cpu": (2, 3), "cuda": (0, 0), "rocm": (1, 2), "xpu": (0, 0)}
+    (commented,) = result.commented
+    assert (commented.file, commented.line, commented.label) == (
+        ".buildkite/hardware_tests/cpu.yaml", 13, "CPU-Compatibility Tests")
+    assert commented.text.splitlines()[-1] == "#     - bash run-compat.sh"
+    assert result.unread == []  # ci_config.yaml has no steps: not a step file, left out
+    text = render(result)
+    assert "  cpu   tests/kernels/test_cpu_unrun.py:5 (run on: (default GPU agent))" in text
+    assert "  _C_AVX2    AVX2 (x86-64-v3): no agent; harness lane: vllm-cpu-v3" in text
+    assert "  _C         AVX-512 BF16 (AMX where the CPU has it): reached by intel_cpu;" in text
+    data = result.to_json()
+    assert json.loads(json.dumps(data)) == data
+    assert data["platform_shares"]["cpu"] == {"run": 2, "gated": 3}
+
+
+@pytest.mark.parametrize(("device", "platform"), [
+    ("intel_cpu", "cpu"), ("arm_cpu", "cpu"), ("cpu-small", "cpu"), ("ppc_cpu", "cpu"),
+    ("intel_gpu", "xpu"), ("mi355_dpx", "rocm"), ("amd_mi300", "rocm"), ("h100", "cuda"),
+    ("(default GPU agent)", "cuda")])
+def test_an_agent_s_platform(device: str, platform: str) -> None:
+    assert platform_of(device) == platform
+
+
+def test_a_gate_is_a_skip_and_its_line_is_the_condition_s() -> None:
+    assert gates(textwrap.dedent(CPU_ONLY)) == [("cpu", 5, ())]
+    assert gates(textwrap.dedent(ROCM_ONLY)) == [("rocm", 6, ())]
+    assert gates(textwrap.dedent(NOT_GATED)) == []
+    assert gates("if current_platform.is_cpu():\n    pytest.skip('no')\n") == []  # not "not"
+
+
+def test_a_tree_without_tests_or_a_pipeline_is_one_line(tree: Path, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"no tests/ here: the audit reads the engine's source"):
+        audit(tmp_path / ".buildkite")
+    (tmp_path / "bare").mkdir()
+    (tmp_path / "bare" / "tests").mkdir()
+    with pytest.raises(UsageError, match=r"bare: no \.buildkite/ here"):
+        audit(tmp_path / "bare")
+
+
+def test_the_command_writes_nothing_but_its_json(tree: Path) -> None:
+    before = sorted(p for p in tree.rglob("*"))
+    out = tree.parent / f"{tree.name}-audit.json"
+    done = subprocess.run([sys.executable, "-m", "harness", "import", "buildkite",
+                           str(tree / ".buildkite/hardware_tests/cpu.yaml"), "--audit", "--json",
+                           str(out)], cwd=project_root(), capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"audit of {tree}: 2 step files, 5 test files gated")
+    assert sorted(p for p in tree.rglob("*")) == before
+    assert json.loads(out.read_text())["cpu_files_run_on_arm_only"][0]["file"] == \
+        "tests/kernels/test_cpu_arm.py"
