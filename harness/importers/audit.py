@@ -10,7 +10,8 @@ where a skip condition of it says so (``not current_platform.is_cpu()`` and its 
 and XPU kin, at module level or on a test; on a CPU, the features a skip names: AVX-512,
 AMX, Arm, s390x, Zen). Reported:
 
-- the gated files no step runs on their platform, and the CPU files run on Arm agents only;
+- the gated files no step runs on their platform, and the CPU files run on Arm agents only
+  (a step that runs a shell script of the tree is read through the script's pytest lines);
 - the steps left commented out in a step file, with their text;
 - vLLM's x86 CPU kernel libraries by the level they need, whether any agent of the pipeline
   reaches that level, and the harness lane that stands for it;
@@ -125,25 +126,31 @@ def platform_of(device: str) -> str:
     return "cuda"  # the NVIDIA agents, and a step with no device (vLLM's default GPU agent)
 
 
+_GATES = {name: re.compile(rf"not\s+[\w.]*({pattern})") for name, pattern in _GATE.items()}
+_FEATURE_RES = {name: re.compile(pattern) for name, pattern in _FEATURES.items()}
+_ANY = re.compile("|".join([*_GATE.values(), *_FEATURES.values()]))
+
+
 def gates(text: str) -> list[tuple[str, int, tuple[str, ...]]]:
     """(platform, line, CPU features its skips name) for each platform a file's skip
     conditions keep it to: a condition line with ``not ...is_cpu()`` (or CUDA's, ROCm's,
     XPU's) that is a skip, or opens an ``if`` whose body skips."""
+    if not _ANY.search(text):
+        return []
     lines = text.splitlines()
-    found: dict[str, tuple[int, set[str]]] = {}
+    found: dict[str, int] = {}
     features: set[str] = set()
     for index, line in enumerate(lines):
-        near = " ".join(lines[max(0, index - 3):index + 4])
-        if not _SKIP.search(near):
+        if not _ANY.search(line):
             continue
-        for name, pattern in _FEATURES.items():
-            if re.search(pattern, line):
-                features.add(name)
-        for name, pattern in _GATE.items():
-            if re.search(rf"not\s+[\w.]*({pattern})", line) and name not in found:
-                found[name] = (index + 1, set())
+        if not _SKIP.search(" ".join(lines[max(0, index - 3):index + 4])):
+            continue
+        features |= {name for name, pattern in _FEATURE_RES.items() if pattern.search(line)}
+        for name, pattern in _GATES.items():
+            if name not in found and pattern.search(line):
+                found[name] = index + 1
     return [(name, at, tuple(sorted(features)) if name == "cpu" else ())
-            for name, (at, _) in sorted(found.items())]
+            for name, at in sorted(found.items())]
 
 
 def _covers(target: str, file: str) -> bool:
@@ -160,6 +167,28 @@ def _targets(suite: ImportedSuite, source: Path) -> list[str]:
             target = f"tests/{target}"
         out.append(target)
     return out
+
+
+def _scripts(step: dict[str, object], source: Path) -> list[Path]:
+    """The tree's shell scripts a step's commands run (``bash .buildkite/scripts/x.sh``)."""
+    given = step.get("commands") or step.get("command") or []
+    text = given if isinstance(given, str) else "\n".join(
+        str(c) for c in (given if isinstance(given, list) else [given]))
+    found = [source / m for m in re.findall(r"(?:bash|sh)\s+([\w./-]+\.sh)", text)]
+    return [path for path in found if path.is_file()]
+
+
+def script_targets(script: Path) -> list[str]:
+    """The test paths of a script's pytest lines (``pytest -x -v tests/kernels/x.py``)."""
+    targets = []
+    for line in script.read_text(encoding="utf-8", errors="replace").splitlines():
+        words = line.replace('"', " ").replace("'", " ").split()
+        if "pytest" not in words:
+            continue
+        for word in words[words.index("pytest") + 1:]:
+            if word.startswith("tests/"):
+                targets.append(word)
+    return targets
 
 
 def commented_steps(file: Path, rel: str) -> list[Commented]:
@@ -208,6 +237,10 @@ def audit(source: Path) -> Audit:
             device = suite.device or str(pools.get(suite.step) or "") or "(default GPU agent)"
             result.seen.add(device)
             steps.append((device, _targets(suite, source)))
+        for step in every:  # a step that runs a script of the tree: the script's pytest lines
+            device = str(step.get("device") or step.get("agent_pool") or "(default GPU agent)")
+            for script in _scripts(step, source):
+                steps.append((device, script_targets(script)))
     for path in sorted(tests.rglob("test_*.py")):
         rel = path.relative_to(source).as_posix()
         text = path.read_text(encoding="utf-8", errors="replace")

@@ -53,23 +53,25 @@ def test_the_isa_compatibility_step_is_commented_out_in_both(
         assert "intel_cpu" in lib["agents"]
 
 
-def test_cpu_only_kernel_files_no_cpu_step_runs(audits: dict[str, dict[str, Any]]) -> None:
+def test_cpu_only_kernel_files_no_cpu_step_runs_and_those_only_arm_runs(
+        audits: dict[str, dict[str, Any]]) -> None:
     for data in audits.values():
         unrun = _files(data["gated_not_run_on_their_platform"])
         assert "tests/kernels/attention/test_mla_decode_cpu.py" in unrun
-        assert "tests/kernels/core/test_cpu_activation.py" in unrun
         assert "tests/kernels/attention/test_cpu_attn.py" not in unrun  # the step runs it
+        arm = _files(data["cpu_files_run_on_arm_only"])  # the Arm step's script runs it
+        assert "tests/kernels/core/test_cpu_activation.py" in arm - unrun
 
 
-def test_0_34_0_s_new_cpu_ops_have_tests_that_skip_on_x86_and_no_cpu_step(
+def test_0_34_0_s_new_cpu_ops_are_tested_on_arm_only_and_skip_on_x86(
         audits: dict[str, dict[str, Any]]) -> None:
     new = audits["0.34.0"]
-    unrun = {e["file"]: e for e in new["gated_not_run_on_their_platform"]}
+    arm = {e["file"]: e for e in new["cpu_files_run_on_arm_only"]}
     for name in ("test_cpu_gumbel_sample.py", "test_cpu_logit_bias.py"):
-        entry = unrun[f"tests/v1/worker/cpu/{name}"]
+        entry = arm[f"tests/v1/worker/cpu/{name}"]
         assert entry["platform"] == "cpu" and "x86" in entry["features"], entry
-        assert not any(d.endswith("_cpu") for d in entry["runs_on"]), entry
+        assert [d for d in entry["runs_on"] if d.endswith("_cpu")] == ["arm_cpu"], entry
     assert "tests/v1/worker/cpu/test_cpu_gumbel_sample.py" not in _files(
-        audits["0.32.0"]["gated_not_run_on_their_platform"])  # new in 0.34.0
+        audits["0.32.0"]["cpu_files_run_on_arm_only"])  # new in 0.34.0
     shares = {v: d["platform_shares"]["cpu"] for v, d in audits.items()}
     assert shares["0.34.0"]["gated"] > shares["0.32.0"]["gated"], shares

@@ -27,7 +27,7 @@ steps:
 - label: Arm
   device: arm_cpu
   commands:
-    - pytest tests/kernels/test_cpu_arm.py
+    - bash .buildkite/scripts/run-arm.sh
 # Note: a tool cannot be downloaded
 # - label: CPU-Compatibility Tests
 #   device: intel_cpu
@@ -86,6 +86,8 @@ def test_it():
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     files = {".buildkite/hardware_tests/cpu.yaml": CPU_YAML, ".buildkite/test-gpu.yaml": GPU_YAML,
+             ".buildkite/scripts/run-arm.sh": 'docker run arm "\n  pytest -x -v -s '
+                                              'tests/kernels/test_cpu_arm.py"\n',
              ".buildkite/ci_config.yaml": "run_all: false\n",
              "tests/kernels/test_cpu_ran.py": CPU_ONLY, "tests/kernels/test_cpu_unrun.py": CPU_ONLY,
              "tests/kernels/test_cpu_arm.py": NOT_X86, "tests/kernels/test_rocm_only.py": ROCM_ONLY,
@@ -109,7 +111,9 @@ def test_each_gap_is_found_and_each_file_run_on_its_platform_is_not(tree: Path) 
     assert by_file["tests/kernels/test_cpu_unrun.py"].runs_on == ("(default GPU agent)",)
     assert by_file["tests/kernels/test_rocm_only.py"].runs_on == ("(default GPU agent)", "mi300_1")
     assert "tests/kernels/test_plain.py" not in by_file
+    # run by the Arm step's script, where a non-x86 CPU runs it: on Arm only
     assert [g.file for g in result.arm_only()] == ["tests/kernels/test_cpu_arm.py"]
+    assert by_file["tests/kernels/test_cpu_arm.py"].runs_on == ("(default GPU agent)", "arm_cpu")
     assert by_file["tests/kernels/test_cpu_arm.py"].features == ("x86",)
     assert result.shares() == {"cpu": (2, 3), "cuda": (0, 0), "rocm": (1, 2), "xpu": (0, 0)}
     (commented,) = result.commented
