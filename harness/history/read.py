@@ -151,8 +151,9 @@ def recent_test_growth(db: Path, lane: Lane, *, last_runs: int = 5) -> list[Case
 class WorkerNeed:
     """What a fresh worker of a suite needs for its heaviest test, over the lane's recent
     runs: the least a test process held when one of its tests started (``peak_rss_mb`` less
-    ``rss_growth_mb``, where a case has both: a fresh process's first test has both), and the
-    largest growth of any of its tests."""
+    ``rss_growth_mb``, a growth below the 10 MB the plugin records taken as none: a fresh
+    process's first test always records its peak), and the largest growth of any of its
+    tests."""
 
     suite: str
     start_mb: float
@@ -171,9 +172,10 @@ WITH recent AS (
            CAST(json_extract(c.extra, '$.rss_growth_mb') AS REAL) AS growth,
            CAST(json_extract(c.extra, '$.peak_rss_mb') AS REAL) AS peak
     FROM cases c JOIN recent ON c.run = recent.id JOIN suites s ON s.id = c.suite
-    WHERE json_valid(c.extra) AND json_extract(c.extra, '$.rss_growth_mb') IS NOT NULL
+    WHERE json_valid(c.extra) AND (json_extract(c.extra, '$.rss_growth_mb') IS NOT NULL
+                                   OR json_extract(c.extra, '$.peak_rss_mb') IS NOT NULL)
 )
-SELECT suite, min(peak - growth), max(growth) FROM grown GROUP BY suite
+SELECT suite, min(peak - coalesce(growth, 0)), max(growth) FROM grown GROUP BY suite
 """
 
 

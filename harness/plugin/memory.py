@@ -42,16 +42,14 @@ rule, :func:`keep_mb`: no more than leaves room beside it for the heaviest test 
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
-
-if TYPE_CHECKING:
-    from pluggy import Result
+from typing import Protocol
 
 import pytest
 
 from harness.plugin.memory_rules import Keeper, Needs, Seen
+from harness.plugin.teardown import OnTeardown
 from harness.results.sidecar import GROWTH_PROPERTY
 from harness.results.sidecar import PEAK_RSS_PROPERTY as PROPERTY
 
@@ -85,7 +83,7 @@ def reset_peak() -> bool:
     return True
 
 
-class TestMemory:
+class TestMemory(OnTeardown):
     """In every process that runs tests: each test's peak, on its teardown report, where it
     is the highest of its file in this process so far (the file's and the suite's peak per
     process stay exact, and the history stores a few values a file, not one a test)."""
@@ -101,14 +99,7 @@ class TestMemory:
         if self._resets:
             self._resets = reset_peak()
 
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item,
-                                  call: pytest.CallInfo[None]
-                                  ) -> Generator[None, Result[pytest.TestReport], None]:
-        outcome = yield
-        if call.when != "teardown":
-            return
-        report = outcome.get_result()
+    def teardown(self, item: pytest.Item, report: pytest.TestReport) -> None:
         # Without a reset (no clear_refs) the peak is the process's since it started.
         sizes = _status_mb()
         peak, rss = sizes.get("VmHWM"), sizes.get("VmRSS")

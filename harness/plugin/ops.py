@@ -36,17 +36,15 @@ import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Generator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
+from harness.plugin.teardown import OnTeardown
 from harness.results import op_record
 from harness.results.layout import engine_ops_for_partial
-
-if TYPE_CHECKING:
-    from pluggy import Result
 
 SWITCH = "HARNESS_OP_RECORD"  # "off": no record
 # torch's own namespaces: its operators, primitives and passes, not an engine's kernels
@@ -167,7 +165,7 @@ def _refengine_calls() -> Counter[str] | None:
     return getattr(module, "CALLS", None)
 
 
-class OpRecord:
+class OpRecord(OnTeardown):
     """In every process that runs tests: each test's op calls on its teardown report; the
     engine's surface when its tests end (a worker's to the controller, which writes it)."""
 
@@ -209,17 +207,11 @@ class OpRecord:
         if dispatched is not None:
             dispatched.clear()
 
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item,
-                                  call: pytest.CallInfo[None]
-                                  ) -> Generator[None, Result[pytest.TestReport], None]:
-        outcome = yield
-        if call.when != "teardown":
-            return
+    def teardown(self, item: pytest.Item, report: pytest.TestReport) -> None:
         counts = Counter(_CALLS)
         dispatched = _refengine_calls()
         if dispatched is not None:
             counts.update(dispatched)
         text = op_record.render(counts)
         if text:
-            outcome.get_result().user_properties.append((op_record.PROPERTY, text))
+            report.user_properties.append((op_record.PROPERTY, text))
