@@ -45,6 +45,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                          "file under the source's .buildkite/ and its tests/ (docs/vllm.md)")
     bk.add_argument("--json", type=Path, metavar="PATH",
                     help="with --audit: also write the audit as JSON here")
+    bk.add_argument("--across-releases", action="store_true",
+                    help="with --audit: a source of another release than the --extends "
+                         "lane's engine, audited all the same")
     bk.set_defaults(func=cmd_import_buildkite)
 
 
@@ -57,11 +60,41 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from harness.importers.matrix_out import source_root
 
     read_steps(args.file)  # the step file given must read as one (one line if not)
-    result = audit((args.source or source_root(args.file)).resolve())
-    print(render(result), end="")
+    source = (args.source or source_root(args.file)).resolve()
+    said = _lane_release(args, source)  # before the audit: a refusal is at once
+    result = audit(source)
+    print(render(result) + said, end="")
     if args.json is not None:
         args.json.write_text(json.dumps(result.to_json(), indent=1) + "\n", encoding="utf-8")
     return 0
+
+
+def _lane_release(args: argparse.Namespace, source: Path) -> str:
+    """The audit names lanes for vLLM's libraries: the --extends lane's engine must be a
+    vLLM that loads them, of the source's release (or --across-releases); a line saying
+    which, or one line of refusal (exit 2)."""
+    from harness.errors import UsageError
+    from harness.importers.release import source_release
+    from harness.matrix import load_matrix
+    from harness.run.releases import pinned_versions
+
+    engine = pinned_versions(load_matrix(args.extends), "vllm")
+    if not engine:
+        raise UsageError(f"--extends {args.extends}: the lane's engine is no vLLM (it pins "
+                         "none), so no lane loads the libraries the audit holds the pipeline "
+                         "against: name a vLLM lane (--extends vllm-cpu)")
+    lane = ", ".join(f"{dist} {version}" for dist, version in sorted(engine.items()))
+    release = source_release(source)
+    if release is None:
+        return f"\nsource release unknown (no PKG-INFO, no git commit); lanes: {lane}\n"
+    name, _, version = release.partition("==")
+    same = bool(version) and all(v.split("+")[0] == version for v in engine.values())
+    if not same and not args.across_releases:
+        raise UsageError(f"{source}: {name} {version or release}'s source, and lane "
+                         f"{args.extends}'s engine is {lane}: the lanes the audit names stand "
+                         "for that release (audit the source of the lane's release, or say you "
+                         "mean it: --across-releases)")
+    return f"\nsource {release}; lanes for {lane}" + ("" if same else " (another release)") + "\n"
 
 
 def cmd_import_buildkite(args: argparse.Namespace) -> int:

