@@ -57,7 +57,8 @@ NIGHTS = 30
 def case_properties(suite: str, i: int, dtype: str, rng: random.Random) -> list[tuple[str, str]]:
     """A test case's properties, as the harness plugin records them: none on most cases
     (the matrix is its testsuite's); on a parity case the op, provider, dtype and its numbers
-    (suites/kernel_parity/test_parity.py); on every 50th fusion case two pattern
+    (suites/kernel_parity/test_parity.py) and its op record (plugin/ops.py: the provider's
+    kernel it ran); on every 50th fusion case two pattern
     counts; on every 50th case the test process's peak memory (plugin/memory.py records it
     where a test raises its file's peak in its process). tests/integration/test_nightly_day.py
     checks the names against the real runs of a nightly day."""
@@ -68,6 +69,7 @@ def case_properties(suite: str, i: int, dtype: str, rng: random.Random) -> list[
             ("op", f"op{i % 40}"), ("provider", "native"), ("dtype", dtype),
             ("max_abs_err", f"{head * 1e-3:.6g}"), ("max_rel_err", f"{head * 1e-2:.6g}"),
             ("atol", "0.001"), ("rtol", "0.016"), ("headroom", f"{head:.4g}"),
+            ("ops", f"native/op{i % 40}=2"),  # its op record: the provider's kernel it ran
         ]  # fmt: skip
     elif suite == "fusion" and i % 50 == 0:
         found = 2 if rng.random() > 0.1 else 1
