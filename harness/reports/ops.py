@@ -18,6 +18,7 @@ from harness.history.window import WindowReader
 from harness.reports.matrices import MatrixFacts
 from harness.reports.model import OpCoverage, OpRow
 from harness.reports.runs import Runs
+from harness.results.facts import DeviceFingerprint
 from harness.results.layout import Lane
 from harness.results.op_record import parse
 
@@ -25,12 +26,12 @@ EXAMPLES = 3  # test keys shown a cell
 
 
 def _surface(fingerprint: str | None) -> dict[str, str]:
+    """A run's ``engine_ops``, read by the fingerprint's own reader (results/facts.py)."""
     try:
-        data = json.loads(fingerprint or "{}")
-    except ValueError:
+        found = DeviceFingerprint.from_json(json.loads(fingerprint or "null"))
+    except (ValueError, TypeError):  # not JSON, or not an object
         return {}
-    ops = data.get("engine_ops") if isinstance(data, dict) else None
-    return {str(k): str(v) for k, v in ops.items()} if isinstance(ops, dict) else {}
+    return found.engine_ops if found is not None else {}
 
 
 def emulated(lane: str, facts: MatrixFacts | None) -> bool:

@@ -179,10 +179,7 @@ class DeviceFingerprint:
         """The engine's kernel surface on this lane: each op it offered the suites (a
         ``namespace::op`` the engine registered with torch, a refengine ``provider/op``) ->
         where it is defined (plugin/ops.py)."""
-        value = self.data.get("engine_ops")
-        if not isinstance(value, Mapping):
-            return {}
-        return {str(k): str(v) for k, v in value.items()}
+        return _str_map(self.data, "engine_ops")
 
     def with_kernel_library(self, library: str) -> DeviceFingerprint:
         return DeviceFingerprint({**self.data, "kernel_library": library})

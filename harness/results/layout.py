@@ -113,19 +113,21 @@ def partial_for(junit: Path) -> Path:
     return junit.with_name(junit.stem + PARTIAL_SUFFIX)
 
 
-def progress_for_partial(partial: Path) -> Path:
-    """The progress file the plugin writes beside a partial-results file."""
+def _beside_partial(partial: Path, suffix: str) -> Path:
     name = partial.name
     stem = name[: -len(PARTIAL_SUFFIX)] if name.endswith(PARTIAL_SUFFIX) else name
-    return partial.with_name(stem + PROGRESS_SUFFIX)
+    return partial.with_name(stem + suffix)
+
+
+def progress_for_partial(partial: Path) -> Path:
+    """The progress file the plugin writes beside a partial-results file."""
+    return _beside_partial(partial, PROGRESS_SUFFIX)
 
 
 def engine_ops_for_partial(partial: Path) -> Path:
     """The file of the engine's ops (its kernel surface) the plugin writes beside a
     partial-results file."""
-    name = partial.name
-    stem = name[: -len(PARTIAL_SUFFIX)] if name.endswith(PARTIAL_SUFFIX) else name
-    return partial.with_name(stem + ENGINE_OPS_SUFFIX)
+    return _beside_partial(partial, ENGINE_OPS_SUFFIX)
 
 
 def suite_of(junit: Path) -> tuple[str, str | None]:
