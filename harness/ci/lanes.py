@@ -20,16 +20,21 @@ from harness.shard.durations import DurationSet, dump, durations_for
 
 
 def choose(root: Path, *, db: Path, nightly: bool = False, wanted: Sequence[str] = (),
-           changed_since: str | None = None,
+           changed_since: str | None = None, engine: tuple[str, str] | None = None,
            self_hosted: bool = True) -> tuple[list[CiTarget], list[str]]:
     """The build's targets and one note per lane left out or narrowed (and why)."""
     from harness.select import select_changes
 
     targets = targets_from_matrices(root, wanted, nightly=nightly)
     notes: list[str] = []
-    if changed_since:
-        selection = select_changes(root, changed_since, matrices=[t.matrix for t in targets])
-        targets, notes = pr_targets(targets, selection, history_durations(db))
+    if changed_since or engine:
+        from harness.select.engine_change import read_change
+
+        change = read_change(*engine) if engine else None
+        selection = select_changes(root, changed_since, matrices=[t.matrix for t in targets],
+                                   engine_change=change, db=db)
+        args = f" --engine-source {engine[0]} --engine-change {engine[1]}" if engine else ""
+        targets, notes = pr_targets(targets, selection, history_durations(db), args)
     if not self_hosted:
         gated = [t.matrix for t in targets if t.self_hosted]
         if gated:

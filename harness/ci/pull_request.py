@@ -41,18 +41,26 @@ def selected_share(lane: LaneSelection,
     return sum(s for t, s in timed.items() if s > 0 and lane.selects(t)) / total, source
 
 
-def pr_targets(targets: Sequence[CiTarget], selection: Selection,
-               durations: Durations) -> tuple[list[CiTarget], list[str]]:
-    """The affected lanes' targets and one note line per lane (kept or dropped, why)."""
+def pr_targets(targets: Sequence[CiTarget], selection: Selection, durations: Durations,
+               engine_args: str = "") -> tuple[list[CiTarget], list[str]]:
+    """The affected lanes' targets and one note line per lane (kept or dropped, why).
+    ``engine_args`` (`` --engine-source S --engine-change C``) select an engine change in
+    each step as they did here."""
     kept: list[CiTarget] = []
-    notes: list[str] = [f"--changed-since {selection.ref[:12]}: "
-                        f"{len(selection.changed)} changed file(s)"]
+    notes: list[str] = []
+    if selection.ref:
+        notes.append(f"--changed-since {selection.ref[:12]}: "
+                     f"{len(selection.changed)} changed file(s)")
+    if selection.engine:
+        notes.append(f"engine change to {selection.engine}: "
+                     f"{len(selection.engine_changed)} changed file(s)")
     for target in targets:
         lane = selection.lanes.get(target.matrix)
         if lane is None or not lane.affected:
             notes.append(f"{target.matrix}: not affected")
             continue
-        args = f" --changed-since {selection.ref}" + (" --docker" if lane.docker else "")
+        args = ((f" --changed-since {selection.ref}" if selection.ref else "") + engine_args
+                + (" --docker" if lane.docker else ""))
         if lane.full:
             why = "; ".join(f"{p}: {w}" for p, w in lane.reasons)
             notes.append(f"{target.matrix}: all, {target.shards} shard(s) ({why})")

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.commands.select import add_engine_arguments, engine_change_of
 from harness.errors import Exit, UsageError
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     select.add_argument("--matrices", metavar="A,B", default="", help="these matrices only")
     select.add_argument("--changed-since", metavar="REF",
                         help="only the lanes the change since the merge base with REF affects")
+    add_engine_arguments(select)
     select.add_argument("--no-self-hosted", action="store_true",
                         help="leave out the lanes on self-hosted runners (a fork's pull request)")
     select.add_argument("--durations-dir", type=Path, metavar="DIR",
@@ -73,6 +75,7 @@ def _register_pipeline(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     kind.add_argument("--changed-since", metavar="REF",
                       help="Buildkite, at run time: only the lanes the change since the merge "
                            "base with REF affects, each step running only the affected tests")
+    add_engine_arguments(pipeline)
     pipeline.add_argument("--matrices", metavar="A,B", default="",
                           help="these matrices, in this order (default: all)")
     pipeline.add_argument("--template", metavar="FILE", type=Path,
@@ -94,19 +97,19 @@ def _kind(args: argparse.Namespace) -> Kind:
     provider = ci_provider(args.provider)
     chosen = [flag for flag, on in (("--nightly", args.nightly),
                                     ("--pull-request", args.pull_request),
-                                    ("--changed-since", bool(args.changed_since))) if on]
+                                    ("--changed-since", _selects(args))) if on]
     if len(chosen) > 1:
         raise UsageError(f"{' and '.join(chosen)}: contradictory (a nightly runs every nightly "
                          "lane in full; a pull request pipeline selects at run time, "
                          "--changed-since now); choose one")
-    if args.db is not None and not args.changed_since:
+    if args.db is not None and not _selects(args):
         raise UsageError("--db sizes the shards of a --changed-since pipeline; "
                          "without --changed-since it has no use")
-    if args.changed_since and not provider.UPLOADS_AT_RUN_TIME:
+    if _selects(args) and not provider.UPLOADS_AT_RUN_TIME:
         raise UsageError(f"--provider {args.provider} --changed-since: {provider.WHY_NO_UPLOAD}")
     if args.nightly:
         return Kind.NIGHTLY
-    if args.changed_since:
+    if _selects(args):
         return Kind.CHANGED
     if args.pull_request and provider.UPLOADS_AT_RUN_TIME:
         return Kind.PULL_REQUEST
@@ -123,7 +126,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     root = project_root()
     wanted = _names(args.matrices)
     targets, notes = choose(root, db=args.db or default_db_path(), nightly=args.nightly,
-                            wanted=wanted, changed_since=args.changed_since)
+                            wanted=wanted, changed_since=args.changed_since,
+                            engine=_engine(args))
     if args.changed_since:
         notes.insert(0, f"--changed-since {args.changed_since}: the lanes of this change")
     for line in notes:
@@ -145,6 +149,18 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     return 0
 
 
+def _selects(args: argparse.Namespace) -> bool:
+    """A harness change (--changed-since) or an engine change selects the lanes."""
+    return bool(args.changed_since) or _engine(args) is not None
+
+
+def _engine(args: argparse.Namespace) -> tuple[str, str] | None:
+    source, change = args.engine_source, args.engine_change
+    if bool(source) != bool(change):
+        engine_change_of(args)  # says which is missing
+    return (source, change) if source else None
+
+
 def _names(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
@@ -160,6 +176,7 @@ def cmd_select(args: argparse.Namespace) -> int:
     db = args.db or default_db_path()
     targets, notes = choose(project_root(), db=db, nightly=args.nightly,
                             wanted=_names(args.matrices), changed_since=args.changed_since,
+                            engine=_engine(args),
                             self_hosted=not args.no_self_hosted)
     for line in notes:
         print(f"harness: {line}", file=sys.stderr)

@@ -101,6 +101,9 @@ def _add_job_options(p: argparse.ArgumentParser) -> None:
         metavar="REF",
         help="run only what `git diff REF` can affect on this lane (see `harness select`)",
     )
+    from harness.commands.select import add_engine_arguments
+
+    add_engine_arguments(p)
     p.add_argument(
         "--update-expectations",
         action="store_true",
@@ -176,10 +179,13 @@ def run(args: argparse.Namespace) -> int:
     if args.test:
         tests = _tests(matrix, root, args.test)
         request = replace(request, tests=tests, suites=tuple(tests))
-    if args.changed_since:
+    from harness.commands.select import engine_change_of
+
+    change = engine_change_of(args)
+    if args.changed_since or change is not None:
         from harness.run.narrow import narrow_request
 
-        narrowed = narrow_request(request, root, matrix, args.changed_since)
+        narrowed = narrow_request(request, root, matrix, args.changed_since, change)
         if narrowed is None:
             return 0
         request = replace(narrowed, command_line=request.command_line)

@@ -1,8 +1,11 @@
-"""``harness select --changed-since REF [--explain] [--collect] [--json]``.
+"""``harness select [--changed-since REF] [--engine-source TREE --engine-change CHANGE]
+[--explain] [--collect] [--json]``.
 
 Prints, per lane, whether a change leaves it alone, runs part of it or all of it, and
 the changed file behind each part; with ``--collect`` (and ``--explain``), each selected
-test of each lane with the file that selected it.
+test of each lane with the file that selected it. An engine source change selects through
+the op record in the history (``--db``): the ops each changed file reaches, and the tests
+that called them, per lane.
 """
 
 from __future__ import annotations
@@ -14,7 +17,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.errors import UsageError
+
 if TYPE_CHECKING:
+    from harness.select.engine_change import EngineChange
     from harness.select.rules import Rule, Selection
 
 
@@ -24,8 +30,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="From `git diff REF` (plus untracked files): per lane, the tests a "
                     "change can affect, derived from the registry, the matrices and the "
                     "suites' import graph.")
-    parser.add_argument("--changed-since", required=True, metavar="REF",
+    parser.add_argument("--changed-since", metavar="REF",
                         help="git revision to diff the working tree against")
+    add_engine_arguments(parser)
+    parser.add_argument("--db", type=Path, metavar="HISTORY",
+                        help="history database whose op record maps an engine change to "
+                             "tests (default: $HARNESS_HISTORY or reports/history.sqlite)")
     parser.add_argument("--matrices", metavar="A,B", default="",
                         help="only these lanes (default: every matrix)")
     parser.add_argument("--explain", action="store_true",
@@ -44,7 +54,12 @@ def cmd_select(args: argparse.Namespace) -> int:
 
     root = project_root()
     wanted = [m.strip() for m in args.matrices.split(",") if m.strip()]
-    selection = select_changes(root, args.changed_since, matrices=wanted)
+    change = engine_change_of(args)
+    if change is None and not args.changed_since:
+        raise UsageError("harness select: give --changed-since REF, or --engine-source TREE "
+                         "--engine-change CHANGE (or both)")
+    selection = select_changes(root, args.changed_since, matrices=wanted,
+                               engine_change=change, db=args.db)
     if args.json:
         print(json.dumps(selection.to_json(), indent=1))
         return 0
@@ -56,17 +71,51 @@ def cmd_select(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--engine-source", metavar="TREE",
+                        help="the engine's source the lanes ran (a folder or an sdist)")
+    parser.add_argument("--engine-change", metavar="CHANGE",
+                        help="its change: a .diff/.patch, the changed folder or sdist, or a "
+                             "revision of TREE's git checkout")
+
+
+def engine_change_of(args: argparse.Namespace) -> EngineChange | None:
+    """The engine change the two options name (both or neither)."""
+    source, change = getattr(args, "engine_source", None), getattr(args, "engine_change", None)
+    if bool(source) != bool(change):
+        given, missing = (("--engine-source", "--engine-change") if source
+                          else ("--engine-change", "--engine-source"))
+        raise UsageError(f"{given} needs {missing} (the engine's source, and its change)")
+    if not source:
+        return None
+    from harness.select.engine_change import read_change
+
+    return read_change(str(source), str(change))
+
+
 def _rule_text(rule: Rule) -> str:
     if rule.kind == "module":
         return f"tests in {rule.path}"
+    if rule.kind == "tests":
+        return f"{len(rule.ids)} tests that called {', '.join(rule.ops)}"
     ops = ", ".join(rule.ops) if rule.ops else "every op"
     return f"tests running provider {rule.provider} ({ops})"
 
 
 def render(selection: Selection, *, explain: bool) -> list[str]:
-    lines = [f"harness select: {len(selection.changed)} changed file(s) since "
-             f"{selection.ref[:12]}"]
-    lines += [f"  {path}" for path in selection.changed]
+    lines = []
+    if selection.ref:
+        lines.append(f"harness select: {len(selection.changed)} changed file(s) since "
+                     f"{selection.ref[:12]}")
+        lines += [f"  {path}" for path in selection.changed]
+    if selection.engine:
+        reached = dict(selection.engine_ops)
+        lines.append(f"engine change to {selection.engine}: "
+                     f"{len(selection.engine_changed)} file(s)")
+        for path in selection.engine_changed:
+            ops = reached.get(path)
+            shown = f" -> {', '.join(ops)}" if explain and ops else ""
+            lines.append(f"  {path}{shown}")
     for path, why in selection.everything:
         lines.append(f"everything runs: {path}: {why}")
     for path, why in selection.notes:
@@ -97,6 +146,8 @@ def _grouped(rules: Iterable[Rule], explain: bool) -> list[str]:
         lines.append(f"    {text}")
         if explain:
             lines += [f"      <- {r.source}: {r.why}" for r in same]
+            ids = sorted({i for r in same for i in r.ids})
+            lines += [f"        {i}" for i in ids]
     return lines
 
 

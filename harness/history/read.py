@@ -215,3 +215,51 @@ def recent_case_times(db: Path, *, last_runs: int = 10) -> list[CaseTime]:
         conn.close()
     return [CaseTime(lane=lane, nodeid=nodeid, key=key, status=status, seconds=float(seconds))
             for lane, nodeid, key, status, seconds in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class OpTests:
+    """Which tests called each op over a lane's recent runs (their op record), and what the
+    newest of those runs installed."""
+
+    runs: int  # the lane's recent runs that hold an op record
+    requirements: tuple[str, ...]  # the newest such run's Python requirements
+    tests: dict[str, frozenset[str]]  # op ("_C::rms_norm") -> node ids
+
+
+_RECORDED_RUNS = """
+SELECT r.id, r.matrix_json FROM runs r WHERE r.lane = ? AND EXISTS (
+    SELECT 1 FROM cases c WHERE c.run = r.id AND json_valid(c.extra)
+    AND json_extract(c.extra, '$.ops') IS NOT NULL)
+ORDER BY r.started DESC LIMIT ?
+"""
+
+_OP_RECORDS = """
+SELECT t.nodeid, json_extract(c.extra, '$.ops') FROM cases c JOIN tests t ON t.id = c.test
+WHERE c.run IN (SELECT value FROM json_each(?)) AND json_valid(c.extra)
+AND json_extract(c.extra, '$.ops') IS NOT NULL
+"""
+
+
+def recent_op_tests(db: Path, lane: Lane, *, last_runs: int = 5) -> OpTests:
+    """The op record of this lane's last ``last_runs`` runs that kept one, read as
+    ``recent_suite_times`` (none at all: ``runs`` is 0)."""
+    import json
+
+    from harness.results import op_record
+
+    runs = _read_only(db, _RECORDED_RUNS, (str(lane), last_runs))
+    if not runs:
+        return OpTests(runs=0, requirements=(), tests={})
+    requirements: tuple[str, ...] = ()
+    try:
+        python = (json.loads(runs[0][1] or "{}") or {}).get("python") or {}
+        requirements = tuple(str(r) for r in python.get("requirements") or ())
+    except (ValueError, AttributeError):
+        pass
+    tests: dict[str, set[str]] = {}
+    for nodeid, ops in _read_only(db, _OP_RECORDS, (json.dumps([r[0] for r in runs]),)):
+        for op in op_record.parse(str(ops)):
+            tests.setdefault(op, set()).add(str(nodeid))
+    return OpTests(runs=len(runs), requirements=requirements,
+                   tests={op: frozenset(ids) for op, ids in tests.items()})

@@ -1,4 +1,5 @@
-"""``harness run --changed-since REF``: narrow one run to what the change affects."""
+"""``harness run --changed-since REF`` / ``--engine-source TREE --engine-change CHANGE``:
+narrow one run to what the change affects."""
 
 from __future__ import annotations
 
@@ -9,14 +10,24 @@ from harness.matrix.model import Matrix
 from harness.run.request import RunRequest
 from harness.select import select_changes
 from harness.select.changes import merge_base
+from harness.select.engine_change import EngineChange
 
 
-def narrow_request(request: RunRequest, root: Path, matrix: Matrix, ref: str) -> RunRequest | None:
+def narrow_request(request: RunRequest, root: Path, matrix: Matrix, ref: str | None,
+                   engine_change: EngineChange | None = None) -> RunRequest | None:
     """The request narrowed to the lane's selection; None when nothing is affected."""
-    commit = merge_base(root, ref)
-    selection = select_changes(root, commit, matrices=[matrix.file])
+    commit = merge_base(root, ref) if ref else None
+    selection = select_changes(root, commit, matrices=[matrix.file],
+                               engine_change=engine_change)
     lane = next(iter(selection.lanes.values()))
-    head = f"harness: --changed-since {ref} ({commit[:12]}): {len(selection.changed)} file(s)"
+    heads = []
+    if ref:
+        heads.append(f"--changed-since {ref} ({(commit or '')[:12]}): "
+                     f"{len(selection.changed)} file(s)")
+    if engine_change is not None:
+        heads.append(f"engine change to {engine_change.label}: "
+                     f"{len(engine_change.changed)} file(s)")
+    head = "harness: " + "; ".join(heads)
     if not lane.affected:
         print(f"{head}; nothing on {matrix.name} is affected, nothing to run")
         return None

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
+from harness.errors import UsageError
 from harness.matrix import list_matrices
 from harness.select.changes import changed_files, merge_base
 from harness.select.derive import MatrixFootprint, derive, lanes_from_matrices
 from harness.select.engine import EngineLayout, read_engine
+from harness.select.engine_change import EngineChange
 from harness.select.imports import build_graph
 from harness.select.rules import LaneSelection, Rule, Selection, dump_lane, load_lane
 
@@ -33,15 +36,59 @@ def graph_cache() -> Path:
 
 
 def select_files(root: Path, changed: Sequence[str], *, ref: str = "",
-                 matrices: Sequence[str] = (), layout: EngineLayout | None = None) -> Selection:
+                 matrices: Sequence[str] = (), layout: EngineLayout | None = None,
+                 engine_change: EngineChange | None = None, db: Path | None = None) -> Selection:
     layout = layout or EngineLayout()
     graph = build_graph(root, [t for t in layout.sources if (root / t).exists()],
                         cache=graph_cache())
     engine = read_engine(graph, layout)
-    lanes: list[MatrixFootprint] = lanes_from_matrices(root, list(matrices) or list_matrices(root))
-    return derive(changed, lanes, graph, engine, ref=ref)
+    names = list(matrices) or list_matrices(root)
+    lanes: list[MatrixFootprint] = lanes_from_matrices(root, names)
+    selection = derive(changed, lanes, graph, engine, ref=ref)
+    if engine_change is None:
+        return selection
+    return _with_engine(selection, engine_change, root, [lane.name for lane in lanes], db)
 
 
-def select_changes(root: Path, ref: str, *, matrices: Sequence[str] = ()) -> Selection:
+def select_changes(root: Path, ref: str | None, *, matrices: Sequence[str] = (),
+                   engine_change: EngineChange | None = None,
+                   db: Path | None = None) -> Selection:
+    """What a change selects: the harness checkout's since ``ref`` (None: no harness change),
+    and the engine's source change (``engine_change``), read against the op record in the
+    history ``db``."""
+    if ref is None:
+        return select_files(root, [], matrices=matrices, engine_change=engine_change, db=db)
     commit = merge_base(root, ref)
-    return select_files(root, changed_files(root, commit), ref=commit, matrices=matrices)
+    return select_files(root, changed_files(root, commit), ref=commit, matrices=matrices,
+                        engine_change=engine_change, db=db)
+
+
+def _with_engine(selection: Selection, change: EngineChange, root: Path, names: Sequence[str],
+                 db: Path | None) -> Selection:
+    from harness.history import default_db_path
+    from harness.matrix import load_matrix
+    from harness.select.by_ops import derive_engine, engine_lane
+    from harness.select.native import read_native
+
+    native = read_native(change.source)
+    if not native.registrations:
+        raise UsageError(f"--engine-source {change.label}: not an engine's source tree (no "
+                         f"TORCH_LIBRARY registration under {native.native_root}/)")
+    engine = (change.name or "vllm").split("-")[0]
+    lanes = []
+    for name in names:
+        matrix = load_matrix(name, root)
+        lanes.append(engine_lane(matrix.name, str(matrix.family),
+                                 matrix.capabilities.provides, engine, db or default_db_path(root)))
+    part = derive_engine(change, native, lanes)
+    out = {}
+    for name, lane in selection.lanes.items():
+        reasons = part.full.get(name)
+        if reasons:
+            lane = replace(lane, full=True, reasons=lane.reasons + tuple(reasons), rules=())
+        elif part.rules.get(name) and not lane.full:
+            lane = replace(lane, rules=lane.rules + tuple(part.rules[name]))
+        out[name] = lane
+    return replace(selection, lanes=out, notes=selection.notes + tuple(part.notes),
+                   engine=change.label, engine_changed=tuple(sorted(change.changed)),
+                   engine_ops=tuple(sorted(part.reached.items())))

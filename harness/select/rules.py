@@ -3,6 +3,8 @@
 A ``Rule`` matches pytest node ids (``path/to/test_x.py::test[params]``):
 
 - ``module``: every test in a file, or under a folder (a suite, a conftest's folder);
+- ``tests``: the tests named (``ids``): those that called ``ops`` in the lane's recorded
+  runs (an engine source change, by_ops.py);
 - ``kernel``: the tests that run ``provider`` (for ``ops``, or every op). Only tests in
   a *dispatching* module (one that picks providers by name) can match. A test whose
   parameter id names the provider as a ``-``-separated token matches, unless it also
@@ -32,12 +34,13 @@ PLATFORM_TOKEN = "platform"
 
 @dataclass(frozen=True, kw_only=True)
 class Rule:
-    kind: str  # "module" | "kernel"
+    kind: str  # "module" | "kernel" | "tests"
     source: str  # the changed file
     why: str
     path: str = ""  # module: a test file or a folder
     provider: str = ""  # kernel
-    ops: tuple[str, ...] = ()  # kernel: () = every op
+    ops: tuple[str, ...] = ()  # kernel: () = every op; tests: the ops they called
+    ids: tuple[str, ...] = ()  # tests: node ids
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +73,8 @@ class LaneSelection:
         file = nodeid.split("::", 1)[0]
         if rule.kind == "module":
             return file == rule.path or file.startswith(rule.path.rstrip("/") + "/")
+        if rule.kind == "tests":
+            return nodeid in rule.ids
         if rule.kind != "kernel" or file not in self.dispatching:
             return False
         _, bracket, params = nodeid.partition("[")
@@ -92,6 +97,9 @@ class LaneSelection:
             prefix = path.rstrip("/") + "/"
             for rule in self.rules:
                 target = rule.path if rule.kind == "module" else ""
+                if rule.kind == "tests" and any(i.startswith(prefix) for i in rule.ids):
+                    out.append(name)
+                    break
                 if rule.kind == "kernel" and any(f.startswith(prefix)
                                                  for f in self.dispatching):
                     out.append(name)
@@ -111,9 +119,15 @@ class Selection:
     everything: tuple[tuple[str, str], ...] = ()  # (file, why): unknown files, all runs
     self_tests: tuple[Rule, ...] = ()  # the harness's own tests (tests/)
     notes: tuple[tuple[str, str], ...] = ()  # (file, why) for files that select nothing
+    # An engine source change (by_ops.py): what it was, and each changed file's ops.
+    engine: str = ""
+    engine_changed: tuple[str, ...] = ()
+    engine_ops: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {"schema": SCHEMA, "ref": self.ref, "changed": list(self.changed),
+                "engine": self.engine, "engine_changed": list(self.engine_changed),
+                "engine_ops": {path: list(ops) for path, ops in self.engine_ops},
                 "everything": [list(e) for e in self.everything],
                 "self_tests": [asdict(r) for r in self.self_tests],
                 "notes": [list(n) for n in self.notes],
@@ -129,7 +143,7 @@ def _lane_json(lane: LaneSelection) -> dict[str, object]:
 def _rule(raw: Mapping[str, Any]) -> Rule:
     return Rule(kind=str(raw["kind"]), source=str(raw["source"]), why=str(raw["why"]),
                 path=str(raw.get("path", "")), provider=str(raw.get("provider", "")),
-                ops=tuple(raw.get("ops", ())))
+                ops=tuple(raw.get("ops", ())), ids=tuple(raw.get("ids", ())))
 
 
 def _pairs(raw: Iterable[Sequence[str]]) -> tuple[tuple[str, str], ...]:

@@ -1,0 +1,397 @@
+"""An engine's native sources, mapped to the torch ops they can change (no compiler, no
+build): what a change to ``csrc/cpu/layernorm.cpp`` can break is ``_C::rms_norm`` and
+``_C::fused_add_rms_norm``.
+
+Read from the source tree alone:
+
+- **registrations**: every file that opens a ``TORCH_LIBRARY`` block (``TORCH_LIBRARY``,
+  ``_FRAGMENT``, ``_IMPL``, ``_EXPAND``, their ``STABLE_`` forms) names its namespace (a
+  ``TORCH_EXTENSION_NAME`` the file ``#define``\\ s, else ``_C``; ``CONCAT(name, _suffix)``
+  appends) and, in its ``x.def("op(...)", &fn)`` and ``x.impl("op", key, &fn)`` calls, each
+  op's name and the functions that implement it, with the lines each call spans;
+- **definitions**: the file that defines each such function (a ``fn(...)`` whose closing
+  parenthesis is followed by its body, not a ``;``);
+- **the include graph**: ``#include "x"`` resolved against the including file's folder,
+  then the native root (``csrc/``), then the tree; an include that names no file but is
+  written by a generator script of the tree (vLLM's ``cpu_attn_dispatch_generated.h``,
+  made at build time by ``generate_cpu_attn_dispatch.py``) stands for the script and
+  the includes the script writes.
+
+An op's files are its definitions' files and everything they include, transitively, plus
+the implementation beside each header they include (``dnnl_helper.h`` ->
+``dnnl_helper.cpp``). A header the registration file includes that declares an op's
+function (vLLM's ``ops.h``) reaches that op. The registration file itself reaches the ops
+whose ``def`` / ``impl`` calls (or the declarations of their functions) span the changed
+lines; a change elsewhere in it (an ``#include``, a macro, a condition) reaches every op it
+registers. A file no rule reaches has no known role: the caller selects everything.
+
+Each op carries the family of the build its registration belongs to (``cpu`` for a file
+under a ``cpu/`` folder, else ``gpu``): a CUDA kernel's change does not select the CPU
+lanes' tests of an op of the same name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+NATIVE_SUFFIXES = frozenset({".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hh", ".hpp",
+                             ".hxx", ".inc", ".inl", ".ipp"})
+HEADER_SUFFIXES = frozenset({".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".inl", ".ipp"})
+GENERATOR_SUFFIXES = frozenset({".py"})
+DEFAULT_NAMESPACE = "_C"
+
+_LIBRARY = re.compile(r"\b(?:STABLE_)?TORCH_LIBRARY(?:_FRAGMENT|_IMPL|_EXPAND)?\s*\(\s*"
+                      r"((?:CONCAT\s*\([^()]*\))|[A-Za-z_]\w*)\s*,\s*(?:([A-Za-z_]\w*)\s*,\s*)?"
+                      r"([A-Za-z_]\w*)\s*\)")
+_DEFINE_NAME = re.compile(r"^\s*#\s*define\s+TORCH_EXTENSION_NAME\s+(\w+)", re.M)
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+_FUNC_REF = re.compile(r"&\s*((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*)")
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
+class Reach(NamedTuple):
+    """An op a file can change, in the build (``cpu`` or ``gpu``) it changes it for."""
+
+    family: str
+    op: str
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """One op's ``def`` or ``impl`` call: where, and the functions it names."""
+
+    op: str  # "_C::rms_norm"
+    file: str
+    lines: tuple[int, int]  # first and last line of the call, 1-based
+    functions: tuple[str, ...]  # unqualified names ("rms_norm")
+
+
+@dataclass(frozen=True, kw_only=True)
+class NativeMap:
+    """The tree's ops and, for each native file, the ops a change to it can reach."""
+
+    ops: Mapping[str, frozenset[str]]  # op -> the families of the builds registering it
+    registrations: Mapping[str, tuple[Registration, ...]]  # registration file -> its calls
+    # native file -> (family, op) it reaches: the family of the build whose op it is
+    file_ops: Mapping[str, frozenset[Reach]]
+    declarations: Mapping[str, Mapping[str, tuple[int, int]]] = field(default_factory=dict)
+    native_root: str = "csrc"
+
+    def is_native(self, path: str) -> bool:
+        return Path(path).suffix in NATIVE_SUFFIXES or path in self.file_ops
+
+    def reach(self, path: str, lines: Sequence[tuple[int, int]] | None = None
+              ) -> frozenset[Reach] | None:
+        """The ops a change to ``path`` (``lines`` of it, 1-based ranges; None: anywhere)
+        can change; None when no rule places the file."""
+        calls = self.registrations.get(path)
+        if calls is not None:
+            return self._registration(path, calls, lines)
+        return self.file_ops.get(path)
+
+    def _registration(self, path: str, calls: Sequence[Registration],
+                      lines: Sequence[tuple[int, int]] | None) -> frozenset[Reach]:
+        family = _family(path)
+        every = frozenset(Reach(family, c.op) for c in calls) | self.file_ops.get(path, frozenset())
+        if lines is None:
+            return every
+        declared = self.declarations.get(path, {})
+        hit: set[Reach] = set()
+        for start, end in lines:
+            touched = False
+            for call in calls:
+                if _overlaps(call.lines, (start, end)):
+                    hit.add(Reach(family, call.op))
+                    touched = True
+            for function, span in declared.items():
+                if _overlaps(span, (start, end)):
+                    hit |= {Reach(family, c.op) for c in calls if function in c.functions}
+                    touched = True
+            if not touched:
+                return every
+        return frozenset(hit)
+
+
+def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def _blank_comments(text: str) -> str:
+    """``text`` with its comments blanked (newlines kept: offsets and lines still hold)."""
+    return _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+def _closing(text: str, start: int, open_: str = "(", close: str = ")") -> int:
+    """The offset just past the bracket matching the one at ``start`` (-1: unbalanced)."""
+    depth = 0
+    i = start
+    in_string = False
+    while i < len(text):
+        ch = text[i]
+        if in_string:
+            if ch == "\\":
+                i += 1
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch == open_:
+            depth += 1
+        elif ch == close:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return -1
+
+
+def _namespace(token: str, default: str) -> str:
+    token = re.sub(r"\s+", "", token)
+    concat = re.fullmatch(r"CONCAT\((\w+),(\w+)\)", token)
+    if concat:
+        head = default if concat.group(1) == "TORCH_EXTENSION_NAME" else concat.group(1)
+        return head + concat.group(2)
+    return default if token == "TORCH_EXTENSION_NAME" else token
+
+
+def read_registrations(path: str, text: str) -> tuple[Registration, ...]:
+    """The ``def`` / ``impl`` calls of every ``TORCH_LIBRARY`` block of one file."""
+    code = _blank_comments(text)
+    defined = _DEFINE_NAME.search(code)
+    default = defined.group(1) if defined else DEFAULT_NAMESPACE
+    out: list[Registration] = []
+    for block in _LIBRARY.finditer(code):
+        namespace = _namespace(block.group(1), default)
+        var = block.group(3)
+        brace = code.find("{", block.end())
+        end = _closing(code, brace, "{", "}") if brace >= 0 else -1
+        if brace < 0 or end < 0:
+            continue
+        body_start, body = brace, code[brace:end]
+        for call in re.finditer(rf"\b{re.escape(var)}\s*\.\s*(def|impl)\s*\(", body):
+            close = _closing(body, call.end() - 1)
+            if close < 0:
+                continue
+            args = body[call.end():close - 1]
+            literals = _leading_strings(args)
+            if not literals:
+                continue
+            name = literals.split("(", 1)[0].strip()
+            name = name.split(".", 1)[0]  # an overload: "op.out"
+            if "::" in name:
+                namespace_here, _, name = name.rpartition("::")
+            else:
+                namespace_here = namespace
+            functions = tuple(ref.rsplit("::", 1)[-1] for ref in _FUNC_REF.findall(args))
+            first = _line_of(code, body_start + call.start())
+            last = _line_of(code, body_start + close)
+            out.append(Registration(op=f"{namespace_here}::{name}", file=path,
+                                    lines=(first, last), functions=functions))
+    return tuple(out)
+
+
+def _leading_strings(args: str) -> str:
+    """The first argument when it is (adjacent) string literals, joined; "" otherwise."""
+    text = args.lstrip()
+    joined = []
+    while True:
+        match = _STRING.match(text)
+        if not match:
+            break
+        joined.append(match.group(1))
+        text = text[match.end():].lstrip()
+    return "".join(joined) if joined and (not text or text[0] == ",") else ""
+
+
+_PARAMS = r"\((?:[^;{}()]|\((?:[^;{}()]|\([^;{}()]*\))*\))*\)"
+_DEFINITION = re.compile(r"(?<![\w.>:])(?:\w+::)*([A-Za-z_]\w*)\s*(?:<[^;{}()]*>\s*)?" + _PARAMS
+                         + r"\s*(?:const\s*)?(?:noexcept\s*(?:\([^()]*\))?\s*)?"
+                         r"(?:->\s*[\w:<>,\s*&]+?\s*)?(?::\s*[^;{}]*)?\{")
+_DECLARATION = re.compile(r"(?m)^[ \t]*(?!return\b)(?:[\w:<>*&,]+[ \t\n]+)+[*&]*"
+                          r"([A-Za-z_]\w*)\s*" + _PARAMS + r"\s*;")
+_NOT_FUNCTIONS = frozenset({"if", "for", "while", "switch", "catch", "return", "sizeof",
+                            "decltype", "alignas", "static_assert", "defined", "do", "else"})
+
+
+def defines(text: str) -> set[str]:
+    """The functions this file defines: ``name(...)`` (optionally qualified, a template's
+    arguments, ``const``, ``noexcept``, a trailing return type or an initialiser list
+    between) followed by its body, not by ``;``."""
+    code = _blank_comments(text)
+    return {m.group(1) for m in _DEFINITION.finditer(code)} - _NOT_FUNCTIONS
+
+
+def declarations(text: str, names: Iterable[str] | None = None) -> dict[str, tuple[int, int]]:
+    """Where this file declares functions (``ret name(...);`` at a line's start): the lines
+    from each declaration's start to its ``;``; only ``names`` when given."""
+    code = _blank_comments(text)
+    wanted = None if names is None else set(names)
+    out: dict[str, tuple[int, int]] = {}
+    for match in _DECLARATION.finditer(code):
+        name = match.group(1)
+        if name in _NOT_FUNCTIONS or (wanted is not None and name not in wanted):
+            continue
+        out.setdefault(name, (_line_of(code, match.start()), _line_of(code, match.end())))
+    return out
+
+
+@dataclass(kw_only=True)
+class _Tree:
+    root: Path
+    native_root: str
+    texts: dict[str, str] = field(default_factory=dict)
+    generators: dict[str, str] = field(default_factory=dict)  # script -> text
+
+    def resolve(self, including: str, name: str) -> list[str]:
+        """The files an ``#include "name"`` of ``including`` stands for."""
+        for base in (str(Path(including).parent), self.native_root, ""):
+            candidate = _normal(f"{base}/{name}" if base else name)
+            if candidate in self.texts:
+                return [candidate]
+        # Written at build time by a script of the tree: the script, and what it includes.
+        leaf = Path(name).name
+        return [script for script, text in self.generators.items() if leaf in text]
+
+    def includes(self, path: str) -> list[str]:
+        text = self.texts.get(path) or self.generators.get(path, "")
+        out: list[str] = []
+        for name in _INCLUDE.findall(text) if path in self.texts else \
+                re.findall(r'#\s*include\s*"([^"]+)"', text):
+            out += [f for f in self.resolve(path, name) if f != path]
+        return out
+
+
+def _normal(path: str) -> str:
+    parts: list[str] = []
+    for part in path.replace("\\", "/").split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if parts:
+                parts.pop()
+            continue
+        parts.append(part)
+    return "/".join(parts)
+
+
+def _family(path: str) -> str:
+    return "cpu" if "cpu" in Path(path).parts[:-1] else "gpu"
+
+
+def read_native(root: Path, native_root: str = "csrc") -> NativeMap:
+    """The map of one source tree (``root``: the engine's top folder, holding
+    ``native_root``)."""
+    tree = _Tree(root=root, native_root=native_root)
+    base = root / native_root
+    for file in sorted(base.rglob("*")) if base.is_dir() else []:
+        if not file.is_file():
+            continue
+        rel = file.relative_to(root).as_posix()
+        if file.suffix in NATIVE_SUFFIXES:
+            tree.texts[rel] = file.read_text(encoding="utf-8", errors="replace")
+        elif file.suffix in GENERATOR_SUFFIXES:
+            text = file.read_text(encoding="utf-8", errors="replace")
+            if "#include" in text:
+                tree.generators[rel] = text
+    return build_map(tree)
+
+
+def build_map(tree: _Tree) -> NativeMap:
+    registrations: dict[str, tuple[Registration, ...]] = {}
+    for path, text in tree.texts.items():
+        if "TORCH_LIBRARY" in text:
+            calls = read_registrations(path, text)
+            if calls:
+                registrations[path] = calls
+    ops: dict[str, set[str]] = {}
+    # (family, function) -> the ops it implements: a CPU op's function is looked for in
+    # the CPU build's files only (vLLM's CUDA and CPU ops share names and functions' names)
+    by_function: dict[tuple[str, str], set[str]] = {}
+    for path, calls in registrations.items():
+        family = _family(path)
+        for call in calls:
+            ops.setdefault(call.op, set()).add(family)
+            for function in call.functions:
+                by_function.setdefault((family, function), set()).add(call.op)
+    defined = {path: defines(text) for path, text in tree.texts.items()
+               if path not in registrations and Path(path).suffix not in HEADER_SUFFIXES}
+    closure = _closures(tree)
+    file_ops: dict[str, set[Reach]] = {}
+
+    def reach(start: str, reached: set[Reach]) -> None:
+        for dep in closure(start):
+            file_ops.setdefault(dep, set()).update(reached)
+
+    for path, functions in defined.items():
+        family = _family(path)
+        reached = {Reach(family, op) for f in functions
+                   for op in by_function.get((family, f), ())}
+        if reached:
+            reach(path, reached)
+    # A source that defines what a reached header declares (moe_fp8.cpp defines a kernel
+    # gemm.h declares and moe.cpp calls) reaches that header's ops.
+    headers = {p: set(declarations(t)) for p, t in tree.texts.items()
+               if Path(p).suffix in HEADER_SUFFIXES and p in file_ops}
+    for _ in range(3):  # a helper of a helper: a few rounds reach a fixed point here
+        grown = False
+        for path, functions in defined.items():
+            family = _family(path)
+            reached = {r for h, names in headers.items() if names & functions
+                       for r in file_ops[h] if r.family == family}
+            if reached - file_ops.get(path, set()):
+                reach(path, reached)
+                grown = True
+        headers = {p: set(declarations(t)) for p, t in tree.texts.items()
+                   if Path(p).suffix in HEADER_SUFFIXES and p in file_ops}
+        if not grown:
+            break
+    declared: dict[str, dict[str, tuple[int, int]]] = {}
+    for path in registrations:
+        family = _family(path)
+        names = {f for fam, f in by_function if fam == family}
+        declared[path] = declarations(tree.texts[path], names)
+        for header in tree.includes(path):
+            for function in declarations(tree.texts.get(header, ""), names):
+                file_ops.setdefault(header, set()).update(
+                    Reach(family, op) for op in by_function[(family, function)])
+    return NativeMap(ops={op: frozenset(f) for op, f in ops.items()}, registrations=registrations,
+                     file_ops={p: frozenset(o) for p, o in file_ops.items()},
+                     declarations=declared, native_root=tree.native_root)
+
+
+def _closures(tree: _Tree) -> Callable[[str], frozenset[str]]:
+    cache: dict[str, frozenset[str]] = {}
+
+    def closure(start: str) -> frozenset[str]:
+        if start in cache:
+            return cache[start]
+        seen = {start}
+        todo = [start]
+        while todo:
+            path = todo.pop()
+            nexts = tree.includes(path)
+            if Path(path).suffix in HEADER_SUFFIXES:
+                nexts += _siblings(tree, path)
+            for dep in nexts:
+                if dep not in seen:
+                    seen.add(dep)
+                    todo.append(dep)
+        cache[start] = frozenset(seen)
+        return cache[start]
+
+    return closure
+
+
+def _siblings(tree: _Tree, header: str) -> list[str]:
+    """The implementation beside a header (same folder, same stem, a source suffix)."""
+    stem = str(Path(header).with_suffix(""))
+    return [f"{stem}{s}" for s in (".cpp", ".cc", ".cu", ".c") if f"{stem}{s}" in tree.texts]
