@@ -31,7 +31,7 @@ from harness.select.native import NativeMap, Reach
 from harness.select.rules import Rule
 
 QUIET = ("docs/", "tests/", "examples/", "benchmarks/", ".github/", ".buildkite/")
-QUIET_SUFFIXES = (".md", ".rst", ".txt")
+QUIET_SUFFIXES = (".md", ".rst")  # not .txt: CMakeLists.txt, requirements/*.txt build it
 
 
 @dataclass(frozen=True, kw_only=True)

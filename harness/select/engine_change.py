@@ -114,10 +114,13 @@ def metadata(root: Path) -> tuple[str | None, str | None]:
 
 
 def parse_diff(text: str, base: Path) -> tuple[dict[str, Lines], set[str]]:
-    """The files of a unified diff, each with its changed base-side lines, and those it adds."""
+    """The files of a unified diff, each with the base-side lines it removes or replaces
+    (an insertion counts the lines either side of it; context lines do not count), and
+    those it adds."""
     changed: dict[str, Lines] = {}
     added: set[str] = set()
     current: str | None = None
+    old_line = 0
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
@@ -133,19 +136,38 @@ def parse_diff(text: str, base: Path) -> tuple[dict[str, Lines], set[str]]:
                 current = _in_tree(old, base)
                 changed.setdefault(current, ())
             continue
-        hunk = _HUNK.match(line)
-        if hunk and current is not None and changed.get(current) is not None:
-            start, count = int(hunk.group(1)), int(hunk.group(2) or "1")
-            # a pure insertion (count 0) sits after line ``start``: both neighbours count
-            span = (max(start, 1), max(start + count - 1, start + (count == 0), 1))
-            changed[current] = (*(changed[current] or ()), span)
+        if line.startswith("+++ ") and i > 0 and lines[i - 1].startswith("--- "):
             continue
-        binary = re.match(r"Binary files (\S+) and (\S+) differ", line)
-        if binary:
-            old = _diff_path(binary.group(1))
-            changed[_in_tree(old if old != "/dev/null" else _diff_path(binary.group(2)),
-                             base)] = None
+        hunk = _HUNK.match(line)
+        if hunk:
+            old_line = int(hunk.group(1)) if hunk.group(2) != "0" else int(hunk.group(1)) + 1
+            continue
+        if current is None or changed.get(current) is None or not line:
+            binary = re.match(r"Binary files (\S+) and (\S+) differ", line)
+            if binary:
+                old = _diff_path(binary.group(1))
+                changed[_in_tree(old if old != "/dev/null" else _diff_path(binary.group(2)),
+                                 base)] = None
+            continue
+        previous = lines[i - 1][:1]
+        if line[0] == " ":
+            old_line += 1
+        elif line[0] == "-":
+            _touch(changed, current, old_line, old_line)
+            old_line += 1
+        elif line[0] == "+" and previous not in ("-", "+"):
+            # an insertion between two lines: both count
+            _touch(changed, current, max(old_line - 1, 1), old_line)
     return changed, added
+
+
+def _touch(changed: dict[str, Lines], path: str, first: int, last: int) -> None:
+    spans = list(changed[path] or ())
+    if spans and spans[-1][1] >= first - 1:
+        spans[-1] = (spans[-1][0], max(spans[-1][1], last))
+    else:
+        spans.append((first, last))
+    changed[path] = tuple(spans)
 
 
 def _diff_path(text: str) -> str:

@@ -213,13 +213,14 @@ def _leading_strings(args: str) -> str:
 
 
 _PARAMS = r"\((?:[^;{}()]|\((?:[^;{}()]|\([^;{}()]*\))*\))*\)"
-_DEFINITION = re.compile(r"(?<![\w.>:])(?:\w+::)*([A-Za-z_]\w*)\s*(?:<[^;{}()]*>\s*)?" + _PARAMS
+_DEFINITION = re.compile(r"(?<![\w.>:])(?:\w+::)*([A-Za-z_]\w*)\s*(?:<[^;{}()<>]*>\s*)?" + _PARAMS
                          + r"\s*(?:const\s*)?(?:noexcept\s*(?:\([^()]*\))?\s*)?"
                          r"(?:->\s*[\w:<>,\s*&]+?\s*)?(?::\s*[^;{}]*)?\{")
 _DECLARATION = re.compile(r"(?m)^[ \t]*(?!return\b)(?:[\w:<>*&,]+[ \t\n]+)+[*&]*"
                           r"([A-Za-z_]\w*)\s*" + _PARAMS + r"\s*;")
 _NOT_FUNCTIONS = frozenset({"if", "for", "while", "switch", "catch", "return", "sizeof",
-                            "decltype", "alignas", "static_assert", "defined", "do", "else"})
+                            "decltype", "alignas", "static_assert", "defined", "do", "else",
+                            "template"})
 
 
 def defines(text: str) -> set[str]:

@@ -1,0 +1,217 @@
+"""The rules of selection from an engine source change, each side of each: the parsers of
+registrations, definitions and diffs on the shapes vLLM's sources do not all show, and
+by_ops.py's answers (a lane's record stale, absent, of another build; files of no role).
+The real engine's sources are tests/integration/test_native_map.py's."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.errors import UsageError
+from harness.select.by_ops import EngineLane, derive_engine
+from harness.select.engine_change import EngineChange, compare_trees, parse_diff, read_change
+from harness.select.native import defines, read_native, read_registrations
+from harness.select.rules import LaneSelection, Rule, dump_lane, load_lane
+
+BINDINGS = """\
+#include "ops.h"
+#define TORCH_EXTENSION_NAME _C
+// ops.def("commented_out(Tensor x) -> ()");
+void twice(torch::Tensor& out, const torch::Tensor& x);
+
+TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
+  ops.def("twice(Tensor! out, Tensor x) -> ()");
+  ops.impl("twice", torch::kCPU, &twice);
+  ops.def("helper.out(Tensor x)"
+          " -> Tensor", &cpu_utils::helper_impl);
+}
+
+TORCH_LIBRARY_EXPAND(CONCAT(TORCH_EXTENSION_NAME, _cache_ops), cache_ops) {
+  cache_ops.def("swap(Tensor a) -> ()");
+  cache_ops.impl("swap", torch::kCPU, &swap_blocks);
+}
+"""
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text))
+    return root
+
+
+def test_registrations_name_their_namespace_op_and_functions() -> None:
+    calls = read_registrations("csrc/cpu/torch_bindings.cpp", BINDINGS)
+    assert [(c.op, c.functions, c.lines) for c in calls] == [
+        ("_C::twice", (), (7, 7)),
+        ("_C::twice", ("twice",), (8, 8)),
+        ("_C::helper", ("helper_impl",), (9, 10)),
+        ("_C_cache_ops::swap", (), (14, 14)),
+        ("_C_cache_ops::swap", ("swap_blocks",), (15, 15))]
+
+
+def test_a_definition_is_a_body_not_a_call_or_a_declaration() -> None:
+    code = """
+    void declared(int x);
+    int called = other(declared_too(3));
+    void plain(int x) { }
+    void qualified::method(int x) const noexcept { }
+    Holder::Holder(int x) : a_(x), b_(f(x)) { }
+    auto trailing(int x) -> int { return x; }
+    template <typename T> void templ<T>(T x) { }
+    """
+    assert defines(code) >= {"plain", "method", "Holder", "trailing", "templ"}
+    assert not defines(code) & {"declared", "other", "declared_too"}
+
+
+def test_a_diff_counts_the_lines_it_changes_not_its_context(tmp_path: Path) -> None:
+    base = _tree(tmp_path / "vllm-1.0", {"csrc/cpu/a.cpp": "1\n2\n3\n4\n5\n6\n7\n8\n",
+                                         "csrc/cpu/b.cpp": "x\n", "setup.py": "y\n"})
+    diff = textwrap.dedent("""\
+        --- vllm-1.0/csrc/cpu/a.cpp
+        +++ vllm-1.1/csrc/cpu/a.cpp
+        @@ -1,8 +1,8 @@
+         1
+        -2
+        +two
+         3
+         4
+         5
+         6
+        +6.5
+         7
+         8
+        --- a/csrc/cpu/b.cpp
+        +++ /dev/null
+        @@ -1 +0,0 @@
+        -x
+        --- /dev/null
+        +++ b/csrc/cpu/new.cpp
+        @@ -0,0 +1 @@
+        +z
+        Binary files a/setup.py and b/setup.py differ
+        """)
+    changed, added = parse_diff(diff, base)
+    assert changed == {"csrc/cpu/a.cpp": ((2, 2), (6, 7)), "csrc/cpu/b.cpp": None,
+                       "csrc/cpu/new.cpp": None, "setup.py": None}
+    assert added == {"csrc/cpu/new.cpp"}
+
+
+def test_two_trees_compare_file_by_file(tmp_path: Path) -> None:
+    old = _tree(tmp_path / "old", {"csrc/a.cpp": "1\n2\n3\n", "same.txt": "s\n",
+                                   "gone.h": "g\n"})
+    new = _tree(tmp_path / "new", {"csrc/a.cpp": "1\nb\n3\n", "same.txt": "s\n",
+                                   "born.h": "b\n"})
+    changed, added = compare_trees(old, new)
+    assert changed == {"csrc/a.cpp": ((2, 2),), "gone.h": None, "born.h": None}
+    assert added == {"born.h"}
+
+
+def test_a_change_that_is_none_of_the_three_is_refused_in_one_line(tmp_path: Path) -> None:
+    tree = _tree(tmp_path / "e", {"csrc/cpu/a.cpp": "x\n"})
+    with pytest.raises(UsageError, match=r"--engine-change HEAD~1: expected a diff"):
+        read_change(str(tree), "HEAD~1")
+    with pytest.raises(UsageError, match=r"--engine-source .*nowhere: no such folder"):
+        read_change(str(tmp_path / "nowhere"), str(tree))
+
+
+def _change(tree: Path, changed: dict[str, tuple[tuple[int, int], ...] | None],
+            release: str = "1.0") -> EngineChange:
+    return EngineChange(source=tree, label=str(tree), changed=changed, added=frozenset(),
+                        release=release, name="eng")
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Path:
+    return _tree(tmp_path / "eng", {
+        "csrc/cpu/torch_bindings.cpp": BINDINGS,
+        "csrc/cpu/twice.cpp": '#include "vec.hpp"\nvoid twice(torch::Tensor& o, '
+                              'const torch::Tensor& x) { o = x * 2; }\n',
+        "csrc/cpu/vec.hpp": "inline int lanes() { return 8; }\n",
+        "csrc/cpu/swap.cpp": "void swap_blocks(torch::Tensor& a) { }\n",
+        "csrc/twice.cu": "void twice(torch::Tensor& o, const torch::Tensor& x) { }\n",
+        "csrc/torch_bindings.cpp": BINDINGS.replace("torch::kCPU", "torch::kCUDA"),
+    })
+
+
+def _lane(name: str = "eng-cpu", family: str = "cpu", runs: int = 3,
+          release: str | None = "1.0", runs_engine: bool = True) -> EngineLane:
+    return EngineLane(name=name, family=family, runs_engine=runs_engine, runs=runs,
+                      release=release, tests={"_C::twice": frozenset({"s/t.py::test_twice"}),
+                                              "_C_cache_ops::swap": frozenset()})
+
+
+def test_a_header_selects_the_tests_that_called_the_ops_it_reaches(engine: Path) -> None:
+    part = derive_engine(_change(engine, {"csrc/cpu/vec.hpp": None}), read_native(engine),
+                         [_lane(), _lane("other", runs_engine=False)])
+    (rule,) = part.rules["eng-cpu"]
+    assert (rule.kind, rule.ids, rule.ops) == ("tests", ("s/t.py::test_twice",), ("_C::twice",))
+    assert "other" not in part.rules and not part.full
+
+
+def test_a_cuda_source_selects_nothing_on_a_cpu_lane(engine: Path) -> None:
+    native = read_native(engine)
+    part = derive_engine(_change(engine, {"csrc/twice.cu": None}), native,
+                         [_lane(), _lane("eng-gpu", family="gpu")])
+    assert "eng-cpu" not in part.rules and part.rules["eng-gpu"][0].ids
+
+
+def test_an_op_no_test_called_is_said(engine: Path) -> None:
+    part = derive_engine(_change(engine, {"csrc/cpu/swap.cpp": None}), read_native(engine),
+                         [_lane()])
+    assert not part.rules and part.notes == [
+        ("csrc/cpu/swap.cpp", "eng-cpu: no test called _C_cache_ops::swap in its recorded runs")]
+
+
+@pytest.mark.parametrize(("runs", "release", "full"), [
+    (0, "1.0", "no op record of this lane in the history yet (run it once, then select)"),
+    (3, "0.9", "its op record is of eng 0.9, older than the change's base 1.0"),
+    (3, "1.0", None), (3, "1.1", None), (3, None, None)])
+def test_a_lane_without_a_current_record_runs_in_full(engine: Path, runs: int,
+                                                      release: str | None,
+                                                      full: str | None) -> None:
+    part = derive_engine(_change(engine, {"csrc/cpu/twice.cpp": None}), read_native(engine),
+                         [_lane(runs=runs, release=release)])
+    if full is None:
+        assert not part.full and part.rules["eng-cpu"]
+    else:
+        assert part.full == {"eng-cpu": [("csrc/cpu/twice.cpp", full)]} and not part.rules
+
+
+@pytest.mark.parametrize(("path", "full"), [
+    ("CMakeLists.txt", "no rule knows what it changes (a build file, a file of unknown role)"),
+    ("csrc/cpu/orphan.cpp", "no registration, definition or include places it"),
+    ("eng/model.py", "a Python file of the engine (its import graph is not read): the lanes "
+                     "that run the engine"),
+    ("docs/cpu.md", None), ("tests/kernels/test_x.py", None)])
+def test_what_no_op_can_answer(engine: Path, path: str, full: str | None) -> None:
+    part = derive_engine(_change(engine, {path: None}), read_native(engine),
+                         [_lane(), _lane("other", runs_engine=False)])
+    if full is None:
+        assert not part.full and part.notes[0][0] == path
+    else:
+        assert part.full == {"eng-cpu": [(path, full)]}
+
+
+def test_the_registration_file_selects_by_the_lines_changed(engine: Path) -> None:
+    native = read_native(engine)
+    one = derive_engine(_change(engine, {"csrc/cpu/torch_bindings.cpp": ((15, 15),)}), native,
+                        [_lane()])
+    assert not one.rules and one.notes[0][1].endswith("_C_cache_ops::swap in its recorded runs")
+    every = derive_engine(_change(engine, {"csrc/cpu/torch_bindings.cpp": ((1, 1),)}), native,
+                          [_lane()])
+    assert every.rules["eng-cpu"][0].ops == ("_C::twice",)
+
+
+def test_a_tests_rule_travels_to_the_run(tmp_path: Path) -> None:
+    lane = LaneSelection(lane="eng-cpu", rules=(Rule(kind="tests", source="csrc/cpu/a.cpp",
+                                                     why="w", ids=("s/t.py::test_a[x]",),
+                                                     ops=("_C::a",)),))
+    dump_lane(lane, tmp_path / "sel.json")
+    back = load_lane(tmp_path / "sel.json")
+    assert back == lane
+    assert back.selects("s/t.py::test_a[x]") and not back.selects("s/t.py::test_a[y]")
+    assert back.suites({"s": "s", "other": "o"}) == ["s"]
