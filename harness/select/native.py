@@ -80,6 +80,8 @@ class NativeMap:
     # native file -> (family, op) it reaches: the family of the build whose op it is
     file_ops: Mapping[str, frozenset[Reach]]
     declarations: Mapping[str, Mapping[str, tuple[int, int]]] = field(default_factory=dict)
+    # (family, op) -> the files defining its functions: "the op's source file"
+    sources: Mapping[Reach, frozenset[str]] = field(default_factory=dict)
     native_root: str = "csrc"
 
     def is_native(self, path: str) -> bool:
@@ -332,10 +334,13 @@ def build_map(tree: _Tree) -> NativeMap:
         for dep in closure(start):
             file_ops.setdefault(dep, set()).update(reached)
 
+    sources: dict[Reach, set[str]] = {}
     for path, functions in defined.items():
         family = _family(path)
         reached = {Reach(family, op) for f in functions
                    for op in by_function.get((family, f), ())}
+        for found in reached:
+            sources.setdefault(found, set()).add(path)
         if reached:
             reach(path, reached)
     # A source that defines what a reached header declares (moe_fp8.cpp defines a kernel
@@ -366,7 +371,8 @@ def build_map(tree: _Tree) -> NativeMap:
                     Reach(family, op) for op in by_function[(family, function)])
     return NativeMap(ops={op: frozenset(f) for op, f in ops.items()}, registrations=registrations,
                      file_ops={p: frozenset(o) for p, o in file_ops.items()},
-                     declarations=declared, native_root=tree.native_root)
+                     declarations=declared, native_root=tree.native_root,
+                     sources={r: frozenset(p) for r, p in sources.items()})
 
 
 def _closures(tree: _Tree) -> Callable[[str], frozenset[str]]:
