@@ -1,6 +1,7 @@
 """A plugin that adds to each test's teardown report: what it measured over the test (its
-memory, plugin/memory.py; the ops it called, plugin/ops.py), as properties the sidecar
-keeps or attributes the xdist controller reads."""
+memory, plugin/memory.py; the ops it called, plugin/ops.py; the ops knocked out and their
+raisers' calls, plugin/knockout.py), as properties the sidecar keeps or attributes the xdist
+controller reads."""
 
 from __future__ import annotations
 
