@@ -279,6 +279,19 @@ TARGETS.update({
                                        "test_bisect_search")),
 })
 
+# Issue 50's selection from an engine source change: the map of native sources (against
+# vLLM 0.32.0's own sdist, tests/integration/test_native_map.py, and the hand-built edge
+# cases), the diff reader and the per-lane rules.
+_ENGINE_TESTS = (*_unit("test_engine_select_rules"), "tests/integration/test_native_map.py")
+TARGETS.update({
+    "harness:native_map": Target("harness/select/native.py",
+                                 _defs("harness/select/native.py"), _ENGINE_TESTS),
+    "harness:engine_change": Target("harness/select/engine_change.py",
+                                    _defs("harness/select/engine_change.py"), _ENGINE_TESTS),
+    "harness:by_ops": Target("harness/select/by_ops.py", _defs("harness/select/by_ops.py"),
+                             _ENGINE_TESTS),
+})
+
 KEEP_OPERATORS = (
     "core/ReplaceBinaryOperator_Add_Sub", "core/ReplaceBinaryOperator_Sub_Add",
     "core/ReplaceBinaryOperator_Mul_Div", "core/ReplaceBinaryOperator_Div_Mul",

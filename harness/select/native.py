@@ -33,42 +33,24 @@ lanes' tests of an op of the same name.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
+
+from harness.select.cparse import Registration, declarations, defines, read_registrations
 
 NATIVE_SUFFIXES = frozenset({".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hh", ".hpp",
                              ".hxx", ".inc", ".inl", ".ipp"})
 HEADER_SUFFIXES = frozenset({".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".inl", ".ipp"})
 GENERATOR_SUFFIXES = frozenset({".py"})
-DEFAULT_NAMESPACE = "_C"
 
-_LIBRARY = re.compile(r"\b(?:STABLE_)?TORCH_LIBRARY(?:_FRAGMENT|_IMPL|_EXPAND)?\s*\(\s*"
-                      r"((?:CONCAT\s*\([^()]*\))|[A-Za-z_]\w*)\s*,\s*(?:([A-Za-z_]\w*)\s*,\s*)?"
-                      r"([A-Za-z_]\w*)\s*\)")
-_DEFINE_NAME = re.compile(r"^\s*#\s*define\s+TORCH_EXTENSION_NAME\s+(\w+)", re.M)
 _INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
-_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
-_FUNC_REF = re.compile(r"&\s*((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*)")
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
-
-
 class Reach(NamedTuple):
     """An op a file can change, in the build (``cpu`` or ``gpu``) it changes it for."""
 
     family: str
     op: str
-
-
-@dataclass(frozen=True, slots=True)
-class Registration:
-    """One op's ``def`` or ``impl`` call: where, and the functions it names."""
-
-    op: str  # "_C::rms_norm"
-    file: str
-    lines: tuple[int, int]  # first and last line of the call, 1-based
-    functions: tuple[str, ...]  # unqualified names ("rms_norm")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,130 +103,6 @@ class NativeMap:
 
 def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
-
-
-def _line_of(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
-
-
-def _blank_comments(text: str) -> str:
-    """``text`` with its comments blanked (newlines kept: offsets and lines still hold)."""
-    return _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
-
-
-def _closing(text: str, start: int, open_: str = "(", close: str = ")") -> int:
-    """The offset just past the bracket matching the one at ``start`` (-1: unbalanced)."""
-    depth = 0
-    i = start
-    in_string = False
-    while i < len(text):
-        ch = text[i]
-        if in_string:
-            if ch == "\\":
-                i += 1
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == open_:
-            depth += 1
-        elif ch == close:
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return -1
-
-
-def _namespace(token: str, default: str) -> str:
-    token = re.sub(r"\s+", "", token)
-    concat = re.fullmatch(r"CONCAT\((\w+),(\w+)\)", token)
-    if concat:
-        head = default if concat.group(1) == "TORCH_EXTENSION_NAME" else concat.group(1)
-        return head + concat.group(2)
-    return default if token == "TORCH_EXTENSION_NAME" else token
-
-
-def read_registrations(path: str, text: str) -> tuple[Registration, ...]:
-    """The ``def`` / ``impl`` calls of every ``TORCH_LIBRARY`` block of one file."""
-    code = _blank_comments(text)
-    defined = _DEFINE_NAME.search(code)
-    default = defined.group(1) if defined else DEFAULT_NAMESPACE
-    out: list[Registration] = []
-    for block in _LIBRARY.finditer(code):
-        namespace = _namespace(block.group(1), default)
-        var = block.group(3)
-        brace = code.find("{", block.end())
-        end = _closing(code, brace, "{", "}") if brace >= 0 else -1
-        if brace < 0 or end < 0:
-            continue
-        body_start, body = brace, code[brace:end]
-        for call in re.finditer(rf"\b{re.escape(var)}\s*\.\s*(def|impl)\s*\(", body):
-            close = _closing(body, call.end() - 1)
-            if close < 0:
-                continue
-            args = body[call.end():close - 1]
-            literals = _leading_strings(args)
-            if not literals:
-                continue
-            name = literals.split("(", 1)[0].strip()
-            name = name.split(".", 1)[0]  # an overload: "op.out"
-            if "::" in name:
-                namespace_here, _, name = name.rpartition("::")
-            else:
-                namespace_here = namespace
-            functions = tuple(ref.rsplit("::", 1)[-1] for ref in _FUNC_REF.findall(args))
-            first = _line_of(code, body_start + call.start())
-            last = _line_of(code, body_start + close)
-            out.append(Registration(op=f"{namespace_here}::{name}", file=path,
-                                    lines=(first, last), functions=functions))
-    return tuple(out)
-
-
-def _leading_strings(args: str) -> str:
-    """The first argument when it is (adjacent) string literals, joined; "" otherwise."""
-    text = args.lstrip()
-    joined = []
-    while True:
-        match = _STRING.match(text)
-        if not match:
-            break
-        joined.append(match.group(1))
-        text = text[match.end():].lstrip()
-    return "".join(joined) if joined and (not text or text[0] == ",") else ""
-
-
-_PARAMS = r"\((?:[^;{}()]|\((?:[^;{}()]|\([^;{}()]*\))*\))*\)"
-_DEFINITION = re.compile(r"(?<![\w.>:])(?:\w+::)*([A-Za-z_]\w*)\s*(?:<[^;{}()<>]*>\s*)?" + _PARAMS
-                         + r"\s*(?:const\s*)?(?:noexcept\s*(?:\([^()]*\))?\s*)?"
-                         r"(?:->\s*[\w:<>,\s*&]+?\s*)?(?::\s*[^;{}]*)?\{")
-_DECLARATION = re.compile(r"(?m)^[ \t]*(?!return\b)(?:[\w:<>*&,]+[ \t\n]+)+[*&]*"
-                          r"([A-Za-z_]\w*)\s*" + _PARAMS + r"\s*;")
-_NOT_FUNCTIONS = frozenset({"if", "for", "while", "switch", "catch", "return", "sizeof",
-                            "decltype", "alignas", "static_assert", "defined", "do", "else",
-                            "template"})
-
-
-def defines(text: str) -> set[str]:
-    """The functions this file defines: ``name(...)`` (optionally qualified, a template's
-    arguments, ``const``, ``noexcept``, a trailing return type or an initialiser list
-    between) followed by its body, not by ``;``."""
-    code = _blank_comments(text)
-    return {m.group(1) for m in _DEFINITION.finditer(code)} - _NOT_FUNCTIONS
-
-
-def declarations(text: str, names: Iterable[str] | None = None) -> dict[str, tuple[int, int]]:
-    """Where this file declares functions (``ret name(...);`` at a line's start): the lines
-    from each declaration's start to its ``;``; only ``names`` when given."""
-    code = _blank_comments(text)
-    wanted = None if names is None else set(names)
-    out: dict[str, tuple[int, int]] = {}
-    for match in _DECLARATION.finditer(code):
-        name = match.group(1)
-        if name in _NOT_FUNCTIONS or (wanted is not None and name not in wanted):
-            continue
-        out.setdefault(name, (_line_of(code, match.start()), _line_of(code, match.end())))
-    return out
 
 
 @dataclass(kw_only=True)
@@ -308,6 +166,9 @@ def read_native(root: Path, native_root: str = "csrc") -> NativeMap:
     return build_map(tree)
 
 
+Functions = dict[tuple[str, str], set[str]]  # (family, function) -> the ops it implements
+
+
 def build_map(tree: _Tree) -> NativeMap:
     registrations: dict[str, tuple[Registration, ...]] = {}
     for path, text in tree.texts.items():
@@ -316,9 +177,9 @@ def build_map(tree: _Tree) -> NativeMap:
             if calls:
                 registrations[path] = calls
     ops: dict[str, set[str]] = {}
-    # (family, function) -> the ops it implements: a CPU op's function is looked for in
-    # the CPU build's files only (vLLM's CUDA and CPU ops share names and functions' names)
-    by_function: dict[tuple[str, str], set[str]] = {}
+    # a CPU op's function is looked for in the CPU build's files only (vLLM's CUDA and CPU
+    # ops share names and their functions' names)
+    by_function: Functions = {}
     for path, calls in registrations.items():
         family = _family(path)
         for call in calls:
@@ -343,11 +204,22 @@ def build_map(tree: _Tree) -> NativeMap:
             sources.setdefault(found, set()).add(path)
         if reached:
             reach(path, reached)
-    # A source that defines what a reached header declares (moe_fp8.cpp defines a kernel
-    # gemm.h declares and moe.cpp calls) reaches that header's ops.
-    headers = {p: set(declarations(t)) for p, t in tree.texts.items()
-               if Path(p).suffix in HEADER_SUFFIXES and p in file_ops}
+    _link_declared(tree, defined, file_ops, reach)
+    declared = _registration_declarations(tree, registrations, by_function, file_ops)
+    return NativeMap(ops={op: frozenset(f) for op, f in ops.items()}, registrations=registrations,
+                     file_ops={p: frozenset(o) for p, o in file_ops.items()},
+                     declarations=declared, native_root=tree.native_root,
+                     sources={r: frozenset(p) for r, p in sources.items()})
+
+
+def _link_declared(tree: _Tree, defined: Mapping[str, set[str]],
+                   file_ops: dict[str, set[Reach]],
+                   reach: Callable[[str, set[Reach]], None]) -> None:
+    """A source that defines what a reached header declares (moe_fp8.cpp defines a kernel
+    gemm.h declares and moe.cpp calls) reaches that header's ops, in its own build."""
     for _ in range(3):  # a helper of a helper: a few rounds reach a fixed point here
+        headers = {p: set(declarations(t)) for p, t in tree.texts.items()
+                   if Path(p).suffix in HEADER_SUFFIXES and p in file_ops}
         grown = False
         for path, functions in defined.items():
             family = _family(path)
@@ -356,10 +228,15 @@ def build_map(tree: _Tree) -> NativeMap:
             if reached - file_ops.get(path, set()):
                 reach(path, reached)
                 grown = True
-        headers = {p: set(declarations(t)) for p, t in tree.texts.items()
-                   if Path(p).suffix in HEADER_SUFFIXES and p in file_ops}
         if not grown:
             break
+
+
+def _registration_declarations(tree: _Tree, registrations: Mapping[str, Sequence[Registration]],
+                               by_function: Functions, file_ops: dict[str, set[Reach]]
+                               ) -> dict[str, dict[str, tuple[int, int]]]:
+    """Where each registration file declares its ops' functions; a header it includes that
+    declares them (vLLM's ``ops.h``) reaches those ops."""
     declared: dict[str, dict[str, tuple[int, int]]] = {}
     for path in registrations:
         family = _family(path)
@@ -369,10 +246,7 @@ def build_map(tree: _Tree) -> NativeMap:
             for function in declarations(tree.texts.get(header, ""), names):
                 file_ops.setdefault(header, set()).update(
                     Reach(family, op) for op in by_function[(family, function)])
-    return NativeMap(ops={op: frozenset(f) for op, f in ops.items()}, registrations=registrations,
-                     file_ops={p: frozenset(o) for p, o in file_ops.items()},
-                     declarations=declared, native_root=tree.native_root,
-                     sources={r: frozenset(p) for r, p in sources.items()})
+    return declared
 
 
 def _closures(tree: _Tree) -> Callable[[str], frozenset[str]]:

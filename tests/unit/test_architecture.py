@@ -46,8 +46,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "history": frozenset({"filelock", "results", "roots"}),
     # durations from the history's read API (history/read.py: typed rows, no SQL here)
     "shard": frozenset({"history", "results"}),
-    # process: `git diff` / `git merge-base` go through the one process helper
-    "select": frozenset({"matrix", "process", "results"}),
+    # process: `git diff` / `git merge-base` go through the one process helper;
+    # history: an engine change selects by the lanes' op record (history/read.py)
+    "select": frozenset({"history", "matrix", "process", "results"}),
     # shard, select: the shard and selection plugins (plugin/shard.py, plugin/select.py)
     # plan with those rooms' pure code inside the suite's pytest
     "plugin": frozenset({"matrix", "platform", "results", "select", "shard"}),
