@@ -5,6 +5,8 @@ The real engine's sources are tests/integration/test_native_map.py's."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -215,3 +217,29 @@ def test_a_tests_rule_travels_to_the_run(tmp_path: Path) -> None:
     assert back == lane
     assert back.selects("s/t.py::test_a[x]") and not back.selects("s/t.py::test_a[y]")
     assert back.suites({"s": "s", "other": "o"}) == ["s"]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", "select", *args],
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_bad_input_is_one_line_each(tmp_path: Path, engine: Path) -> None:
+    not_engine = _tree(tmp_path / "lib", {"src/a.cpp": "int a() { return 1; }\n"})
+    diff = tmp_path / "x.diff"
+    diff.write_text("--- a/src/a.cpp\n+++ b/src/a.cpp\n@@ -1 +1 @@\n-int a\n+int b\n")
+    cases = {
+        ("--engine-source", str(not_engine), "--engine-change", str(diff)):
+            f"harness: error: --engine-source {not_engine}: not an engine's source tree (no "
+            "TORCH_LIBRARY registration under csrc/)",
+        ("--engine-source", str(engine)):
+            "harness: error: --engine-source needs --engine-change (the engine's source, and "
+            "its change)",
+        ("--explain",):
+            "harness: error: harness select: give --changed-since REF, or --engine-source "
+            "TREE --engine-change CHANGE (or both)",
+    }
+    for args, line in cases.items():
+        done = _cli(*args)
+        assert (done.returncode, done.stdout, done.stderr.strip().splitlines()) == (
+            2, "", [line]), args
