@@ -153,6 +153,7 @@ def _grouped(rules: Iterable[Rule], explain: bool) -> list[str]:
 
 def render_tests(selection: Selection, root: Path, python: str, *, explain: bool) -> list[str]:
     from harness.matrix import load_matrix
+    from harness.runners.suite_env import collection_env
     from harness.select.collect import collect
 
     lines: list[str] = []
@@ -160,7 +161,9 @@ def render_tests(selection: Selection, root: Path, python: str, *, explain: bool
         if not lane.affected:
             continue
         matrix = load_matrix(name, root)
-        ids = collect(python, root, name, [s for s in matrix.suites.values() if s.enabled])
+        env = collection_env(matrix, root)
+        ids = collect(python, root, name, [s for s in matrix.suites.values() if s.enabled],
+                      env=env)
         chosen = [t for t in ids if lane.selects(t)]
         lines.append(f"lane {name}: {len(chosen)} of {len(ids)} tests")
         for test in chosen:

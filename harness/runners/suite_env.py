@@ -1,5 +1,6 @@
 """The environment of a suite process, built here for every way one starts: ``harness run``
-(locally or in a container) and ``harness kernels`` in the matrix's interpreter."""
+(locally or in a container), ``harness kernels`` in the matrix's interpreter and
+``harness select --collect``'s collection."""
 
 from __future__ import annotations
 
@@ -35,3 +36,16 @@ def suite_env(matrix: Matrix, root: Path, *, import_root: Path,
     env.update(cache_env(matrix))
     env.update(overrides or {})
     return env
+
+
+def collection_env(matrix: Matrix, root: Path) -> dict[str, str]:
+    """A lane's suites collected by pytest here (``harness select --collect``): the run's
+    suite environment over this process's, less the agent's host-tuned CPU settings where
+    the lane's CPU is emulated, Triton interpreted (collection needs no device)."""
+    from harness.platform.cache import cache_root
+    from harness.platform.cpu_emulation import lane_environ
+    from harness.roots import import_path
+
+    return lane_environ(matrix) | suite_env(
+        matrix, root, import_root=import_path(cache_root(matrix)),
+        inherited_pythonpath=os.environ.get("PYTHONPATH"), overrides={"TRITON_INTERPRET": "1"})

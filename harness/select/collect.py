@@ -3,15 +3,15 @@
 Collected in the given interpreter with the lane's matrix (``--platform``), each suite
 where a run of the lane runs it (its target, rootdir and folder from
 :func:`harness.matrix.suite_paths.suite_place`, as the plan reads them), so the ids are
-exactly the ones a run of that lane has. A GPU lane is collected here as written (its ids
-name its device); collection needs no device.
+exactly the ones a run of that lane has, in the environment the caller builds as a run
+does (runners/suite_env.py: the command hands it over). A GPU lane is collected here as
+written (its ids name its device); collection needs no device.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from harness.errors import InfraError
@@ -21,26 +21,23 @@ from harness.process.run import run_captured
 
 
 def collect(python: str, root: Path, lane: str, suites: Sequence[Suite],
-            *, timeout_s: float = 600) -> list[str]:
+            *, env: Mapping[str, str], timeout_s: float = 600) -> list[str]:
     """One pytest per suite: suites import their own ``conftest`` helpers by that module
     name, which would collide in one process (as in a run, one pytest a suite)."""
     ids: list[str] = []
     for suite in suites:
-        ids += _collect_one(python, root, lane, suite, timeout_s=timeout_s)
+        ids += _collect_one(python, root, lane, suite, env=env, timeout_s=timeout_s)
     return ids
 
 
 def _collect_one(python: str, root: Path, lane: str, suite: Suite,
-                 *, timeout_s: float) -> list[str]:
+                 *, env: Mapping[str, str], timeout_s: float) -> list[str]:
     place = suite_place(suite, root)
     argv = [python, "-m", "pytest", "--collect-only", "-q", "-p", "harness.pytest_entry",
             "-p", "no:cacheprovider", f"--rootdir={place.rootdir}", "--platform", lane,
             str(place.target)]
-    env = os.environ | {"PYTHONPATH": os.pathsep.join(
-        filter(None, [str(root), os.environ.get("PYTHONPATH")])), "TRITON_INTERPRET": "1",
-        "HARNESS_ROOT": str(root)}
     try:
-        proc = run_captured(argv, cwd=place.cwd, env=env, timeout_s=timeout_s)
+        proc = run_captured(argv, cwd=place.cwd, env=dict(env), timeout_s=timeout_s)
     except (OSError, subprocess.TimeoutExpired) as error:
         raise InfraError(f"collecting {lane}: {error}") from None
     ids = [line.strip() for line in proc.stdout.splitlines() if "::" in line]

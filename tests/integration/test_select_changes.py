@@ -48,10 +48,13 @@ def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def cpu_ids(clone: Path) -> list[str]:
     from harness.matrix import load_matrix
+    from harness.runners.suite_env import collection_env
 
-    suites = load_matrix("cpu", clone).suites
+    matrix = load_matrix("cpu", clone)
+    suites = matrix.suites
     ids = collect(sys.executable, clone, "cpu", [suites[name] for name in
-                                                 ("platform", "kernel_parity", "fusion", "e2e")])
+                                                 ("platform", "kernel_parity", "fusion", "e2e")],
+                  env=collection_env(matrix, clone))
     assert len(ids) > 100
     return ids
 
