@@ -243,3 +243,21 @@ def test_bad_input_is_one_line_each(tmp_path: Path, engine: Path) -> None:
         done = _cli(*args)
         assert (done.returncode, done.stdout, done.stderr.strip().splitlines()) == (
             2, "", [line]), args
+
+
+def test_a_revision_of_a_git_checkout_is_the_change_since_its_merge_base(engine: Path) -> None:
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(engine), *args], capture_output=True, text=True,
+                              check=True).stdout
+
+    git("init", "-q")
+    git("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "base", "--allow-empty")
+    git("add", "-A")
+    git("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "engine")
+    vec = engine / "csrc/cpu/vec.hpp"
+    vec.write_text(vec.read_text() + "inline int more() { return 16; }\n")
+    git("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qam", "a pull request")
+    change = read_change(str(engine), "HEAD~1")
+    assert dict(change.changed) == {"csrc/cpu/vec.hpp": ((1, 2),)}
+    part = derive_engine(change, read_native(engine), [_lane()])
+    assert part.rules["eng-cpu"][0].ids == ("s/t.py::test_twice",)
