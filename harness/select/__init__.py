@@ -67,14 +67,14 @@ def _with_engine(selection: Selection, change: EngineChange, root: Path, names: 
                  db: Path | None) -> Selection:
     from harness.history import default_db_path
     from harness.matrix import load_matrix
-    from harness.select.by_ops import derive_engine, engine_lane
+    from harness.select.by_ops import derive_engine, engine_lane, engine_package
     from harness.select.native import read_native
 
     native = read_native(change.source)
     if not native.registrations:
         raise UsageError(f"--engine-source {change.label}: not an engine's source tree (no "
                          f"TORCH_LIBRARY registration under {native.native_root}/)")
-    engine = (change.name or "vllm").split("-")[0]
+    engine = engine_package(change)  # the capability a lane that runs it provides
     lanes = []
     for name in names:
         matrix = load_matrix(name, root)

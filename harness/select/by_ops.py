@@ -90,7 +90,7 @@ def derive_engine(change: EngineChange, native: NativeMap,
                   lanes: Sequence[EngineLane]) -> EnginePart:
     part = EnginePart()
     engine_lanes = [lane for lane in lanes if lane.runs_engine]
-    package = (change.name or "").replace("-", "_")
+    package = engine_package(change)
     placed: dict[str, frozenset[Reach]] = {}
     for path, lines in sorted(change.changed.items()):
         reach = native.reach(path, lines) if path not in change.added else None
@@ -129,6 +129,16 @@ def derive_engine(change: EngineChange, native: NativeMap,
                 part.notes.append((path, f"{lane.name}: no test called {_few(ops)} "
                                          "in its recorded runs"))
     return part
+
+
+def engine_package(change: EngineChange) -> str:
+    """The engine's Python package: its distribution's name (``vllm``), else the one
+    top-level folder of the tree with an ``__init__.py`` (a git checkout has no PKG-INFO)."""
+    if change.name:
+        return change.name.replace("-", "_")
+    found = sorted(p.parent.name for p in change.source.glob("*/__init__.py")
+                   if p.parent.name not in ("tests", "benchmarks", "examples", "docs"))
+    return found[0] if len(found) == 1 else ""
 
 
 def _few(ops: Sequence[str], limit: int = 4) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -261,3 +262,14 @@ def test_a_revision_of_a_git_checkout_is_the_change_since_its_merge_base(engine:
     assert dict(change.changed) == {"csrc/cpu/vec.hpp": ((1, 2),)}
     part = derive_engine(change, read_native(engine), [_lane()])
     assert part.rules["eng-cpu"][0].ids == ("s/t.py::test_twice",)
+
+
+def test_without_metadata_the_package_is_the_tree_s_one_python_package(engine: Path) -> None:
+    from harness.select.by_ops import engine_package
+
+    change = replace(_change(engine, {"eng/model.py": None}), name=None)
+    assert engine_package(change) == ""  # no package folder yet: not guessed
+    _tree(engine, {"eng/__init__.py": "", "tests/__init__.py": ""})
+    assert engine_package(change) == "eng"
+    part = derive_engine(change, read_native(engine), [_lane()])
+    assert part.full["eng-cpu"][0][1].startswith("a Python file of the engine")
