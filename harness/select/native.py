@@ -85,19 +85,18 @@ class NativeMap:
         if lines is None:
             return every
         declared = self.declarations.get(path, {})
+        # each line an op's own: its def / impl call, or its function's declaration
+        owners: list[tuple[tuple[int, int], frozenset[Reach]]] = [
+            (call.lines, frozenset({Reach(family, call.op)})) for call in calls]
+        owners += [(span, frozenset(Reach(family, c.op) for c in calls if function in c.functions))
+                   for function, span in declared.items()]
         hit: set[Reach] = set()
         for start, end in lines:
-            touched = False
-            for call in calls:
-                if _overlaps(call.lines, (start, end)):
-                    hit.add(Reach(family, call.op))
-                    touched = True
-            for function, span in declared.items():
-                if _overlaps(span, (start, end)):
-                    hit |= {Reach(family, c.op) for c in calls if function in c.functions}
-                    touched = True
-            if not touched:
-                return every
+            for line in range(start, end + 1):
+                mine = [ops for span, ops in owners if _overlaps(span, (line, line))]
+                if not mine:
+                    return every  # a line no op owns: an include, a macro, the block itself
+                hit.update(*mine)
         return frozenset(hit)
 
 

@@ -16,7 +16,7 @@ import pytest
 from harness.errors import UsageError
 from harness.select.by_ops import EngineLane, derive_engine
 from harness.select.engine_change import EngineChange, compare_trees, parse_diff, read_change
-from harness.select.native import defines, read_native, read_registrations
+from harness.select.native import Reach, defines, read_native, read_registrations
 from harness.select.rules import LaneSelection, Rule, dump_lane, load_lane
 
 BINDINGS = """\
@@ -273,3 +273,49 @@ def test_without_metadata_the_package_is_the_tree_s_one_python_package(engine: P
     assert engine_package(change) == "eng"
     part = derive_engine(change, read_native(engine), [_lane()])
     assert part.full["eng-cpu"][0][1].startswith("a Python file of the engine")
+
+
+def test_each_link_of_the_map_is_needed(tmp_path: Path) -> None:
+    # op() is defined in a.cpp; each other source reaches it through one rule only
+    tree = _tree(tmp_path / "e", {
+        "csrc/cpu/torch_bindings.cpp": """\
+            TORCH_LIBRARY(_C, ops) {
+              ops.def("op(Tensor x) -> ()",
+                      &op);
+              ops.def("other(Tensor x) -> ()", &other);
+            }
+            """,
+        # a commented-out include is no edge
+        "csrc/cpu/a.cpp": '#include "h1.h"\n#include "handler.hpp"\n'
+                          '// #include "stale.h"\nvoid op(int x) { f1(x); }\n',
+        "csrc/cpu/stale.h": "inline int stale() { return 0; }\n",
+        "csrc/cpu/other.cpp": "void other(int x) { }\n",
+        # helper of a helper of a helper: three rounds of the declared-in-a-header rule
+        "csrc/cpu/h1.h": "void f1(int x);\n",
+        "csrc/cpu/b.cpp": '#include "h2.h"\nvoid f1(int x) { f2(x); }\n',
+        "csrc/cpu/h2.h": "void f2(int x);\n",
+        "csrc/cpu/c.cpp": '#include "h3.h"\nvoid f2(int x) { f3(x); }\n',
+        "csrc/cpu/h3.h": "void f3(int x);\n",
+        "csrc/cpu/d.cpp": "void f3(int x) { }\n",
+        # the implementation beside a header that declares nothing the rules read
+        "csrc/cpu/handler.hpp": "struct Handler { Handler(int); };\n",
+        "csrc/cpu/handler.cpp": "Handler::Handler(int x) { }\n",
+        # a generator script writes its includes mid-line
+        "csrc/cpu/gen.py": "out.write('#include \"g.hpp\"')  # writes generated.h\n",
+        "csrc/cpu/g.hpp": "inline int g() { return 1; }\n",
+        "csrc/cpu/other_user.cpp": '#include "generated.h"\nvoid unused(int x) { }\n',
+    })
+    native = read_native(tree)
+    op = frozenset({Reach("cpu", "_C::op")})
+    for path in ("csrc/cpu/a.cpp", "csrc/cpu/h1.h", "csrc/cpu/b.cpp", "csrc/cpu/c.cpp",
+                 "csrc/cpu/d.cpp", "csrc/cpu/handler.cpp"):
+        assert native.reach(path) == op, path
+    assert native.reach("csrc/cpu/stale.h") is None
+    assert native.sources[Reach("cpu", "_C::op")] == {"csrc/cpu/a.cpp"}
+    assert native.sources[Reach("cpu", "_C::other")] == {"csrc/cpu/other.cpp"}
+    # the registration file by lines: a call spanning lines 2-3, touched from either side
+    bindings = "csrc/cpu/torch_bindings.cpp"
+    for lines, ops in ((((3, 3),), {"_C::op"}), (((1, 2),), None), (((3, 4),), {"_C::op", "_C::other"}),
+                       (((4, 9),), None), (((4, 4),), {"_C::other"}), (((2, 2),), {"_C::op"})):
+        got = {r.op for r in native.reach(bindings, lines) or ()}
+        assert got == (ops or {"_C::op", "_C::other"}), lines
