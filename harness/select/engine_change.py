@@ -208,16 +208,23 @@ def compare_trees(base: Path, other: Path) -> tuple[dict[str, Lines], set[str]]:
 
 
 def _line_spans(a: Path, b: Path) -> Lines:
+    """The base-side lines ``b`` changes of ``a`` (None for a file that is not text); an
+    insertion counts the lines either side of it, as parse_diff does."""
     try:
-        left = a.read_text(encoding="utf-8").splitlines()
-        right = b.read_text(encoding="utf-8").splitlines()
+        left_bytes, right_bytes = a.read_bytes(), b.read_bytes()
+        if b"\0" in left_bytes or b"\0" in right_bytes:
+            return None
+        left = left_bytes.decode("utf-8").splitlines()
+        right = right_bytes.decode("utf-8").splitlines()
     except (UnicodeDecodeError, OSError):
         return None
     spans = []
     for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, left, right,
                                                      autojunk=False).get_opcodes():
-        if tag != "equal":
-            spans.append((i1 + 1, max(i2, i1 + 1)))
+        if tag == "insert":
+            spans.append((max(i1, 1), i1 + 1))
+        elif tag != "equal":
+            spans.append((i1 + 1, i2))
     return tuple(spans)
 
 

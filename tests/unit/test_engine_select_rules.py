@@ -315,7 +315,88 @@ def test_each_link_of_the_map_is_needed(tmp_path: Path) -> None:
     assert native.sources[Reach("cpu", "_C::other")] == {"csrc/cpu/other.cpp"}
     # the registration file by lines: a call spanning lines 2-3, touched from either side
     bindings = "csrc/cpu/torch_bindings.cpp"
-    for lines, ops in ((((3, 3),), {"_C::op"}), (((1, 2),), None), (((3, 4),), {"_C::op", "_C::other"}),
+    both = {"_C::op", "_C::other"}
+    for lines, ops in ((((3, 3),), {"_C::op"}), (((1, 2),), None), (((3, 4),), both),
                        (((4, 9),), None), (((4, 4),), {"_C::other"}), (((2, 2),), {"_C::op"})):
         got = {r.op for r in native.reach(bindings, lines) or ()}
         assert got == (ops or {"_C::op", "_C::other"}), lines
+
+
+def _two_sides(tmp_path: Path) -> tuple[Path, Path]:
+    old = _tree(tmp_path / "old", {
+        "csrc/k.cpp": "".join(f"line {i}\n" for i in range(1, 21)),
+        "csrc/gone.h": "g\n", "csrc/same.h": "s\n"})
+    new = _tree(tmp_path / "new", {
+        # line 3 replaced, one line inserted after 10, lines 15-16 removed
+        "csrc/k.cpp": "".join(
+            ("LINE 3\n" if i == 3 else f"line {i}\n") + ("inserted\n" if i == 10 else "")
+            for i in range(1, 21) if i not in (15, 16)),
+        "csrc/born.h": "b\n", "csrc/same.h": "s\n"})
+    (old / "csrc/blob.bin").write_bytes(b"\x00\x01")
+    (new / "csrc/blob.bin").write_bytes(b"\x00\x02")
+    return old, new
+
+
+EXPECTED = {"csrc/k.cpp": ((3, 3), (10, 11), (15, 16)), "csrc/gone.h": None,
+            "csrc/born.h": None, "csrc/blob.bin": None}
+
+
+def test_the_producers_of_a_diff_read_alike(tmp_path: Path) -> None:
+    old, new = _two_sides(tmp_path)
+    assert compare_trees(old, new) == (EXPECTED, {"csrc/born.h"})
+    # diff -ruN: timestamps after a tab, a new file as a diff from an empty one
+    plain = subprocess.run(["diff", "-ruN", "old", "new"], cwd=tmp_path, capture_output=True,
+                           text=True, check=False).stdout
+    assert "\t" in plain
+    changed, _ = parse_diff(plain, old)
+    assert changed["csrc/k.cpp"] == EXPECTED["csrc/k.cpp"]
+    assert changed["csrc/gone.h"] == ((1, 1),) and "csrc/born.h" in changed
+    # git diff, with no context (-U0: an insertion is a hunk of count 0) and with it
+    for context in ("-U0", "-U3"):
+        diff = subprocess.run(["git", "diff", "--no-index", context, "old", "new"],
+                              cwd=tmp_path, capture_output=True, text=True, check=False).stdout
+        diff = diff.replace(" a/old/", " a/").replace(" b/new/", " b/").replace(
+            "--- a/old/", "--- a/").replace("+++ b/new/", "+++ b/")
+        assert parse_diff(diff, old) == (EXPECTED, {"csrc/born.h"}), context
+
+
+def test_metadata_from_pkg_info_else_the_package_s_version_file(tmp_path: Path) -> None:
+    from harness.select.engine_change import metadata
+
+    tree = _tree(tmp_path / "t", {"eng/version.py": "__version__ = '2.1.0'\n"})
+    assert metadata(tree) == ("eng", "2.1.0")
+    (tree / "eng/_version.py").write_text('__version__: str = "2.2.0"\n')
+    assert metadata(tree) == ("eng", "2.2.0")
+    (tree / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: eng-cpu\nVersion: 3.0\n")
+    assert metadata(tree) == ("eng-cpu", "3.0")
+    assert metadata(_tree(tmp_path / "none", {"x/y.py": ""})) == (None, None)
+
+
+def test_an_sdist_is_unpacked_once_into_its_top_folder(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import tarfile
+    import zipfile
+
+    from harness.select.engine_change import unpack
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    src = _tree(tmp_path / "eng-1.0", {"csrc/cpu/a.cpp": "x\n", "PKG-INFO": "Version: 1.0\n"})
+    archive = tmp_path / "eng-1.0.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(src, arcname="eng-1.0")
+    first = unpack(archive)
+    assert first.name == "eng-1.0" and (first / "csrc/cpu/a.cpp").read_text() == "x\n"
+    assert first.parent.parent == tmp_path / "cache" / "harness" / "engine-src"
+    (first / "csrc/cpu/a.cpp").write_text("kept\n")  # unpacked once: not again
+    assert (unpack(archive) / "csrc/cpu/a.cpp").read_text() == "kept\n"
+    flat = tmp_path / "flat.zip"
+    with zipfile.ZipFile(flat, "w") as zipped:
+        zipped.writestr("csrc/cpu/a.cpp", "z\n")
+        zipped.writestr("PKG-INFO", "Version: 1.0\n")
+    top = unpack(flat)  # no single top folder: the unpacked folder itself
+    assert (top / "csrc/cpu/a.cpp").read_text() == "z\n" and not list(top.glob("*.part*"))
+    broken = tmp_path / "broken.tar.gz"
+    broken.write_bytes(b"not a tar")
+    with pytest.raises(UsageError, match=r"broken\.tar\.gz: not a readable source archive"):
+        unpack(broken)
+    assert unpack(src) == src  # a folder is used as it is
