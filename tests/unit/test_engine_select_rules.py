@@ -400,3 +400,24 @@ def test_an_sdist_is_unpacked_once_into_its_top_folder(tmp_path: Path,
     with pytest.raises(UsageError, match=r"broken\.tar\.gz: not a readable source archive"):
         unpack(broken)
     assert unpack(src) == src  # a folder is used as it is
+
+
+def test_a_lane_s_build_release_and_words(tmp_path: Path, engine: Path) -> None:
+    from harness.select import by_ops
+
+    none = tmp_path / "no-history.sqlite"
+    cpu = by_ops.engine_lane("eng-cpu", "cpu", frozenset({"eng"}), "eng", none)
+    gpu = by_ops.engine_lane("eng-rocm", "rocm", frozenset({"fp32"}), "eng", none)
+    assert (cpu.family, cpu.runs_engine, cpu.runs, cpu.release) == ("cpu", True, 0, None)
+    assert (gpu.family, gpu.runs_engine) == ("gpu", False)
+    assert by_ops._pinned(["numpy", "eng-cpu==0.32.0", "eng==9"], "eng") == "0.32.0"
+    assert by_ops._pinned(["engine==1.0", "torch==2"], "eng") is None
+    assert by_ops._older("0.32.0", "0.34.0") and not by_ops._older("0.34.0", "0.34.0")
+    assert by_ops._older("nightly-a", "nightly-b") and not by_ops._older("nightly", "nightly")
+    assert by_ops._few(["a", "b", "c", "d"]) == "a, b, c, d"
+    assert by_ops._few(["a", "b", "c", "d", "e", "f"]) == "a, b, c, d and 2 more"
+    part = derive_engine(_change(engine, {"CMakeLists.txt": None}), read_native(engine),
+                         [_lane(runs_engine=False)])
+    assert not part.full and part.notes == [("CMakeLists.txt", "no rule knows what it changes "
+                                             "(a build file, a file of unknown role); no lane "
+                                             "runs the engine")]
