@@ -93,15 +93,11 @@ class NativeMap:
         hit: set[Reach] = set()
         for start, end in lines:
             for line in range(start, end + 1):
-                mine = [ops for span, ops in owners if _overlaps(span, (line, line))]
+                mine = [ops for span, ops in owners if span[0] <= line <= span[1]]
                 if not mine:
                     return every  # a line no op owns: an include, a macro, the block itself
                 hit.update(*mine)
         return frozenset(hit)
-
-
-def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    return a[0] <= b[1] and b[0] <= a[1]
 
 
 @dataclass(kw_only=True)
