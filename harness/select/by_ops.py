@@ -138,7 +138,10 @@ def engine_package(change: EngineChange) -> str:
         return change.name.replace("-", "_")
     found = sorted(p.parent.name for p in change.source.glob("*/__init__.py")
                    if p.parent.name not in ("tests", "benchmarks", "examples", "docs"))
-    return found[0] if len(found) == 1 else ""
+    if len(found) != 1:
+        return ""
+    (package,) = found
+    return package
 
 
 def _few(ops: Sequence[str], limit: int = 4) -> str:

@@ -136,19 +136,20 @@ def parse_diff(text: str, base: Path) -> tuple[dict[str, Lines], set[str]]:
                 current = _in_tree(old, base)
                 changed.setdefault(current, ())
             continue
-        if line.startswith("+++ ") and i > 0 and lines[i - 1].startswith("--- "):
-            continue
         hunk = _HUNK.match(line)
         if hunk:
             old_line = int(hunk.group(1)) if hunk.group(2) != "0" else int(hunk.group(1)) + 1
             continue
-        if current is None or changed.get(current) is None or not line:
-            binary = re.match(r"Binary files (\S+) and (\S+) differ", line)
-            if binary:
-                old = _diff_path(binary.group(1))
-                changed[_in_tree(old if old != "/dev/null" else _diff_path(binary.group(2)),
-                                 base)] = None
+        binary = re.match(r"Binary files (\S+) and (\S+) differ", line)
+        if binary:
+            old, new = _diff_path(binary.group(1)), _diff_path(binary.group(2))
+            path = _in_tree(new if old == "/dev/null" else old, base)
+            changed[path] = None
+            if old == "/dev/null":
+                added.add(path)
             continue
+        if current is None or changed[current] is None or not line:
+            continue  # outside a text file's hunks (its "+++ " line, a mode line)
         previous = lines[i - 1][:1]
         if line[0] == " ":
             old_line += 1
@@ -171,15 +172,14 @@ def _touch(changed: dict[str, Lines], path: str, first: int, last: int) -> None:
 
 
 def _diff_path(text: str) -> str:
-    text = text.split("\t", 1)[0].strip()
-    if text == "/dev/null":
-        return text
-    return text[2:] if text[:2] in ("a/", "b/") else text
+    """The path of a ``---`` / ``+++`` line (``diff -u`` puts a timestamp after a tab)."""
+    return text.split("\t", 1)[0].strip()
 
 
 def _in_tree(path: str, base: Path) -> str:
-    """A diff's path relative to ``base``: ``diff -ru vllm-0.32.0/ vllm-0.34.0/`` names
-    its files under each tree's top folder."""
+    """A diff's path relative to ``base``: git names its files under ``a/`` and ``b/``,
+    ``diff -ru vllm-0.32.0/ vllm-0.34.0/`` under each tree's top folder; that first folder
+    is dropped where the path is not in the tree as it is."""
     if (base / path).exists() or "/" not in path:
         return path
     rest = path.split("/", 1)[1]

@@ -327,23 +327,27 @@ def _two_sides(tmp_path: Path) -> tuple[Path, Path]:
         "csrc/k.cpp": "".join(f"line {i}\n" for i in range(1, 21)),
         "csrc/gone.h": "g\n", "csrc/same.h": "s\n"})
     new = _tree(tmp_path / "new", {
-        # line 3 replaced, one line inserted after 10, lines 15-16 removed
-        "csrc/k.cpp": "".join(
-            ("LINE 3\n" if i == 3 else f"line {i}\n") + ("inserted\n" if i == 10 else "")
+        # a line inserted before line 1 and after 10, lines 3 and 5 replaced, 15-16
+        # removed and 17 replaced
+        "csrc/k.cpp": "top\n" + "".join(
+            (f"LINE {i}\n" if i in (3, 5, 17) else f"line {i}\n")
+            + ("inserted\n" if i == 10 else "")
             for i in range(1, 21) if i not in (15, 16)),
         "csrc/born.h": "b\n", "csrc/same.h": "s\n"})
     (old / "csrc/blob.bin").write_bytes(b"\x00\x01")
     (new / "csrc/blob.bin").write_bytes(b"\x00\x02")
+    (new / "csrc/newblob.bin").write_bytes(b"\x00\x03")
     return old, new
 
 
-EXPECTED = {"csrc/k.cpp": ((3, 3), (10, 11), (15, 16)), "csrc/gone.h": None,
-            "csrc/born.h": None, "csrc/blob.bin": None}
+EXPECTED = {"csrc/k.cpp": ((1, 1), (3, 3), (5, 5), (10, 11), (15, 17)), "csrc/gone.h": None,
+            "csrc/born.h": None, "csrc/blob.bin": None, "csrc/newblob.bin": None}
+ADDED = {"csrc/born.h", "csrc/newblob.bin"}
 
 
 def test_the_producers_of_a_diff_read_alike(tmp_path: Path) -> None:
     old, new = _two_sides(tmp_path)
-    assert compare_trees(old, new) == (EXPECTED, {"csrc/born.h"})
+    assert compare_trees(old, new) == (EXPECTED, ADDED)
     # diff -ruN: timestamps after a tab, a new file as a diff from an empty one
     plain = subprocess.run(["diff", "-ruN", "old", "new"], cwd=tmp_path, capture_output=True,
                            text=True, check=False).stdout
@@ -357,7 +361,7 @@ def test_the_producers_of_a_diff_read_alike(tmp_path: Path) -> None:
                               cwd=tmp_path, capture_output=True, text=True, check=False).stdout
         diff = diff.replace(" a/old/", " a/").replace(" b/new/", " b/").replace(
             "--- a/old/", "--- a/").replace("+++ b/new/", "+++ b/")
-        assert parse_diff(diff, old) == (EXPECTED, {"csrc/born.h"}), context
+        assert parse_diff(diff, old) == (EXPECTED, ADDED), context
 
 
 def test_metadata_from_pkg_info_else_the_package_s_version_file(tmp_path: Path) -> None:
