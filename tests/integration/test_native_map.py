@@ -4,12 +4,11 @@ against the sdist (issue 50's closing note)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from vllm_sources import upstream
+from vllm_sources import lane_sdist
 
 from harness.select.engine_change import read_change, unpack
 from harness.select.native import NativeMap, Reach, read_native
@@ -19,10 +18,7 @@ CPU = "cpu"
 
 @pytest.fixture(scope="module")
 def sdist(shared_cache: Path) -> Path:
-    if os.environ.get("HARNESS_SKIP_VLLM") == "1":
-        pytest.skip("HARNESS_SKIP_VLLM=1")
-    path: Path = upstream().sdist()
-    return path
+    return lane_sdist()
 
 
 @pytest.fixture(scope="module")
