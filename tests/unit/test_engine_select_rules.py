@@ -337,11 +337,17 @@ def _two_sides(tmp_path: Path) -> tuple[Path, Path]:
     (old / "csrc/blob.bin").write_bytes(b"\x00\x01")
     (new / "csrc/blob.bin").write_bytes(b"\x00\x02")
     (new / "csrc/newblob.bin").write_bytes(b"\x00\x03")
+    (old / "csrc/tobin.h").write_text("text\n")
+    (new / "csrc/tobin.h").write_bytes(b"\x00bin\n")
+    # a removed line that reads like a diff's header once prefixed ("--- x")
+    (old / "csrc/q.sql").write_text("select 1;\n-- a comment\nselect 2;\n")
+    (new / "csrc/q.sql").write_text("select 1;\nselect 2;\n")
     return old, new
 
 
 EXPECTED = {"csrc/k.cpp": ((1, 1), (3, 3), (5, 5), (10, 11), (15, 17)), "csrc/gone.h": None,
-            "csrc/born.h": None, "csrc/blob.bin": None, "csrc/newblob.bin": None}
+            "csrc/born.h": None, "csrc/blob.bin": None, "csrc/newblob.bin": None,
+            "csrc/tobin.h": None, "csrc/q.sql": ((2, 2),)}
 ADDED = {"csrc/born.h", "csrc/newblob.bin"}
 
 
@@ -362,6 +368,9 @@ def test_the_producers_of_a_diff_read_alike(tmp_path: Path) -> None:
         diff = diff.replace(" a/old/", " a/").replace(" b/new/", " b/").replace(
             "--- a/old/", "--- a/").replace("+++ b/new/", "+++ b/")
         assert parse_diff(diff, old) == (EXPECTED, ADDED), context
+    # a diff cut after a file's "---" line: what came before it, no more
+    cut = plain[:plain.index("--- old/csrc/k.cpp")] + "--- old/csrc/k.cpp"
+    assert "csrc/k.cpp" not in parse_diff(cut, old)[0]
 
 
 def test_metadata_from_pkg_info_else_the_package_s_version_file(tmp_path: Path) -> None:
