@@ -9,6 +9,7 @@ fail, the arguments its ``harness run`` adds), one per docker lane for its image
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -33,7 +34,8 @@ def choose(root: Path, *, db: Path, nightly: bool = False, wanted: Sequence[str]
         change = read_change(*engine) if engine else None
         selection = select_changes(root, changed_since, matrices=[t.matrix for t in targets],
                                    engine_change=change, db=db)
-        args = f" --engine-source {engine[0]} --engine-change {engine[1]}" if engine else ""
+        args = (f" --engine-source {shlex.quote(engine[0])} --engine-change "
+                f"{shlex.quote(engine[1])}" if engine else "")
         targets, notes = pr_targets(targets, selection, history_durations(db), args)
     if not self_hosted:
         gated = [t.matrix for t in targets if t.self_hosted]

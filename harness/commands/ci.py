@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.commands.select import add_engine_arguments, engine_change_of
+from harness.commands.select import add_engine_arguments, engine_options
 from harness.errors import Exit, UsageError
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     wanted = _names(args.matrices)
     targets, notes = choose(root, db=args.db or default_db_path(), nightly=args.nightly,
                             wanted=wanted, changed_since=args.changed_since,
-                            engine=_engine(args))
+                            engine=engine_options(args))
     if args.changed_since:
         notes.insert(0, f"--changed-since {args.changed_since}: the lanes of this change")
     for line in notes:
@@ -151,14 +151,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 def _selects(args: argparse.Namespace) -> bool:
     """A harness change (--changed-since) or an engine change selects the lanes."""
-    return bool(args.changed_since) or _engine(args) is not None
-
-
-def _engine(args: argparse.Namespace) -> tuple[str, str] | None:
-    source, change = args.engine_source, args.engine_change
-    if bool(source) != bool(change):
-        engine_change_of(args)  # says which is missing
-    return (source, change) if source else None
+    return bool(args.changed_since) or engine_options(args) is not None
 
 
 def _names(text: str) -> list[str]:
@@ -176,7 +169,7 @@ def cmd_select(args: argparse.Namespace) -> int:
     db = args.db or default_db_path()
     targets, notes = choose(project_root(), db=db, nightly=args.nightly,
                             wanted=_names(args.matrices), changed_since=args.changed_since,
-                            engine=_engine(args),
+                            engine=engine_options(args),
                             self_hosted=not args.no_self_hosted)
     for line in notes:
         print(f"harness: {line}", file=sys.stderr)

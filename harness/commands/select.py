@@ -79,18 +79,24 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
                              "revision of TREE's git checkout")
 
 
-def engine_change_of(args: argparse.Namespace) -> EngineChange | None:
-    """The engine change the two options name (both or neither)."""
+def engine_options(args: argparse.Namespace) -> tuple[str, str] | None:
+    """(source, change) the two options name: both, or neither (None)."""
     source, change = getattr(args, "engine_source", None), getattr(args, "engine_change", None)
     if bool(source) != bool(change):
         given, missing = (("--engine-source", "--engine-change") if source
                           else ("--engine-change", "--engine-source"))
         raise UsageError(f"{given} needs {missing} (the engine's source, and its change)")
-    if not source:
+    return (str(source), str(change)) if source else None
+
+
+def engine_change_of(args: argparse.Namespace) -> EngineChange | None:
+    """The engine change the two options name (both or neither)."""
+    named = engine_options(args)
+    if named is None:
         return None
     from harness.select.engine_change import read_change
 
-    return read_change(str(source), str(change))
+    return read_change(*named)
 
 
 def _rule_text(rule: Rule) -> str:

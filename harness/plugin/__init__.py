@@ -90,10 +90,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "requires(*caps): needs these platform capabilities")
     config.addinivalue_line("markers", "tier(name): suite tier (smoke, full)")
-    if os.environ.get("HARNESS_KNOCK_OUT", "").strip():  # plugin/knockout.py's SWITCH
-        from harness.plugin.knockout import register
+    from harness.plugin.knockout import register as register_knock_out
 
-        register(config)
+    register_knock_out(config)  # without HARNESS_KNOCK_OUT, nothing
     partial = config.getoption("--harness-partial")
     if partial:
         from harness.plugin.partial import XUNIT2_WARNING, PartialResults

@@ -12,7 +12,6 @@ lanes and sizes their shards.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +22,7 @@ from harness.select.changes import changed_files, merge_base
 from harness.select.derive import MatrixFootprint, derive, lanes_from_matrices
 from harness.select.engine import EngineLayout, read_engine
 from harness.select.engine_change import EngineChange
-from harness.select.imports import build_graph
+from harness.select.imports import build_graph, harness_cache
 from harness.select.rules import LaneSelection, Rule, Selection, dump_lane, load_lane
 
 __all__ = ["LaneSelection", "MatrixFootprint", "Rule", "Selection", "dump_lane", "load_lane",
@@ -31,8 +30,7 @@ __all__ = ["LaneSelection", "MatrixFootprint", "Rule", "Selection", "dump_lane",
 
 
 def graph_cache() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "harness" / "select" / "imports.json"
+    return harness_cache() / "select" / "imports.json"
 
 
 def select_files(root: Path, changed: Sequence[str], *, ref: str = "",
@@ -47,7 +45,7 @@ def select_files(root: Path, changed: Sequence[str], *, ref: str = "",
     selection = derive(changed, lanes, graph, engine, ref=ref)
     if engine_change is None:
         return selection
-    return _with_engine(selection, engine_change, root, [lane.name for lane in lanes], db)
+    return _with_engine(selection, engine_change, root, lanes, db)
 
 
 def select_changes(root: Path, ref: str | None, *, matrices: Sequence[str] = (),
@@ -63,10 +61,9 @@ def select_changes(root: Path, ref: str | None, *, matrices: Sequence[str] = (),
                         engine_change=engine_change, db=db)
 
 
-def _with_engine(selection: Selection, change: EngineChange, root: Path, names: Sequence[str],
-                 db: Path | None) -> Selection:
+def _with_engine(selection: Selection, change: EngineChange, root: Path,
+                 footprints: Sequence[MatrixFootprint], db: Path | None) -> Selection:
     from harness.history import default_db_path
-    from harness.matrix import load_matrix
     from harness.select.by_ops import derive_engine, engine_lane, engine_package
     from harness.select.native import read_native
 
@@ -75,11 +72,9 @@ def _with_engine(selection: Selection, change: EngineChange, root: Path, names: 
         raise UsageError(f"--engine-source {change.label}: not an engine's source tree (no "
                          f"TORCH_LIBRARY registration under {native.native_root}/)")
     engine = engine_package(change)  # the capability a lane that runs it provides
-    lanes = []
-    for name in names:
-        matrix = load_matrix(name, root)
-        lanes.append(engine_lane(matrix.name, str(matrix.family),
-                                 matrix.capabilities.provides, engine, db or default_db_path(root)))
+    history = db or default_db_path(root)
+    lanes = [engine_lane(lane.name, lane.family, lane.provides, engine, history)
+             for lane in footprints]
     part = derive_engine(change, native, lanes)
     out = {}
     for name, lane in selection.lanes.items():

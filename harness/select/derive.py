@@ -50,6 +50,8 @@ class MatrixFootprint:
     suites: Mapping[str, str]  # enabled suite -> path
     kernels: Mapping[str, tuple[str, ...]]
     dockerfile: str | None
+    family: str = ""  # cuda | rocm | xpu | cpu: the build an engine change reaches it by
+    provides: frozenset[str] = frozenset()  # its capabilities (a lane that runs vllm: vllm)
 
 
 @dataclass(kw_only=True)
@@ -74,7 +76,8 @@ def lanes_from_matrices(root: Path, names: Sequence[str]) -> list[MatrixFootprin
             name=matrix.name, file=file, chain=_chain(root, file),
             suites={s.name: s.path.rstrip("/") for s in matrix.suites.values() if s.enabled},
             kernels={op: tuple(p) for op, p in matrix.kernels.items()},
-            dockerfile=matrix.image.dockerfile))
+            dockerfile=matrix.image.dockerfile, family=str(matrix.family),
+            provides=matrix.capabilities.provides))
     return out
 
 

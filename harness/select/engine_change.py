@@ -29,6 +29,7 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.process.git import git
+from harness.select.imports import harness_cache
 
 ARCHIVES = (".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tar.xz", ".zip")
 DIFFS = (".diff", ".patch")
@@ -47,8 +48,7 @@ class EngineChange:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "harness" / "engine-src"
+    return harness_cache() / "engine-src"
 
 
 def _is_archive(path: Path) -> bool:

@@ -29,6 +29,13 @@ from typing import TypedDict
 CACHE_SCHEMA = 1
 
 
+def harness_cache() -> Path:
+    """Where selection keeps what it read once (the parsed imports, unpacked engine
+    sources): ``$XDG_CACHE_HOME/harness``, else ``~/.cache/harness``."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "harness"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Parsed:
     """What one file names: imported dotted names and module-like string literals."""
