@@ -12,6 +12,9 @@ from harness.matrix.schema import CPU_FLAGS
 from harness.results.facts import HostRecord
 
 EMULATED_ENV = "HARNESS_EMULATED_CPU"  # set inside a lane's emulated CPU (cpu_emulation.py)
+# set where a lane's image is of another architecture than the host's (qemu-user runs it;
+# runners/suite_env.py foreign_arch)
+FOREIGN_ENV = "HARNESS_FOREIGN_ARCH"
 
 
 def cpu_model_and_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, list[str], str]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import UsageError
-from harness.results import layout
+from harness.results import layout, speed
 from harness.results.case_meaning import KNOWN, WORKS
 from harness.results.fingerprint import mask
 from harness.results.junit_read import JunitReader
@@ -41,6 +41,9 @@ class CaseResult:
     signature: str = ""
     headroom: dict[str, float] = field(default_factory=dict)
     known: bool = False  # a known failure applied (xfail, xpass, or the entry's skip)
+    # the speed tier's ratio (engine over baseline, plugin/speed.py), or why none was recorded
+    speed: float | None = None
+    speed_skipped: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,6 +128,8 @@ def _suite_cases(junit: Path, warn: Warn) -> Iterator[CaseResult]:
             signature=signature(case.status, case.message, details.get(case.nodeid, "")),
             headroom=_headroom(props),
             known=case.status in KNOWN or bool(props.get("known_failure")),
+            speed=speed.ratio_of(props.get(speed.RATIO)),
+            speed_skipped=props.get(speed.SKIPPED, ""),
         )
 
 

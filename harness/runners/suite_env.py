@@ -5,11 +5,13 @@
 from __future__ import annotations
 
 import os
+import platform
 from collections.abc import Mapping
 from pathlib import Path
 
 from harness.matrix.model import Matrix
 from harness.platform.cache import cache_env
+from harness.platform.host import FOREIGN_ENV
 
 
 def triton_interpreted(matrix: Matrix, *, emulate: bool) -> bool:
@@ -18,13 +20,28 @@ def triton_interpreted(matrix: Matrix, *, emulate: bool) -> bool:
     return emulate or matrix.device == "cpu"
 
 
+# docker's architecture names for what platform.machine() says
+_DOCKER_ARCH = {"x86_64": "amd64", "AMD64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+
+
+def foreign_arch(matrix: Matrix, machine: str | None = None) -> str | None:
+    """The architecture of the lane's image where it is not the host's (``linux/s390x`` on
+    an x86-64 host: qemu-user runs it), else None."""
+    wanted = (matrix.runtime.platform or "").rpartition("/")[2]
+    here = machine or platform.machine()
+    if not wanted or wanted in (here, _DOCKER_ARCH.get(here)):
+        return None
+    return wanted
+
+
 def suite_env(matrix: Matrix, root: Path, *, import_root: Path,
               inherited_pythonpath: str | None = None, emulate: bool = False,
               defaults: Mapping[str, str] | None = None,
               overrides: Mapping[str, str] | None = None) -> dict[str, str]:
     """The project root (HARNESS_ROOT), where harness and refengine import from (PYTHONPATH,
     ahead of an inherited one), no bytecode written into the checkout, then ``defaults``
-    (the run's thread settings and the like), the Triton interpreter where it is needed,
+    (the run's thread settings and the like), the Triton interpreter where it is needed, the
+    lane's architecture where the host's is another,
     the matrix's ``runtime.env``, its persistent caches, and last ``overrides``."""
     pythonpath = [str(import_root), *filter(None, [inherited_pythonpath])]
     env = {"HARNESS_ROOT": str(root), "PYTHONDONTWRITEBYTECODE": "1",
@@ -32,6 +49,9 @@ def suite_env(matrix: Matrix, root: Path, *, import_root: Path,
     env.update(defaults or {})
     if triton_interpreted(matrix, emulate=emulate):
         env["TRITON_INTERPRET"] = "1"
+    arch = foreign_arch(matrix)
+    if arch:
+        env[FOREIGN_ENV] = arch
     env.update(dict(matrix.runtime.env))
     env.update(cache_env(matrix))
     env.update(overrides or {})

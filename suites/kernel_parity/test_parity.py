@@ -1,4 +1,6 @@
-"""Every provider kernel against ``native`` with the platform's tolerances."""
+"""Every provider kernel against ``native`` with the platform's tolerances; the speed tier
+(each op's first case per provider and dtype, the smoke tier's) then times the kernel
+against the platform's own baseline (harness/plugin/speed.py, docs/speed.md)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import torch
 from conftest import CAPABILITY_GATED
 from parity_cases import FP8_OPS
 from parity_check import ParityError, check_case
+from parity_speed import record_speed
 
 from refengine.ops.record import counted
 from refengine.ops.spec import describe
@@ -16,7 +19,7 @@ from refengine.providers import get_provider
 
 
 def test_parity(parity_param: Any, platform: Any, device: torch.device, tolerance: Any,
-                seed: int, record_property: Any) -> None:
+                seed: int, record_property: Any, request: pytest.FixtureRequest) -> None:
     op, case, dtype_name, provider_name = parity_param
     # (the plugin records the platform of every test)
     for key, value in (("op", op), ("provider", provider_name), ("dtype", dtype_name or "none")):
@@ -54,3 +57,7 @@ def test_parity(parity_param: Any, platform: Any, device: torch.device, toleranc
         raise
     for key, value in outcome.properties().items():
         record_property(key, value)
+    tier = request.node.get_closest_marker("tier")
+    if tier is not None and tier.args[:1] == ("smoke",):
+        record_speed(platform, op, provider_name, provider.impl(op), build, info,
+                     record_property)

@@ -1,0 +1,131 @@
+"""A kernel's speed as a result: the engine's kernel against the platform's own baseline,
+timed in the same process on the same inputs, interleaved, after a warm-up.
+
+An absolute time moves from run to run and machine to machine on a shared CI agent; a
+ratio measured side by side does not (much): each pair of samples times the engine and the
+baseline back to back, in alternating order, each sample long enough (``SAMPLE_S``) that
+the clock's resolution and a call's overhead do not decide it. The ratio is the median of
+the pairs' ratios (engine time over baseline time: above 1, the engine is slower); its
+spread the interquartile range of those ratios over the median. On a GPU the samples are
+device time (CUDA events), not the host's.
+
+Where a time says nothing of the platform, no speed is recorded and ``why_no_speed`` says
+why: a GPU profile emulated on the CPU, a CPU emulated under qemu (a lane's x86-64 level,
+or another architecture under qemu-user), Triton's interpreter.
+
+The case's properties are results/speed.py's (one vocabulary, read by the history, the
+report, ``report compare`` and ``harness bisect --slower-than``).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.platform.host import EMULATED_ENV, FOREIGN_ENV
+from harness.results.speed import BASELINE, BASELINE_US, ENGINE_US, PAIRS, RATIO, SPREAD
+
+SPEED_ENV = "HARNESS_SPEED"  # "off": the speed tier records nothing (the cost bench's other side)
+SAMPLE_S = 0.002  # each sample times at least this long (calls repeated)
+MAX_PAIRS = 15
+MIN_PAIRS = 5
+CASE_BUDGET_S = 1.0  # a slow case takes fewer pairs (never under MIN_PAIRS)
+WARMUP = 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class Speed:
+    ratio: float  # engine over baseline, the median of the pairs' ratios
+    engine_s: float  # the median time of one engine call
+    baseline_s: float
+    spread: float  # the interquartile range of the pairs' ratios over their median
+    baseline: str  # the baseline's name (a provider)
+    pairs: int
+
+    def properties(self) -> dict[str, str]:
+        return {RATIO: f"{self.ratio:.4g}", ENGINE_US: f"{self.engine_s * 1e6:.4g}",
+                BASELINE_US: f"{self.baseline_s * 1e6:.4g}", SPREAD: f"{self.spread:.3g}",
+                BASELINE: self.baseline, PAIRS: str(self.pairs)}
+
+
+def why_no_speed(*, platform: str, emulate: bool, provider: str,
+                 environ: Mapping[str, str]) -> str | None:
+    """None where a time measured here says something of the platform; else why not."""
+    if environ.get(SPEED_ENV, "on") == "off":
+        return f"{SPEED_ENV}=off"
+    if emulate:
+        return (f"the {platform} profile is emulated on the CPU: a CPU time says nothing of "
+                f"the {platform} device")
+    if environ.get(EMULATED_ENV):
+        return f"the CPU is emulated under qemu ({environ[EMULATED_ENV]}): the times are qemu's"
+    if environ.get(FOREIGN_ENV):
+        return (f"the {environ[FOREIGN_ENV]} CPU is emulated under qemu-user on this host: "
+                "the times are qemu's")
+    if provider == "triton" and environ.get("TRITON_INTERPRET") == "1":
+        return "Triton runs in its interpreter here: its time is the interpreter's"
+    return None
+
+
+Timer = Callable[[Callable[[], Any], int], float]  # seconds for n calls
+
+
+def cpu_timer(fn: Callable[[], Any], n: int) -> float:
+    start = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return time.perf_counter() - start
+
+
+def cuda_timer(fn: Callable[[], Any], n: int) -> float:
+    """Device time of ``n`` calls (the host's queueing left out)."""
+    import torch
+
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    begin.record()
+    for _ in range(n):
+        fn()
+    end.record()
+    end.synchronize()
+    return float(begin.elapsed_time(end)) / 1e3
+
+
+def timer_for(device: str) -> Timer:
+    return cuda_timer if device == "cuda" else cpu_timer
+
+
+def _quartiles(values: list[float]) -> tuple[float, float]:
+    if len(values) < 2:
+        return values[0], values[0]
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return q[0], q[2]
+
+
+def measure(engine: Callable[[], Any], baseline: Callable[[], Any], *, baseline_name: str,
+            timer: Timer = cpu_timer) -> Speed:
+    """Time ``engine`` against ``baseline`` (each a call on its own inputs), interleaved."""
+    for _ in range(WARMUP):
+        engine()
+        baseline()
+    one = max(timer(engine, 1), timer(baseline, 1), 1e-7)
+    calls = max(1, min(1000, math.ceil(SAMPLE_S / one)))
+    pairs = max(MIN_PAIRS, min(MAX_PAIRS, int(CASE_BUDGET_S / (2 * calls * one))))
+    engine_times, baseline_times, ratios = [], [], []
+    for i in range(pairs):
+        if i % 2:
+            b, e = timer(baseline, calls), timer(engine, calls)
+        else:
+            e, b = timer(engine, calls), timer(baseline, calls)
+        engine_times.append(e / calls)
+        baseline_times.append(b / calls)
+        ratios.append(e / b if b > 0 else math.inf)
+    ratio = statistics.median(ratios)
+    low, high = _quartiles(ratios)
+    return Speed(ratio=ratio, engine_s=statistics.median(engine_times),
+                 baseline_s=statistics.median(baseline_times),
+                 spread=(high - low) / ratio if ratio > 0 else math.inf,
+                 baseline=baseline_name, pairs=pairs)

@@ -1,0 +1,48 @@
+"""The speed tier of the parity suite: a case that passed, timed against the platform's
+own baseline on the same inputs (harness/plugin/speed.py does the timing and says where a
+time means nothing).
+
+The baseline is torch's own implementation of the same math: the ``torch`` provider where
+it has a kernel for the case, else ``native`` (the fp32 reference, the only baseline
+``torch``'s own kernels have).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from harness.plugin.speed import measure, timer_for, why_no_speed
+from harness.results.speed import SKIPPED
+from refengine.providers import get_provider, offers
+
+BASELINE = "torch"
+FALLBACK = "native"
+
+
+def baseline_for(op: str, provider: str, info: Any, device: str) -> tuple[str, Callable[..., Any]]:
+    """(name, kernel) of the case's baseline."""
+    if provider != BASELINE:
+        torch_provider = get_provider(BASELINE, device)
+        if offers(torch_provider, op) and torch_provider.is_available()[0] and \
+                torch_provider.supports(op, info.dtype, info.shapes, info.layout)[0]:
+            return BASELINE, torch_provider.impl(op)
+    return FALLBACK, get_provider(FALLBACK, device).impl(op)
+
+
+def record_speed(platform: Any, op: str, provider: str, kernel: Callable[..., Any],
+                 build: Callable[[], tuple[Any, ...]], info: Any,
+                 record_property: Callable[[str, object], None]) -> None:
+    """Time ``kernel`` against the baseline on the case's inputs; record it, or why not."""
+    why = why_no_speed(platform=platform.name, emulate=platform.emulate, provider=provider,
+                       environ=os.environ)
+    if why is not None:
+        record_property(SKIPPED, why)
+        return
+    name, baseline = baseline_for(op, provider, info, platform.device)
+    engine_args, baseline_args = build(), build()
+    speed = measure(lambda: kernel(*engine_args), lambda: baseline(*baseline_args),
+                    baseline_name=name, timer=timer_for(platform.device))
+    for key, value in speed.properties().items():
+        record_property(key, value)
