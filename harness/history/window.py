@@ -61,6 +61,19 @@ class NearTolerance(NamedTuple):
     atol: float | None
 
 
+class SpeedPoint(NamedTuple):
+    """A speed-tier case of one run: its ratio, or why it recorded none (results/speed.py)."""
+
+    run: int
+    key: str
+    nodeid: str
+    op: str | None
+    provider: str | None
+    dtype: str | None
+    ratio: str | None
+    skipped: str | None
+
+
 class CaseOutcome(NamedTuple):
     test: int
     key: str
@@ -307,6 +320,15 @@ class WindowReader:
             total = (good or 0) + (bad or 0)
             points.append(Point(lane, started, (good or 0) / total if total else 0.0))
         return points
+
+    def speeds(self, window: Collection[int]) -> list[SpeedPoint]:
+        """The speed tier's cases of the window's runs (a ratio or a reason), oldest first."""
+        return [SpeedPoint(*row) for row in self._db.execute(
+            "SELECT c.run, t.key, t.nodeid, c.op, c.provider, c.dtype,"
+            " json_extract(c.extra, '$.speed_ratio'), json_extract(c.extra, '$.speed_skipped')"
+            " FROM cases c JOIN runs r ON r.id = c.run JOIN tests t ON t.id = c.test"
+            f" WHERE c.run IN ({ids(window)}) AND c.extra LIKE '%\"speed_%'"
+            " AND json_valid(c.extra) ORDER BY r.started")]
 
     def fusion_values(self, window: Collection[int]) -> list[FusionValue]:
         """The ``fusion.*`` properties of the window's cases, oldest run first."""

@@ -28,6 +28,7 @@ from harness.reports.model import (
 )
 from harness.reports.ops import op_view
 from harness.reports.runs import Runs, iso, lane_facts
+from harness.reports.speed import speed_view
 from harness.reports.testgrid import grid_rows
 from harness.results.case_meaning import NEW_FAILURES, WORKS
 
@@ -229,6 +230,7 @@ def _assemble(db: WindowReader, runs: Runs, facts: dict[str, MatrixFacts], *,
     regressions, fixes, streaks = _changes(db, runs, lanes)
     infra = queries.infra_events(db, runs.ids)
     ops, op_coverage = op_view(db, runs, lanes, facts)
+    speed_regressions, speed, speed_lanes = speed_view(db, runs, lanes)
     return Report(
         generated=iso(dt.datetime.now(dt.UTC)),
         since=runs.start,
@@ -257,6 +259,9 @@ def _assemble(db: WindowReader, runs: Runs, facts: dict[str, MatrixFacts], *,
         warnings=warnings,
         ops=ops,
         op_coverage=op_coverage,
+        speed_regressions=speed_regressions,
+        speed=speed,
+        speed_lanes=speed_lanes,
     )
 
 
@@ -273,7 +278,8 @@ def headline(report: Report) -> str:
     return (
         f"{len(tonight.regressions)} new failures, {len(tonight.fixes)} fixed, "
         f"{infra} new infra failures, {len(tonight.started_skipping)} suites started skipping"
-        f" · {ran}/{len(report.lanes)} platforms ran"
+        + (f", {len(report.speed_regressions)} slower" if report.speed_regressions else "")
+        + f" · {ran}/{len(report.lanes)} platforms ran"
         + (f" ({skipped} skipped on a host not theirs)" if skipped else "")
         + f", {report.test_rows_total} tests,"
         f" {failing} failing, {len(report.flaky)} flaky, {skipping} suites mostly skipped"

@@ -85,6 +85,11 @@ class View:
         return "" if value is None else f"{value:.3g}"
 
     @staticmethod
+    def speed_trend(name: str, lane: str, values: list[float]) -> Markup:
+        points = [(f"night {i + 1}", v) for i, v in enumerate(values)]
+        return Markup(charts.sparkline(points, title=f"{name} {lane}", width=60, height=16))
+
+    @staticmethod
     def sparkline(series: Series, limit: float | None) -> Markup:
         return Markup(
             charts.sparkline(series.points, title=f"{series.label} {series.lane}", limit=limit)

@@ -135,6 +135,45 @@ class OpCoverage:
 
 
 @dataclass
+class SpeedRegression:
+    """A speed-tier case of a lane's latest night slower than the lane's own band
+    (results/speed.py): since which night, and the command that measures it again."""
+
+    lane: str
+    key: str
+    op: str
+    ratio: float  # the latest night's (engine over baseline)
+    median: float  # the band's
+    high: float
+    nights: int  # the earlier nights the band holds
+    slower: float  # ratio over the band's median
+    since: str  # the first night of the slow streak
+    command: str
+
+
+@dataclass
+class SpeedRow:
+    """One op x provider x dtype of the speed tier across the lanes: each lane's latest
+    ratio and its ratios per night (oldest first)."""
+
+    name: str
+    ratio: dict[str, float] = field(default_factory=dict)
+    trend: dict[str, list[float]] = field(default_factory=dict)
+    regressed: dict[str, bool] = field(default_factory=dict)
+
+
+@dataclass
+class SpeedLane:
+    """A lane's speed tier: cases timed last night, its band, or why nothing is judged."""
+
+    lane: str
+    timed: int
+    skipped: int
+    nights: int  # nights with a speed in the window
+    note: str  # "" where regressions are judged; else why not (no band yet, emulated, ...)
+
+
+@dataclass
 class Change:
     lane: str
     key: str
@@ -300,6 +339,9 @@ class Report:
     tonight: Tonight = field(default_factory=lambda: Tonight([], [], [], []))
     ops: list[OpRow] = field(default_factory=list)  # the ops x platform view
     op_coverage: list[OpCoverage] = field(default_factory=list)
+    speed_regressions: list[SpeedRegression] = field(default_factory=list)
+    speed: list[SpeedRow] = field(default_factory=list)  # the speed x platform view
+    speed_lanes: list[SpeedLane] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -328,6 +370,7 @@ class Report:
         for item, row in zip(data["ops"], self.ops, strict=True):
             item["state"] = row.state
         data["ops_not_exercised"] = self.ops_not_exercised
-        # 3: test_grid keeps the rows worth showing (GRID_ROWS); 4: ops, op_coverage
-        data["schema"] = 4
+        # 3: test_grid keeps the rows worth showing (GRID_ROWS); 4: ops, op_coverage;
+        # 5: speed_regressions, speed, speed_lanes
+        data["schema"] = 5
         return data

@@ -200,7 +200,7 @@ def test_report_md_names_every_change(db: Path, tmp_path: Path) -> None:
     html_text = html.split("<script>")[0]
     assert "<img" not in html_text and "&lt;img src=x" in html_text
     data = json.loads((out / "report.json").read_text())
-    assert data["schema"] == 4
+    assert data["schema"] == 5
     assert data["tonight"]["regressions"][0]["key"] == key("test_regresses_tonight")
     assert data["tonight"]["started_skipping"][0]["suite"] == "features"
 
