@@ -99,7 +99,14 @@ def preflight_step(ctx: RunContext) -> None:
 
 
 def plan_threads_step(ctx: RunContext) -> ThreadPlan:
-    return plan_threads(ctx.request.workers, cpu_budget(), memory=memory_budget())
+    """Workers and threads; a run of named tests (``--test``, repro, each bisect step) has
+    no more workers than tests, so a lone test runs with the threads of the whole budget,
+    as the engine runs it (a worker left idle would halve them)."""
+    asked = ctx.request.workers
+    named = sum(len(ids) for ids in ctx.request.tests.values())
+    if asked is None and named:
+        asked = named
+    return plan_threads(asked, cpu_budget(), memory=memory_budget())
 
 
 def recorded_peaks(ctx: RunContext) -> dict[str, Peak]:

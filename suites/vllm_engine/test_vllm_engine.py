@@ -13,15 +13,11 @@ from __future__ import annotations
 import gc
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tiny_llama import make_tiny_llama
-
-from harness.plugin.speed import budgeted_threads, threads_problem, why_no_speed
-from harness.results.speed import BASELINE, RATIO, SKIPPED
 
 pytestmark = pytest.mark.requires("vllm")
 
@@ -48,18 +44,10 @@ def _prompt_ids(model_dir: Path) -> list[list[int]]:
     return [tok.encode(text).ids for text in PROMPTS]
 
 
-@dataclass
-class Decoded:
-    tokens: list[list[int]]
-    seconds: float  # the decode of every prompt, warm (a first decode before it untimed)
-    threads: int = 0  # torch's thread count once the engine is up
-
-    @property
-    def tokens_per_s(self) -> float:
-        return sum(map(len, self.tokens)) / self.seconds if self.seconds > 0 else 0.0
-
-
-def _transformers_greedy(model_dir: Path, dtype: Any, prompts: list[list[int]]) -> Decoded:
+def _transformers_greedy(model_dir: Path, dtype: Any, prompts: list[list[int]],
+                         timed: dict[str, float] | None = None) -> list[list[int]]:
+    """transformers' greedy tokens; with ``timed``, decoded twice and the second (warm)
+    decode's seconds kept there."""
     import torch
     from transformers import LlamaForCausalLM
 
@@ -74,31 +62,39 @@ def _transformers_greedy(model_dir: Path, dtype: Any, prompts: list[list[int]]) 
                 out.append(tokens[0, len(ids):].tolist())
         return out
 
+    if timed is None:
+        return decode()
     decode()
     start = time.perf_counter()
     tokens = decode()
-    return Decoded(tokens, time.perf_counter() - start)
+    timed["seconds"] = time.perf_counter() - start
+    return tokens
 
 
-def _generate(llm: Any, prompts: list[list[int]], params: Any) -> list[list[int]]:
-    results = llm.generate([{"prompt_token_ids": ids} for ids in prompts], params,
-                           use_tqdm=False)
-    return [list(r.outputs[0].token_ids) for r in results]
-
-
-def _vllm_greedy(model_dir: Path, dtype: str, prompts: list[list[int]]) -> Decoded:
+def _vllm_greedy(model_dir: Path, dtype: str, prompts: list[list[int]],
+                 timed: dict[str, float] | None = None) -> list[list[int]]:
+    """vLLM's greedy tokens; with ``timed``, decoded twice, the second (warm) decode's
+    seconds and torch's thread count once the engine is up kept there."""
     import torch
     from vllm import LLM, SamplingParams
+
+    def decode(engine: Any) -> list[list[int]]:
+        results = engine.generate([{"prompt_token_ids": ids} for ids in prompts], params,
+                                  use_tqdm=False)
+        return [list(r.outputs[0].token_ids) for r in results]
 
     llm = LLM(model=str(model_dir), dtype=dtype, max_model_len=128, seed=0,
               max_num_seqs=len(prompts))
     try:
         params = SamplingParams(temperature=0.0, max_tokens=NEW_TOKENS, ignore_eos=True)
-
-        _generate(llm, prompts, params)
+        if timed is None:
+            return decode(llm)
+        decode(llm)
         start = time.perf_counter()
-        tokens = _generate(llm, prompts, params)
-        return Decoded(tokens, time.perf_counter() - start, torch.get_num_threads())
+        tokens = decode(llm)
+        timed["seconds"] = time.perf_counter() - start
+        timed["threads"] = torch.get_num_threads()
+        return tokens
     finally:
         del llm
         gc.collect()
@@ -109,31 +105,39 @@ def test_greedy_tokens_match_transformers(model_dir: Path, dtype: str, vllm_libr
                                           record_property: Any) -> None:
     import torch
 
+    from harness.plugin.speed import budgeted_threads, threads_problem
+
     prompts = _prompt_ids(model_dir)
-    engine = _vllm_greedy(model_dir, dtype, prompts)
+    engine: dict[str, float] = {}
+    got = _vllm_greedy(model_dir, dtype, prompts, engine)
     record_property("kernel_library", vllm_library())
-    baseline = _transformers_greedy(model_dir, getattr(torch, dtype), prompts)
-    got, want = engine.tokens, baseline.tokens
+    baseline: dict[str, float] = {}
+    want = _transformers_greedy(model_dir, getattr(torch, dtype), prompts, baseline)
     for i, (a, b) in enumerate(zip(got, want, strict=True)):
         first = next((n for n, (x, y) in enumerate(zip(a, b, strict=True)) if x != y), None)
         record_property(f"prompt{i}.first_difference", "none" if first is None else first)
-    _record_speed(engine, baseline, record_property)
+    _record_speed(engine, baseline, sum(map(len, got)), record_property)
     assert got == want, (f"vLLM's greedy tokens differ from transformers' ({dtype}): "
                          f"vllm {got}, transformers {want}")
     budget = budgeted_threads(os.environ)
-    problem = None if budget is None else threads_problem("vLLM", engine.threads, budget)
+    problem = None if budget is None else threads_problem("vLLM", int(engine["threads"]),
+                                                           budget)
     assert problem is None, problem
 
 
-def _record_speed(engine: Decoded, baseline: Decoded, record_property: Any) -> None:
+def _record_speed(engine: dict[str, float], baseline: dict[str, float], tokens: int,
+                  record_property: Any) -> None:
     """Decode tokens/s of vLLM and of transformers on the same host, model and prompts; the
     ratio in the speed tier's vocabulary (engine time over baseline time), or why none."""
-    record_property("engine_threads", engine.threads)
+    from harness.plugin.speed import why_no_speed
+    from harness.results.speed import BASELINE, RATIO, SKIPPED
+
+    record_property("engine_threads", int(engine["threads"]))
     why = why_no_speed(platform="vllm", emulate=False, provider="vllm", environ=os.environ)
     if why is not None:
         record_property(SKIPPED, why)
         return
-    record_property("decode_tokens_per_s", f"{engine.tokens_per_s:.4g}")
-    record_property("transformers_tokens_per_s", f"{baseline.tokens_per_s:.4g}")
-    record_property(RATIO, f"{engine.seconds / baseline.seconds:.4g}")
+    record_property("decode_tokens_per_s", f"{tokens / engine['seconds']:.4g}")
+    record_property("transformers_tokens_per_s", f"{tokens / baseline['seconds']:.4g}")
+    record_property(RATIO, f"{engine['seconds'] / baseline['seconds']:.4g}")
     record_property(BASELINE, "transformers")
