@@ -1,0 +1,140 @@
+"""The speed tier's rules, each boundary from both sides: the band and the regression
+(results/speed.py), where no speed is recorded and why (plugin/speed.py), the timing on
+real work, the thread budget's check, a foreign architecture (runners/suite_env.py), and
+the report's night-by-night walk (reports/speed.py)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from harness.errors import UsageError
+from harness.matrix.loader import load_matrix
+from harness.plugin import speed as timing
+from harness.reports.speed import _note, _walk
+from harness.results import speed
+from harness.runners.suite_env import foreign_arch
+
+
+def test_ratio_of_keeps_only_positive_finite_numbers() -> None:
+    assert speed.ratio_of("0.5") == 0.5
+    for bad in (None, "", "fast", "0", "-1", "inf", "nan"):
+        assert speed.ratio_of(bad) is None, bad
+
+
+def test_no_band_below_three_earlier_nights_and_one_at_three() -> None:
+    assert speed.band([1.0, 1.0]) is None
+    found = speed.band([1.0, 1.1, 0.9])
+    assert found is not None and (found.low, found.median, found.high) == (0.9, 1.0, 1.1)
+    assert speed.band([5.0] + [1.0] * 7).high == 1.0  # the last seven nights only
+
+
+def test_a_regression_is_above_the_top_and_a_margin_above_the_median() -> None:
+    band = speed.band([1.0, 1.0, 1.3])
+    assert band is not None
+    assert not band.regressed(1.3)  # at the top: within the band
+    assert band.regressed(1.31)  # above the top, and >= 1.25 x the median
+    tight = speed.band([1.0, 1.0, 1.0])
+    assert tight is not None
+    assert not tight.regressed(1.2499)  # above the top, but under the margin
+    assert tight.regressed(1.25)
+    assert tight.slowdown(1.5) == 1.5
+
+
+@pytest.mark.parametrize("text", ["fast", "1", "0.5", "nan", "inf", ""])
+def test_a_factor_that_is_not_one_is_one_line(text: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        speed.factor(text)
+    assert "\n" not in str(caught.value) and "--slower-than" in str(caught.value)
+
+
+def test_a_factor_reads_a_number_above_one() -> None:
+    assert speed.factor("1.5") == 1.5
+    assert speed.factor("2x") == 2.0
+
+
+def test_why_no_speed_names_each_emulation_and_none_on_the_real_thing() -> None:
+    def why(emulate: bool = False, provider: str = "torch", **env: str) -> str | None:
+        return timing.why_no_speed(platform="rocm", emulate=emulate, provider=provider,
+                                   environ=env)
+
+    assert why() is None
+    assert why(provider="triton") is None  # a compiled Triton: timed
+    assert "HARNESS_SPEED=off" in (why(HARNESS_SPEED="off") or "")
+    assert why(HARNESS_SPEED="on") is None
+    assert "rocm profile is emulated" in (why(emulate=True) or "")
+    assert "emulated under qemu (x86-64-v2)" in (why(HARNESS_EMULATED_CPU="x86-64-v2") or "")
+    assert "s390x CPU is emulated under qemu-user" in (why(HARNESS_FOREIGN_ARCH="s390x") or "")
+    assert "interpreter" in (why(provider="triton", TRITON_INTERPRET="1") or "")
+    assert why(provider="torch", TRITON_INTERPRET="1") is None
+
+
+def test_measure_finds_twice_the_work_about_twice_as_slow() -> None:
+    """Real calls: a busy loop of 2 units against one of 1."""
+    def work(units: int) -> None:
+        end = time.perf_counter() + units * 2e-4
+        while time.perf_counter() < end:
+            pass
+
+    found = timing.measure(lambda: work(2), lambda: work(1), baseline_name="one")
+    assert 1.7 < found.ratio < 2.3, found
+    assert found.baseline == "one" and found.pairs >= timing.MIN_PAIRS
+    props = found.properties()
+    assert set(props) == set(speed.PROPERTIES) and speed.ratio_of(props[speed.RATIO])
+
+
+def test_measure_takes_each_sides_fastest_sample() -> None:
+    """A fake clock (the real one above): bursts of load on either side do not move it."""
+    calls = {"engine": 0, "baseline": 0}
+    engine_times = iter([3e-3, 3e-3, 2e-3] + [2e-3, 9e-3] * 30)
+    baseline_times = iter([1e-3, 1e-3, 1e-3] + [5e-3, 1e-3] * 30)
+
+    def timer(fn: object, n: int) -> float:
+        name = "engine" if fn is engine else "baseline"
+        calls[name] += 1
+        return next(engine_times if name == "engine" else baseline_times) * n
+
+    def engine() -> None: ...
+    def baseline() -> None: ...
+
+    found = timing.measure(engine, baseline, baseline_name="b", timer=timer)
+    assert found.ratio == pytest.approx(2.0) and found.engine_s == pytest.approx(2e-3)
+    assert calls["engine"] == calls["baseline"] == found.pairs + 1
+
+
+def test_the_thread_budget_is_read_and_checked_both_ways() -> None:
+    assert timing.budgeted_threads({}) is None
+    assert timing.budgeted_threads({"HARNESS_TORCH_THREADS": "x"}) is None
+    assert timing.budgeted_threads({"HARNESS_TORCH_THREADS": "0"}) is None
+    assert timing.budgeted_threads({"HARNESS_TORCH_THREADS": "2"}) == 2
+    assert timing.threads_problem("vLLM", 2, 2) is None
+    fewer = timing.threads_problem("vLLM", 1, 2) or ""
+    assert "1 torch thread(s), harness budgeted 2" in fewer and "slower" in fewer
+    assert "oversubscribe" in (timing.threads_problem("vLLM", 4, 2) or "")
+
+
+def test_a_foreign_architecture_is_named_and_the_hosts_own_is_not() -> None:
+    s390x, cpu = load_matrix("s390x"), load_matrix("cpu")
+    assert foreign_arch(s390x, "x86_64") == "s390x"
+    assert foreign_arch(s390x, "s390x") is None
+    assert foreign_arch(cpu, "x86_64") is None  # no platform: the host's own
+
+
+def test_the_walk_keeps_a_lasting_slowdown_flagged_against_the_nights_before_it() -> None:
+    flags, kept = _walk([1.0, 1.02, 0.98, 1.0, 1.6, 1.6])
+    assert flags == [False, False, False, False, True, True]
+    assert kept == [1.0, 1.02, 0.98, 1.0]  # the band of the last night: before the slowdown
+    flags, kept = _walk([1.0, 1.02, 0.98, 1.01])
+    assert flags == [False] * 4 and kept == [1.0, 1.02, 0.98]  # the last night's own band
+    assert _walk([1.0, 3.0]) == ([False, False], [1.0])  # no band: nothing flagged
+
+
+def test_the_note_says_why_a_lane_is_not_judged() -> None:
+    from collections import Counter
+
+    assert "no band yet: 0 earlier night(s)" in _note(3, Counter(), 1)
+    assert "no band yet: 2 earlier night(s)" in _note(3, Counter(), 3)
+    assert _note(3, Counter(), 4) == ""
+    assert _note(0, Counter({"the CPU is emulated": 4}), 0).startswith(
+        "no speed recorded: the CPU is emulated")
