@@ -2,6 +2,12 @@
 own baseline on the same inputs (harness/plugin/speed.py does the timing and says where a
 time means nothing).
 
+The tier is one case per op, provider and dtype: the first of the op's cases (the order the
+suite generates them in) that the provider supports and that no known failure of the lane
+covers. So an op whose first case is a known failure on the lane (vLLM's bf16 attention on
+an AMX host) or a shape its kernel declines (vLLM's rms_norm at an odd width) is still
+timed, and the choice is the same on every night and in every worker.
+
 The baseline is torch's own implementation of the same math: the ``torch`` provider where
 it has a kernel for the case, else ``native`` (the fp32 reference, the only baseline
 ``torch``'s own kernels have).
@@ -10,7 +16,7 @@ it has a kernel for the case, else ``native`` (the fp32 reference, the only base
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from harness.plugin.speed import measure, timer_for, why_no_speed
@@ -19,6 +25,17 @@ from refengine.providers import get_provider, offers
 
 BASELINE = "torch"
 FALLBACK = "native"
+_CHOSEN: dict[tuple[str, str, str], str | None] = {}  # (op, provider, dtype) -> its case id
+
+
+def speed_case(key: tuple[str, str, str], candidates: Iterable[tuple[str, str]],
+               covered: Callable[[str], bool], supported: Callable[[str], bool]) -> str | None:
+    """The case id of ``key``'s speed case: the first of ``candidates`` ((case id, node
+    id), in the suite's order) that no known failure covers and the provider supports."""
+    if key not in _CHOSEN:
+        _CHOSEN[key] = next((case for case, nodeid in candidates
+                             if not covered(nodeid) and supported(case)), None)
+    return _CHOSEN[key]
 
 
 def baseline_for(op: str, provider: str, info: Any, device: str) -> tuple[str, Callable[..., Any]]:

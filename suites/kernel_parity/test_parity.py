@@ -1,6 +1,6 @@
 """Every provider kernel against ``native`` with the platform's tolerances; the speed tier
-(each op's first case per provider and dtype, the smoke tier's) then times the kernel
-against the platform's own baseline (harness/plugin/speed.py, docs/speed.md)."""
+(one case per op, provider and dtype: parity_speed.py) then times the kernel against the
+platform's own baseline (harness/plugin/speed.py, docs/speed.md)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import CAPABILITY_GATED
-from parity_cases import FP8_OPS
+from conftest import CAPABILITY_GATED, provider_cases
+from parity_cases import FP8_OPS, case_dtypes, dtypes_for
 from parity_check import ParityError, check_case
-from parity_speed import record_speed
+from parity_speed import record_speed, speed_case
 
 from refengine.ops.record import counted
 from refengine.ops.spec import describe
@@ -57,7 +57,25 @@ def test_parity(parity_param: Any, platform: Any, device: torch.device, toleranc
         raise
     for key, value in outcome.properties().items():
         record_property(key, value)
-    tier = request.node.get_closest_marker("tier")
-    if tier is not None and tier.args[:1] == ("smoke",):
+    def supported(case_id: str) -> bool:
+        other = next(c for c in provider_cases(op, provider_name, dtypes) if c.id == case_id)
+        found = describe(op, other.args(act, fp8, device.type, seed))
+        return bool(provider.supports(op, found.dtype, found.shapes, found.layout)[0])
+
+    dtypes = dtypes_for(platform, op)
+    prefix = request.node.nodeid.partition("[")[0]
+    candidates = ((c.id, f"{prefix}[{op}-{c.id}-{dtype_name}-{provider_name}-{device.type}]")
+                  for c in provider_cases(op, provider_name, dtypes)
+                  if dtype_name in case_dtypes(c, dtypes))
+    if speed_case((op, provider_name, dtype_name), candidates, known_failure(request.config),
+                  supported) == case.id:
         record_speed(platform, op, provider_name, provider.impl(op), build, info,
                      record_property)
+
+
+def known_failure(config: pytest.Config) -> Any:
+    """Whether a known failure of the lane (those that apply on this host) covers a node id."""
+    from harness.plugin import _stash_key
+
+    entries = [e for e in config.stash[_stash_key()].entries if not e.expired]
+    return lambda nodeid: any(e.covers(nodeid) for e in entries)
