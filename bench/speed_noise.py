@@ -1,13 +1,12 @@
-"""The speed tier's noise on this host (issue 51): N identical runs of a lane's speed tier
-(``HARNESS_TIER=smoke``: each op's first case per provider and dtype, the cases that
-record a speed), each case's ratio across them, and whether the nightly report flags any
-of them against the band the earlier runs make.
+"""The speed tier's noise on this host (issue 51): N identical runs of a lane's parity
+suite (its speed tier: one case per op, provider and dtype records a speed), each case's
+ratio across them, and whether the nightly report flags any of them against the band the
+earlier runs make.
 
     python bench/speed_noise.py [--matrix cpu] [--runs 5] [--suite kernel_parity] \\
         [--out /tmp/speed-noise]
 
-Each run is ``harness run --matrix M --suite S --reports OUT/runs`` with the smoke tier,
-one after another on this host as it is (its other load included); then ``harness history
+Each run is ``harness run --matrix M --suite S --reports OUT/runs``, one after another on this host as it is (its other load included); then ``harness history
 ingest`` into OUT/history.sqlite and ``harness report nightly --out OUT/report``. Printed:
 per case its ratios and spread ((max - min) / median across the runs), the spreads'
 median and 90th percentile (the issue's goal: p90 <= 10%), the report's flagged speed
@@ -48,7 +47,7 @@ def main() -> int:
     for n in range(args.runs):
         print(f"run {n + 1} of {args.runs}", flush=True)
         _harness("run", "--matrix", args.matrix, "--suite", args.suite, "--reports",
-                 str(runs), env={"HARNESS_TIER": "smoke"})
+                 str(runs))
     folders = sorted((runs / args.matrix).iterdir())[-args.runs:]
     ratios: dict[str, list[float]] = defaultdict(list)
     for folder in folders:
