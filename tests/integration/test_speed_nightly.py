@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cdp import find_chromium, open_page
 
 from harness.platform.budget import cpu_budget
 
@@ -98,6 +99,7 @@ def test_a_slower_kernel_and_pinned_threads_are_flagged_and_bisected(
     assert slow and all("silu_and_mul torch" in g["op"] for g in slow), slow  # type: ignore[union-attr]
     assert all(g["slower"] >= 1.25 for g in slow), slow  # type: ignore[union-attr]
     assert "Slower than the lane's own band" in text and "silu_and_mul torch" in text
+    _read_in_chromium(tmp_path / "r4" / "report.html", len(slow))  # type: ignore[arg-type]
 
     provider.write_text(provider.read_text().replace("import torch\n", "import torch\n" + PIN, 1))
     pinned = _commit(repo, "torch provider: one thread")
@@ -114,3 +116,33 @@ def test_a_slower_kernel_and_pinned_threads_are_flagged_and_bisected(
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     last = [line for line in done.stdout.splitlines() if line.startswith("harness: bisect:")][-1]
     assert last == f"harness: bisect: first bad commit: {pinned[:7]} torch provider: one thread"
+
+
+SPEED_SECTION = """JSON.stringify((() => {
+  const s = document.getElementById('speed');
+  const r = s.getBoundingClientRect();
+  return {
+    flagged: [...s.querySelectorAll('#speed-regressions tbody tr')].map(tr => tr.textContent),
+    rows: [...s.querySelectorAll('#speed-grid tbody tr')].map(tr => tr.textContent),
+    lines: s.querySelectorAll('#speed-grid svg.spark polyline').length,
+    header_link: !!document.querySelector('a[href="#speed"]'),
+    width: r.width,
+  };
+})())"""
+
+
+def _read_in_chromium(page: Path, flagged: int) -> None:
+    """The page's speed section as a person sees it: the flagged rows, the grid with a
+    trend line a cell, the header's link, and no script error."""
+    chromium = find_chromium()
+    if chromium is None:
+        return  # tests/browser skips the same way where there is no Chromium
+    with open_page(chromium, page, 1366, 768) as tab:
+        tab.evaluate("document.getElementById('speed').scrollIntoView()")
+        seen = json.loads(tab.evaluate(SPEED_SECTION))
+        errors = tab.errors()
+    assert errors == []
+    assert len(seen["flagged"]) == flagged and all("silu_and_mul torch" in row
+                                                  for row in seen["flagged"]), seen
+    assert any(row.startswith("silu_and_mul torch") for row in seen["rows"]), seen
+    assert seen["lines"] >= len(seen["rows"]) and seen["header_link"] and seen["width"] > 0
