@@ -52,16 +52,26 @@ def _c() -> Any:
     return torch.ops._C
 
 
+def _linear_handler(weight: torch.Tensor) -> int:
+    """What vLLM does once at weight load: the oneDNN handler of the prepacked weight."""
+    return int(_c().create_onednn_mm_handler(weight.contiguous().t(), ONEDNN_CACHE))
+
+
+def _linear_run(handler: torch.Tensor, x: torch.Tensor, bias: torch.Tensor | None,
+                n: int, k: int) -> torch.Tensor:
+    out = torch.empty((*x.shape[:-1], n), dtype=x.dtype)
+    _c().onednn_mm(out.view(-1, n), x.reshape(-1, k), bias, handler)
+    return out
+
+
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     n, k = weight.shape
     # as int8_scaled_gemm: the weight as vLLM loads it (contiguous [N, K], passed as .t())
-    handler = _c().create_onednn_mm_handler(weight.contiguous().t(), ONEDNN_CACHE)
+    handler = _linear_handler(weight)
     try:
-        out = torch.empty((*x.shape[:-1], n), dtype=x.dtype)
-        _c().onednn_mm(out.view(-1, n), x.reshape(-1, k), bias, torch.tensor(handler))
+        return _linear_run(torch.tensor(handler), x, bias, n, k)
     finally:
         _c().release_dnnl_matmul_handler(handler)
-    return out
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -124,27 +134,62 @@ def fp8_quant(x: torch.Tensor, fp8_dtype: torch.dtype, mode: str, scale: torch.T
     return out, scales
 
 
+def _int8_handler(w: torch.Tensor, w_scales: torch.Tensor, out_dtype: torch.dtype,
+                  per_token: bool) -> int:
+    """What vLLM does once at weight load: the handler prepacks a [K, N] view of a
+    contiguous [N, K] weight, as vLLM's weight loading gives it (``b.stride(0) == 1`` is
+    checked)."""
+    return int(_c().create_onednn_scaled_mm_handler(
+        w.contiguous().t(), w_scales.float().reshape(-1), out_dtype, per_token, False,
+        ONEDNN_CACHE))
+
+
+def _int8_run(handler: torch.Tensor, a: torch.Tensor, a_scales: torch.Tensor,
+              bias: torch.Tensor | None, out_dtype: torch.dtype, n: int, k: int,
+              per_token: bool) -> torch.Tensor:
+    out = torch.empty((*a.shape[:-1], n), dtype=out_dtype)
+    rows = a.reshape(-1, k)  # activations go in as they come
+    scales = a_scales.float().reshape(-1, 1) if per_token else a_scales.float().reshape(())
+    _c().onednn_scaled_mm(out.view(-1, n), rows, scales, None, None,
+                          None if bias is None else bias.to(out_dtype), handler)
+    return out
+
+
 def int8_scaled_gemm(a: torch.Tensor, a_scales: torch.Tensor, w: torch.Tensor,
                      w_scales: torch.Tensor, bias: torch.Tensor | None,
                      out_dtype: torch.dtype) -> torch.Tensor:
     n, k = w.shape
-    # The handler prepacks a [K, N] view of a contiguous [N, K] weight, as vLLM's weight
-    # loading gives it (`b.stride(0) == 1` is checked); activations go in as they come.
-    w = w.contiguous()
     per_token = a_scales.numel() > 1  # [T..., 1]; one token's is the per-tensor case
-    handler = _c().create_onednn_scaled_mm_handler(
-        w.t(), w_scales.float().reshape(-1), out_dtype, per_token, False, ONEDNN_CACHE)
+    handler = _int8_handler(w, w_scales, out_dtype, per_token)
     try:
-        out = torch.empty((*a.shape[:-1], n), dtype=out_dtype)
-        rows = a.reshape(-1, k)
-        scales = (a_scales.float().reshape(-1, 1) if per_token
-                  else a_scales.float().reshape(()))
-        _c().onednn_scaled_mm(out.view(-1, n), rows, scales, None, None,
-                              None if bias is None else bias.to(out_dtype),
-                              torch.tensor(handler))
+        return _int8_run(torch.tensor(handler), a, a_scales, bias, out_dtype, n, k, per_token)
     finally:
         _c().release_dnnl_matmul_handler(handler)
-    return out
+
+
+Prepared = tuple[Callable[[], Any], Callable[[], None]]
+
+
+def prepared(op: str, args: tuple[Any, ...]) -> Prepared | None:
+    """The op's call on ``args`` with what vLLM does once at weight load (the GEMMs'
+    oneDNN handler) done once, as the engine calls it per token, and the release of what
+    was made; None for an op with nothing done at load (the speed tier times its call)."""
+    if op == "linear":
+        x, weight, bias = args
+        n, k = weight.shape
+        handler = _linear_handler(weight)
+        held = torch.tensor(handler)
+        return (lambda: _linear_run(held, x, bias, n, k),
+                lambda: _c().release_dnnl_matmul_handler(handler))
+    if op == "int8_scaled_gemm":
+        a, a_scales, w, w_scales, bias, out_dtype = args
+        n, k = w.shape
+        per_token = a_scales.numel() > 1
+        handler = _int8_handler(w, w_scales, out_dtype, per_token)
+        held = torch.tensor(handler)
+        return (lambda: _int8_run(held, a, a_scales, bias, out_dtype, n, k, per_token),
+                lambda: _c().release_dnnl_matmul_handler(handler))
+    return None
 
 
 def _impls() -> dict[str, Callable[..., Any]]:
@@ -233,6 +278,9 @@ class VllmProvider:
 
     def ops(self) -> tuple[str, ...]:
         return OPS
+
+    def prepared(self, op: str, args: tuple[Any, ...]) -> Prepared | None:
+        return prepared(op, args)
 
     def supports(self, op: str, dtype: torch.dtype, shapes: Mapping[str, Any],
                  layout: str) -> tuple[bool, str]:

@@ -48,18 +48,30 @@ def baseline_for(op: str, provider: str, info: Any, device: str) -> tuple[str, C
     return FALLBACK, get_provider(FALLBACK, device).impl(op)
 
 
-def record_speed(platform: Any, op: str, provider: str, kernel: Callable[..., Any],
-                 build: Callable[[], tuple[Any, ...]], info: Any,
-                 record_property: Callable[[str, object], None]) -> None:
-    """Time ``kernel`` against the baseline on the case's inputs; record it, or why not."""
-    why = why_no_speed(platform=platform.name, emulate=platform.emulate, provider=provider,
-                       environ=os.environ)
+def record_speed(platform: Any, op: str, provider: Any, build: Callable[[], tuple[Any, ...]],
+                 info: Any, record_property: Callable[[str, object], None]) -> None:
+    """Time the provider's kernel against the baseline on the case's inputs; record it, or
+    why not. A provider that does work once at weight load (vLLM's GEMMs prepack their
+    weight into a oneDNN handler) offers ``prepared(op, args)``: its per-call work is timed,
+    as the engine pays it per token, not the load."""
+    why = why_no_speed(platform=platform.name, emulate=platform.emulate,
+                       provider=provider.name, environ=os.environ)
     if why is not None:
         record_property(SKIPPED, why)
         return
-    name, baseline = baseline_for(op, provider, info, platform.device)
+    name, baseline = baseline_for(op, provider.name, info, platform.device)
     engine_args, baseline_args = build(), build()
-    speed = measure(lambda: kernel(*engine_args), lambda: baseline(*baseline_args),
-                    baseline_name=name, timer=timer_for(platform.device))
+    prepare = getattr(provider, "prepared", None)
+    made = prepare(op, engine_args) if prepare is not None else None
+    kernel = provider.impl(op)
+    call, release = made if made is not None else (lambda: kernel(*engine_args), None)
+    try:
+        speed = measure(call, lambda: baseline(*baseline_args), baseline_name=name,
+                        timer=timer_for(platform.device))
+    finally:
+        if release is not None:
+            release()
     for key, value in speed.properties().items():
         record_property(key, value)
+    if made is not None:
+        record_property("speed_prepared", "true")

@@ -69,8 +69,7 @@ def test_parity(parity_param: Any, platform: Any, device: torch.device, toleranc
                   if dtype_name in case_dtypes(c, dtypes))
     if speed_case((op, provider_name, dtype_name), candidates, known_failure(request.config),
                   supported) == case.id:
-        record_speed(platform, op, provider_name, provider.impl(op), build, info,
-                     record_property)
+        record_speed(platform, op, provider, build, info, record_property)
 
 
 def known_failure(config: pytest.Config) -> Any:

