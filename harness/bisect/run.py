@@ -1,14 +1,19 @@
-"""The two walks of ``harness bisect`` and what they print."""
+"""The two walks of ``harness bisect`` and what they print; on speed (``--slower-than``),
+each step judged by bisect/verdict.py ``SpeedJudge``."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import time
+from collections.abc import Callable
+from itertools import takewhile
 from pathlib import Path
 
 from harness.bisect.commits import label, search
 from harness.bisect.steps import Where, run_step
-from harness.bisect.verdict import Step, Verdict, first_change
+from harness.bisect.verdict import NoSpeed, SpeedJudge, Step, Verdict, first_change
 from harness.errors import Exit
 
 
@@ -20,46 +25,81 @@ def work_folder(reports: Path | None, root: Path) -> Path:
     return work
 
 
+def walk_in(reports: Path | None, root: Path, walk: Callable[[Path], int]) -> int:
+    """``walk`` in a new work folder; a bisect on speed refused once its steps began (the
+    GOOD end recorded no speed: ``NoSpeed``, exit 2) leaves nothing: its work folder is
+    taken away, and each folder made for it that is empty then."""
+    base = reports if reports is not None else root / "reports"
+    made = list(takewhile(lambda p: not p.exists(), [base / "bisect", base, *base.parents]))
+    work = work_folder(reports, root)
+    try:
+        return walk(work)
+    except NoSpeed:
+        shutil.rmtree(work, ignore_errors=True)
+        for folder in made:  # innermost first; one another bisect writes in stays
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+
+
 def _say(step: Step) -> None:
     print(f"harness: bisect: {step.line()}", flush=True)
 
 
+Judge = Callable[[Step], Step]  # a step's pass/fail verdict -> the verdict the bisect uses
+
+
+def _judge(test: str, slower: float | None) -> Judge:
+    return (lambda step: step) if slower is None else SpeedJudge(test=test, factor=slower)
+
+
+def _on_speed(slower: float | None) -> str:
+    return "" if slower is None else (f" on speed (bad at {slower:g}x the GOOD end's ratio "
+                                      "or slower)")
+
+
 def bisect_pins(matrix: str, test: str, pins: list[str], *, python: str, root: Path,
-                work: Path) -> int:
+                work: Path, slower: float | None = None) -> int:
     """Each pin in order (oldest first); exit 0 with the change, 1 with none, 3 when a pin
-    could not be installed (named, left out of the verdict)."""
-    print(f"harness: bisect {test} on matrix {matrix} over {', '.join(pins)} (steps: {work})")
+    could not be installed (named, left out of the verdict). On speed the first pin whose
+    test passed is the GOOD end, its ratio the reference."""
+    print(f"harness: bisect {test} on matrix {matrix} over {', '.join(pins)}"
+          f"{_on_speed(slower)} (steps: {work})")
     where = Where(matrix=matrix, test=test, work=work, python=python, cwd=root)
+    judge = _judge(test, slower)
     steps = []
     for pin in pins:
         slug = pin.replace("==", "-").replace("/", "_")
-        step = run_step(where, pin, slug, ["--pin", pin])
+        step = judge(run_step(where, pin, slug, ["--pin", pin]))
         _say(step)
         steps.append(step)
     return _conclude(steps, unit="release")
 
 
 def bisect_commits(matrix: str, test: str, repo: Path, good: str, shas: list[str], *,
-                   python: str, work: Path) -> int:
+                   python: str, work: Path, slower: float | None = None) -> int:
     """The halving over the commits; exit 0 with the first bad commit, 1 when the ends do
     not hold (3 when an end could not be judged: nothing was decided), 3 when only
     unjudged commits are left between the last good and the first bad one (each named:
     the first bad is any of them, or the first bad judged)."""
-    print(f"harness: bisect {test} on matrix {matrix} over {len(shas)} commits of {repo} "
-          f"(steps: {work})")
+    print(f"harness: bisect {test} on matrix {matrix} over {len(shas)} commits of {repo}"
+          f"{_on_speed(slower)} (steps: {work})")
+    judge = _judge(test, slower)
 
     def probe(sha: str, tree: Path) -> Step:
         env = dict(os.environ, HARNESS_ROOT=str(tree),
                    PYTHONPATH=os.pathsep.join(filter(None, [str(tree),
                                                             os.environ.get("PYTHONPATH")])))
         where = Where(matrix=matrix, test=test, work=work, python=python, cwd=tree, env=env)
-        return run_step(where, label(repo, sha), sha[:12])
+        return judge(run_step(where, label(repo, sha), sha[:12]))
 
     found = search(repo, good, shas, work, probe, _say)
     if not found.suspects:
         ends = {s.label: s for s in found.steps}
         unsure = any(s.verdict is Verdict.UNRUN for s in found.steps)
-        print("harness: bisect: the ends do not hold (GOOD must pass, BAD must fail): "
+        rule = ("GOOD must pass, BAD must fail" if slower is None else
+                f"GOOD must pass with a speed, BAD be {slower:g}x its ratio or slower")
+        print(f"harness: bisect: the ends do not hold ({rule}): "
               + "; ".join(f"{k} {v.verdict.value}" for k, v in ends.items())
               + ("; an end that could not be judged decides nothing" if unsure else ""))
         return Exit.INFRA if unsure else Exit.FAILED

@@ -1,16 +1,23 @@
 """A step's verdict from its run folder: good (the test passed), bad (it failed, errored,
-crashed or matched a known failure), or unrun (nothing to judge, with why)."""
+crashed or matched a known failure), or unrun (nothing to judge, with why).
+
+On speed (``--slower-than FACTOR``) a step whose test passed is judged by the speed it
+recorded (results/speed.py ``speed_ratio``) against the reference, the GOOD end's ratio:
+bad from ``reference x FACTOR`` up, good below; a step whose test did not pass, or that
+recorded no speed, is unrun (``on_speed``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from itertools import pairwise
 from pathlib import Path
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, UsageError
 from harness.results.case_meaning import works
 from harness.results.run_folder import read_run
+from harness.results.speed import SKIPPED
 
 
 class Verdict(StrEnum):
@@ -27,10 +34,19 @@ class Step:
     signature: str = ""
     run_dir: Path | None = None
     infra: bool = False  # harness run itself could not run (exit 3): a pin pip cannot install
+    speed: float | None = None  # the ratio the test recorded (engine over baseline), if any
+    speed_skipped: str = ""  # why it recorded none, where it said
+    reference: float | None = None  # judged on speed: the GOOD end's ratio
 
     def line(self) -> str:
         sig = f": {self.signature}" if self.signature else ""
-        return f"{self.verdict.value:<5} {self.label}: {self.status}{sig}"
+        seen = (f", speed {_ratio(self.speed)} (reference {_ratio(self.reference)})"
+                if self.speed is not None and self.reference is not None else "")
+        return f"{self.verdict.value:<5} {self.label}: {self.status}{seen}{sig}"
+
+
+def _ratio(value: float) -> str:
+    return f"{value:.2f}" if value >= 0.1 else f"{value:.2g}"
 
 
 def read_verdict(label: str, run_dir: Path, test: str) -> Step:
@@ -50,7 +66,62 @@ def read_verdict(label: str, run_dir: Path, test: str) -> Step:
     # The failure's signature (an xfail's own exception, not the known failure's reason),
     # its numbers masked as `report compare` masks them: the same bug at every release.
     return Step(label=label, verdict=verdict, status=case.status,
-                signature=case.signature or case.message[:200], run_dir=run_dir)
+                signature=case.signature or case.message[:200], run_dir=run_dir,
+                speed=case.speed, speed_skipped=case.speed_skipped.strip())
+
+
+class NoSpeed(UsageError):
+    """``--slower-than`` where the GOOD end's test passed and recorded no speed (exit 2)."""
+
+
+def reference_of(step: Step, test: str) -> float:
+    """The ratio a step on speed is judged against: the GOOD end's own (its test passed)."""
+    if step.speed is None:
+        why = (f" ({SKIPPED}: {step.speed_skipped.splitlines()[0]})" if step.speed_skipped
+               else " (it records none: the speed tier times each op's first kernel_parity "
+               "case per provider and dtype)")
+        raise NoSpeed(f"--slower-than: bisect on speed where no case records one: {test} "
+                      f"recorded no speed at {step.label}{why}")
+    return step.speed
+
+
+def slower(ratio: float, reference: float, factor: float) -> bool:
+    """At least ``factor`` times the reference (a ratio read back as text that is exactly
+    that, to a rounding, counts as that)."""
+    limit = reference * factor
+    return ratio >= limit or math.isclose(ratio, limit, rel_tol=1e-9)
+
+
+def on_speed(step: Step, factor: float, reference: float | None) -> Step:
+    """A pass/fail step judged on speed: a test that passed is bad where its ratio is at
+    least ``reference x factor``, good below (with no reference yet, the step is its own:
+    the GOOD end); one that did not pass, or recorded no speed, is unrun, saying why."""
+    if step.verdict is Verdict.UNRUN:
+        return step
+    if step.verdict is Verdict.BAD:
+        return replace(step, verdict=Verdict.UNRUN,
+                       status=f"{step.status}, not judged on speed (the test did not pass)")
+    if step.speed is None:
+        why = step.speed_skipped.splitlines()[0] if step.speed_skipped else "none recorded"
+        return replace(step, verdict=Verdict.UNRUN, status=f"{step.status}, no speed: {why}")
+    ref = step.speed if reference is None else reference
+    verdict = Verdict.BAD if slower(step.speed, ref, factor) else Verdict.GOOD
+    return replace(step, verdict=verdict, reference=ref)
+
+
+@dataclass(kw_only=True)
+class SpeedJudge:
+    """The steps of one bisect on speed, in the order run: the first whose test passed is
+    the GOOD end, its ratio the reference of every step (none recorded: ``NoSpeed``)."""
+
+    test: str
+    factor: float
+    reference: float | None = None
+
+    def __call__(self, step: Step) -> Step:
+        if self.reference is None and step.verdict is Verdict.GOOD:
+            self.reference = reference_of(step, self.test)
+        return on_speed(step, self.factor, self.reference)
 
 
 def first_change(steps: list[Step]) -> tuple[Step, Step] | None:

@@ -1,4 +1,5 @@
-"""``harness bisect``: where a test's outcome changes, over engine releases or commits."""
+"""``harness bisect``: where a test's outcome (or, with ``--slower-than``, its speed)
+changes, over engine releases or commits."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "and print where its outcome changes. Exit 0 when a change was found, 1 when none, "
         "2 for bad input, 3 when a step could not be judged where it matters: a pin could "
         "not be installed (never counted as bad), or only unjudged steps are left between "
-        "the last good and the first bad one (each of them named).",
+        "the last good and the first bad one (each of them named). With --slower-than "
+        "FACTOR a step is judged by the speed the test records (a kernel_parity smoke "
+        "case's engine-over-baseline ratio): bad from FACTOR times the GOOD end's ratio.",
     )
     p.add_argument("--matrix", default="cpu", help="matrix name or YAML path (default: cpu)")
     p.add_argument("--test", required=True, metavar="ID",
@@ -29,6 +32,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                       help="the commits of --repo to search (GOOD passes, BAD fails)")
     p.add_argument("--repo", type=Path, default=None, metavar="DIR",
                    help="the engine checkout for --commits (default: this project)")
+    p.add_argument("--slower-than", metavar="FACTOR",
+                   help="judge each step by the test's speed: bad where its ratio is at least "
+                   "FACTOR (1.5, or 1.5x) times the GOOD end's; a step whose test did not "
+                   "pass or recorded no speed is unrun")
     p.add_argument("--python", default="matrix", metavar="matrix|current|PATH",
                    help="interpreter of each run (default: the matrix's environment)")
     p.add_argument("--reports", type=Path, metavar="DIR",
@@ -37,16 +44,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.bisect.run import bisect_commits, bisect_pins, work_folder
+    from harness.bisect.run import bisect_commits, bisect_pins, walk_in
+    from harness.results.speed import factor
     from harness.roots import project_root
 
+    slower = None if args.slower_than is None else factor(args.slower_than)
     root = project_root()
     if args.pins:
         from harness.bisect.pinlist import expand
 
         pins = expand(args.pins)
-        return bisect_pins(args.matrix, args.test, pins, python=args.python, root=root,
-                           work=work_folder(args.reports, root))
+        return walk_in(args.reports, root, lambda work: bisect_pins(
+            args.matrix, args.test, pins, python=args.python, root=root, work=work,
+            slower=slower))
     if args.python != "matrix" and args.python != "current" and not Path(args.python).exists():
         from harness.errors import UsageError
 
@@ -55,5 +65,6 @@ def run(args: argparse.Namespace) -> int:
 
     repo = (args.repo or root).resolve()
     good, shas = commits_between(repo, args.commits)
-    return bisect_commits(args.matrix, args.test, repo, good, shas, python=args.python,
-                          work=work_folder(args.reports, root))
+    return walk_in(args.reports, root, lambda work: bisect_commits(
+        args.matrix, args.test, repo, good, shas, python=args.python, work=work,
+        slower=slower))
