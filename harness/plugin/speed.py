@@ -3,12 +3,15 @@ timed in the same process on the same inputs, interleaved, after a warm-up.
 
 An absolute time moves from run to run and machine to machine on a shared CI agent; a
 ratio measured side by side does not (much): each pair of samples times the engine and the
-baseline back to back, in alternating order, each sample long enough (``SAMPLE_S``) that
-the clock's resolution does not decide it. The ratio is the engine's fastest sample over
-the baseline's (above 1, the engine is slower): a shared agent's other load only adds
-time, in bursts, so each side's fastest sample is its own cost (the median of the pairs'
-ratios moved by 2-3x between identical runs on a loaded 2-core host); the spread, the
-interquartile range of the pairs' ratios over their median, says how loaded it was. On a
+baseline back to back, in alternating order: many short samples (``SAMPLE_S``, a call or
+a few; up to ``MAX_PAIRS`` pairs within ``CASE_BUDGET_S``), the suite's other workers
+waiting (plugin/quiet.py), the garbage collector off. The ratio is the engine's fastest
+sample over the baseline's (above 1, the engine is slower): a shared agent's other load
+only adds time, in bursts, so each side's fastest sample is its own cost. On the 2-vCPU
+host of docs/speed.md the median of the pairs' ratios moved 2-3x between identical runs;
+the fastest samples' ratio of 1 ms samples by a p90 of about 20%, of 20 us samples by
+about 10%. The spread, the interquartile range of the pairs' ratios over their median,
+says how loaded the host was. On a
 GPU the samples are device time (CUDA events), not the host's.
 
 Where a time says nothing of the platform, no speed is recorded and ``why_no_speed`` says
@@ -21,6 +24,7 @@ report, ``report compare`` and ``harness bisect --slower-than``).
 
 from __future__ import annotations
 
+import gc
 import math
 import statistics
 import time
@@ -29,11 +33,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.platform.host import EMULATED_ENV, FOREIGN_ENV
-from harness.results.speed import BASELINE, BASELINE_US, ENGINE_US, PAIRS, RATIO, SPREAD
+from harness.plugin.quiet import alone
+from harness.results.speed import BASELINE, BASELINE_US, ENGINE_US, PAIRS, QUIET, RATIO, SPREAD
 
 SPEED_ENV = "HARNESS_SPEED"  # "off": the speed tier records nothing (the cost bench's other side)
-SAMPLE_S = 0.001  # each sample times at least this long (calls repeated)
-MAX_PAIRS = 21
+SAMPLE_S = 0.00002  # each sample times at least this long (a tiny kernel's calls repeated)
+MAX_PAIRS = 401
 MIN_PAIRS = 5
 CASE_BUDGET_S = 1.0  # a slow case takes fewer pairs (never under MIN_PAIRS)
 WARMUP = 2
@@ -47,11 +52,13 @@ class Speed:
     spread: float  # the interquartile range of the pairs' ratios over their median
     baseline: str  # the baseline's name (a provider)
     pairs: int
+    alone: bool = True  # the suite's other workers waited (plugin/quiet.py)
 
     def properties(self) -> dict[str, str]:
         return {RATIO: f"{self.ratio:.4g}", ENGINE_US: f"{self.engine_s * 1e6:.4g}",
                 BASELINE_US: f"{self.baseline_s * 1e6:.4g}", SPREAD: f"{self.spread:.3g}",
-                BASELINE: self.baseline, PAIRS: str(self.pairs)}
+                BASELINE: self.baseline, PAIRS: str(self.pairs),
+                QUIET: "alone" if self.alone else "shared"}
 
 
 def why_no_speed(*, platform: str, emulate: bool, provider: str,
@@ -110,10 +117,38 @@ def _quartiles(values: list[float]) -> tuple[float, float]:
 
 def measure(engine: Callable[[], Any], baseline: Callable[[], Any], *, baseline_name: str,
             timer: Timer = cpu_timer) -> Speed:
-    """Time ``engine`` against ``baseline`` (each a call on its own inputs), interleaved."""
-    for _ in range(WARMUP):
-        engine()
-        baseline()
+    """Time ``engine`` against ``baseline`` (each a call on its own inputs), interleaved,
+    the suite's other workers waiting and the garbage collector off."""
+    with alone() as quiet:
+        for _ in range(WARMUP):  # after the wait: what ran meanwhile left the caches cold
+            engine()
+            baseline()
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return _round(engine, baseline, timer, baseline_name, quiet)
+        finally:
+            if collecting:
+                gc.enable()
+
+
+def _round(engine: Callable[[], Any], baseline: Callable[[], Any], timer: Timer,
+           baseline_name: str, quiet: bool) -> Speed:
+    engine_times, baseline_times, ratios = _pairs(engine, baseline, timer)
+    # Other load only ever adds time, in bursts: each side's fastest sample is its own
+    # cost; the pairs' spread says how loaded the machine was.
+    fastest_engine, fastest_baseline = min(engine_times), min(baseline_times)
+    ratio = fastest_engine / fastest_baseline if fastest_baseline > 0 else math.inf
+    middle = statistics.median(ratios)
+    low, high = _quartiles(ratios)
+    return Speed(ratio=ratio, engine_s=fastest_engine, baseline_s=fastest_baseline,
+                 spread=(high - low) / middle if middle > 0 else math.inf,
+                 baseline=baseline_name, pairs=len(ratios), alone=quiet)
+
+
+def _pairs(engine: Callable[[], Any], baseline: Callable[[], Any], timer: Timer
+           ) -> tuple[list[float], list[float], list[float]]:
+    """Per pair: one engine call's time, one baseline call's, and their ratio."""
     one = max(timer(engine, 1), timer(baseline, 1), 1e-7)
     calls = max(1, min(1000, math.ceil(SAMPLE_S / one)))
     pairs = max(MIN_PAIRS, min(MAX_PAIRS, int(CASE_BUDGET_S / (2 * calls * one))))
@@ -126,15 +161,7 @@ def measure(engine: Callable[[], Any], baseline: Callable[[], Any], *, baseline_
         engine_times.append(e / calls)
         baseline_times.append(b / calls)
         ratios.append(e / b if b > 0 else math.inf)
-    # A shared agent's other load only ever adds time, in bursts: each side's fastest
-    # sample is its own cost; the pairs' spread says how loaded the machine was.
-    fastest_engine, fastest_baseline = min(engine_times), min(baseline_times)
-    ratio = fastest_engine / fastest_baseline if fastest_baseline > 0 else math.inf
-    middle = statistics.median(ratios)
-    low, high = _quartiles(ratios)
-    return Speed(ratio=ratio, engine_s=fastest_engine, baseline_s=fastest_baseline,
-                 spread=(high - low) / middle if middle > 0 else math.inf,
-                 baseline=baseline_name, pairs=pairs)
+    return engine_times, baseline_times, ratios
 
 
 THREADS_ENV = "HARNESS_TORCH_THREADS"  # run/threads.py: the thread count harness budgeted

@@ -8,9 +8,9 @@ The run-folder reader, the history, the nightly report, ``report compare`` and
 
 A regression is judged against the lane's own noise: its band is the ratios the case
 recorded on the lane's earlier nights (at least ``MIN_NIGHTS`` of them, the last
-``BAND_NIGHTS``); a night is a regression when its ratio is above the band's top and at
-least ``MARGIN`` above the band's median. With fewer earlier nights there is no band yet:
-nothing is flagged, and the report says so.
+``BAND_NIGHTS``); a night is a regression when its ratio is worse than the band by the
+margin: at least ``MARGIN`` above the band's top (the slowest of those nights). With fewer
+earlier nights there is no band yet: nothing is flagged, and the report says so.
 """
 
 from __future__ import annotations
@@ -29,11 +29,12 @@ BASELINE_US = "speed_baseline_us"
 SPREAD = "speed_spread"
 BASELINE = "speed_baseline"
 PAIRS = "speed_pairs"
-PROPERTIES = (RATIO, ENGINE_US, BASELINE_US, SPREAD, BASELINE, PAIRS)
+QUIET = "speed_quiet"  # "alone": the suite's other workers waited; "shared": they did not
+PROPERTIES = (RATIO, ENGINE_US, BASELINE_US, SPREAD, BASELINE, PAIRS, QUIET)
 
 MIN_NIGHTS = 3  # earlier nights a band needs
 BAND_NIGHTS = 7  # the band is the last this many earlier nights
-MARGIN = 0.25  # a regression is at least this far above the band's median (1.25x)
+MARGIN = 0.25  # a regression is at least this far above the band's top (1.25x)
 
 
 def ratio_of(text: str | None) -> float | None:
@@ -54,7 +55,7 @@ class Band:
     nights: int
 
     def regressed(self, ratio: float, margin: float = MARGIN) -> bool:
-        return ratio > self.high and ratio >= self.median * (1 + margin)
+        return ratio >= self.high * (1 + margin)
 
     def slowdown(self, ratio: float) -> float:
         """How many times slower than the band's median."""

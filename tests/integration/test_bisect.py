@@ -4,12 +4,12 @@ breaks a kernel, found by --commits; and the lines bad input gets."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from scratch_repo import commit, copy_project, git
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST = ("suites/kernel_parity/test_parity.py::"
@@ -17,20 +17,8 @@ TEST = ("suites/kernel_parity/test_parity.py::"
 KERNEL = "refengine/providers/torch_provider.py"
 GOOD_LINE = "    return F.silu(x[..., :d]) * x[..., d:]\n"
 BAD_LINE = "    return F.silu(x[..., :d]) * x[..., d:] * 1.01\n"
-_SKIP = shutil.ignore_patterns(".git", ".venv", "reports", "__pycache__", ".mypy_cache",
-                               ".ruff_cache", "*.egg-info", ".harness-cache")
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c",
-                           "user.email=t@t", *args], check=True, capture_output=True,
-                          text=True).stdout
-
-
-def _commit(repo: Path, message: str) -> str:
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", message)
-    return _git(repo, "rev-parse", "HEAD").strip()
 
 
 @pytest.fixture(scope="module")
@@ -38,9 +26,8 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     """This project in a new repository: a good commit, two harmless ones, the one that
     breaks silu_and_mul in the torch provider, and one more harmless."""
     repo = tmp_path_factory.mktemp("engine") / "engine"
-    shutil.copytree(ROOT, repo, ignore=_SKIP)
-    _git(repo, "init", "-q")
-    shas = [_commit(repo, "good")]
+    copy_project(repo)
+    shas = [commit(repo, "good")]
     kernel = repo / KERNEL
     assert GOOD_LINE in kernel.read_text()
     for n, (old, new) in enumerate([(None, None), (None, None), (GOOD_LINE, BAD_LINE),
@@ -49,7 +36,7 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
             (repo / "NOTES").write_text(f"note {n}\n")
         else:
             kernel.write_text(kernel.read_text().replace(old, new))
-        shas.append(_commit(repo, f"step {n}" if old is None else "silu_and_mul: scale"))
+        shas.append(commit(repo, f"step {n}" if old is None else "silu_and_mul: scale"))
     return repo, shas
 
 
@@ -71,7 +58,7 @@ def test_commits_finds_the_commit_that_broke_the_kernel(
     judged = {line.split()[3]: line.split()[2] for line in lines[:-1]}
     assert judged[shas[0][:7]] == "good" and judged[shas[-1][:7]] == "bad"
     assert len(judged) <= 4  # ends plus a halving, not every commit
-    assert _git(repo, "worktree", "list").count("\n") == 1  # the probe trees are gone
+    assert git(repo, "worktree", "list").count("\n") == 1  # the probe trees are gone
 
 
 def test_a_dirty_tree_is_refused_with_nothing_written(

@@ -12,17 +12,15 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import os
 import re
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
+from scratch_repo import git, wheel
 
 TEST = "checks/test_engine.py::test_engine"
 PACKAGE = "harness-bisect-fixture-engine"
@@ -91,11 +89,6 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # -- --commits ----------------------------------------------------------------------------
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c",
-                           "user.email=t@t", *args], check=True, capture_output=True,
-                          text=True).stdout
-
 
 def _history(top: Path, states: list[str], cache: Path) -> list[str]:
     """A scratch repository, one commit per state of ``engine.py``; the commits' labels
@@ -104,13 +97,13 @@ def _history(top: Path, states: list[str], cache: Path) -> list[str]:
     under ``cache``, built by the first step."""
     repo = _project(top, requirements="[]", cache=cache,
                     files={"test_engine.py": COMMIT_TEST, "conftest.py": COMMIT_CONFTEST})
-    _git(repo, "init", "-q")
+    git(repo, "init", "-q")
     labels = []
     for n, state in enumerate(states):
         (repo / "engine.py").write_text(f"STATE = {state!r}  # as of commit {n}\n")
-        _git(repo, "add", "-A")
-        _git(repo, "commit", "-qm", f"c{n} {state}")
-        labels.append(_git(repo, "log", "-1", "--format=%h %s").strip())
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", f"c{n} {state}")
+        labels.append(git(repo, "log", "-1", "--format=%h %s").strip())
     return labels
 
 
@@ -159,30 +152,10 @@ def test_only_unjudged_commits_left_are_named_and_exit_3(tmp_path: Path, cache: 
         f"bisect/*/{labels[2].split()[0]}*/mine/*/junit/mine.partial.jsonl")
     cases = [json.loads(line) for line in partial.read_text().splitlines()]
     assert {c["nodeid"]: c["outcome"] for c in cases}[TEST] == "failed", cases
-    assert _git(tmp_path / "engine", "worktree", "list").count("\n") == 1
+    assert git(tmp_path / "engine", "worktree", "list").count("\n") == 1
 
 
 # -- --pins -------------------------------------------------------------------------------
-
-def _wheel(folder: Path, version: str, body: str) -> None:
-    """A pure-Python wheel of the made-up engine, written by hand (no build backend)."""
-    info = f"{MODULE}-{version}.dist-info"
-    files = {
-        f"{MODULE}/__init__.py": body,
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {PACKAGE}\nVersion: {version}\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: harness-tests\n"
-                         "Root-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-
-    def digest(text: str) -> str:
-        raw = hashlib.sha256(text.encode()).digest()
-        return "sha256=" + base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
-
-    record = "".join(f"{path},{digest(text)},{len(text.encode())}\n"
-                     for path, text in files.items()) + f"{info}/RECORD,,\n"
-    with zipfile.ZipFile(folder / f"{MODULE}-{version}-py3-none-any.whl", "w") as whl:
-        for path, text in {**files, f"{info}/RECORD": record}.items():
-            whl.writestr(path, text)
 
 
 # What each release adds to add() and mul(): mul breaks in 1.1, add in 1.2, which has no
@@ -206,7 +179,7 @@ def releases(tmp_path_factory: pytest.TempPathFactory,
     wheels = top / "wheels"
     wheels.mkdir()
     for version, (add_off, mul_off) in RELEASES.items():
-        _wheel(wheels, version, f"def add(a, b):\n    return a + b + {add_off}\n\n\n"
+        wheel(wheels, PACKAGE, version, f"def add(a, b):\n    return a + b + {add_off}\n\n\n"
                                 f"def mul(a, b):\n    return a * b + {mul_off}\n")
     _project(top / "project", requirements=f'["{PACKAGE}==1.0"]', cache=cache,
              files={})

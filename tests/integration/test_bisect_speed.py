@@ -10,17 +10,14 @@ commit, 1.52-1.62 after it (1.9-2.1x), against the 1.5x the bisect asks for."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import re
-import shutil
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
+from scratch_repo import commit, copy_project, git, wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 PARITY = "suites/kernel_parity/test_parity.py::test_parity"
@@ -29,21 +26,9 @@ KERNEL = "refengine/providers/torch_provider.py"
 GOOD_LINE = "    return F.silu(x[..., :d]) * x[..., d:]\n"
 SLOW_LINES = ("    F.silu(x[..., :d]) * x[..., d:]  # the same result again, discarded\n"
               + GOOD_LINE)
-_SKIP = shutil.ignore_patterns(".git", ".venv", "reports", "__pycache__", ".mypy_cache",
-                               ".ruff_cache", "*.egg-info", ".harness-cache")
 _SPEED = re.compile(r"speed (?P<ratio>[\d.e-]+) \(reference (?P<reference>[\d.e-]+)\)")
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c",
-                           "user.email=t@t", *args], check=True, capture_output=True,
-                          text=True).stdout
-
-
-def _commit(repo: Path, message: str) -> str:
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", message)
-    return _git(repo, "rev-parse", "HEAD").strip()
 
 
 @pytest.fixture(scope="module")
@@ -51,17 +36,16 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     """This project in a new repository: a good commit, a harmless one, the one that makes
     silu_and_mul in the torch provider do its work twice, and one more harmless."""
     repo = tmp_path_factory.mktemp("engine") / "engine"
-    shutil.copytree(ROOT, repo, ignore=_SKIP)
-    _git(repo, "init", "-q")
-    shas = [_commit(repo, "good")]
+    copy_project(repo)
+    shas = [commit(repo, "good")]
     kernel = repo / KERNEL
     assert kernel.read_text().count(GOOD_LINE) == 1
     (repo / "NOTES").write_text("note 1\n")
-    shas.append(_commit(repo, "step 1"))
+    shas.append(commit(repo, "step 1"))
     kernel.write_text(kernel.read_text().replace(GOOD_LINE, SLOW_LINES))
-    shas.append(_commit(repo, "silu_and_mul: twice the work"))
+    shas.append(commit(repo, "silu_and_mul: twice the work"))
     (repo / "NOTES").write_text("note 2\n")
-    shas.append(_commit(repo, "step 2"))
+    shas.append(commit(repo, "step 2"))
     return repo, shas
 
 
@@ -90,7 +74,7 @@ def test_slower_than_finds_the_commit_that_slowed_the_kernel(
     assert {m["reference"] for m in speeds.values() if m} == {good["reference"]}
     assert float(bad["ratio"]) >= 1.5 * float(good["reference"]), lines
     assert steps[shas[0][:7]].split()[2] == "good" and steps[shas[2][:7]].split()[2] == "bad"
-    assert _git(repo, "worktree", "list").count("\n") == 1  # the probe trees are gone
+    assert git(repo, "worktree", "list").count("\n") == 1  # the probe trees are gone
 
 
 @pytest.mark.parametrize(("test", "why"), [
@@ -112,7 +96,7 @@ def test_slower_than_on_a_test_that_records_no_speed_is_one_line(
         "harness: error: --slower-than: bisect on speed where no case records one: "
         f"{test} recorded no speed at {shas[0][:7]} good {why}"), done.stderr
     assert not (tmp_path / "r").exists()
-    assert _git(repo, "worktree", "list").count("\n") == 1
+    assert git(repo, "worktree", "list").count("\n") == 1
 
 
 # -- --pins -------------------------------------------------------------------------------
@@ -137,26 +121,6 @@ suites:
 """
 
 
-def _wheel(folder: Path, version: str, body: str) -> None:
-    """A pure-Python wheel of the made-up engine, written by hand (no build backend)."""
-    info = f"{MODULE}-{version}.dist-info"
-    files = {
-        f"{MODULE}/__init__.py": body,
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {PACKAGE}\nVersion: {version}\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: harness-tests\n"
-                         "Root-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-
-    def digest(text: str) -> str:
-        raw = hashlib.sha256(text.encode()).digest()
-        return "sha256=" + base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
-
-    record = "".join(f"{path},{digest(text)},{len(text.encode())}\n"
-                     for path, text in files.items()) + f"{info}/RECORD,,\n"
-    with zipfile.ZipFile(folder / f"{MODULE}-{version}-py3-none-any.whl", "w") as whl:
-        for path, text in {**files, f"{info}/RECORD": record}.items():
-            whl.writestr(path, text)
-
 
 @pytest.fixture(scope="module")
 def releases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
@@ -167,7 +131,7 @@ def releases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     wheels, project = top / "wheels", top / "project"
     wheels.mkdir()
     for version, ratio in RELEASES.items():
-        _wheel(wheels, version, f"RATIO = {ratio!r}\n")
+        wheel(wheels, PACKAGE, version, f"RATIO = {ratio!r}\n")
     (project / "matrices").mkdir(parents=True)
     (project / "checks").mkdir()
     (project / "pyproject.toml").write_text("[tool.harness]\n")

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from scratch_repo import SKIP
 
 from tests.runs import ROOT, harness
 
@@ -22,8 +23,6 @@ SLOW_LINES = ("    out = F.silu(x[..., :d]) * x[..., d:]\n"
               "    for _ in range(3 if x.dtype == torch.float32 else 0):  # the same, again\n"
               "        out = F.silu(x[..., :d]) * x[..., d:]\n"
               "    return out\n")
-_SKIP = shutil.ignore_patterns(".git", ".venv", "reports", "__pycache__", ".mypy_cache",
-                               ".ruff_cache", "*.egg-info", ".harness-cache")
 SLOWED = "-float32-torch-cpu]"  # the speed tier's float32 case: 2d-odd-float32
 CONTROL = ("-float16-torch-cpu]", "-bfloat16-torch-cpu]")
 
@@ -43,7 +42,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     """(A: this project, B: silu_and_mul's float32 four times over, C: speed off)."""
     folder = tmp_path_factory.mktemp("speed")
     slow = folder / "slow"
-    shutil.copytree(ROOT, slow, ignore=_SKIP)
+    shutil.copytree(ROOT, slow, ignore=SKIP)
     kernel = slow / KERNEL
     assert kernel.read_text().count(GOOD_LINE) == 1
     kernel.write_text(kernel.read_text().replace(GOOD_LINE, SLOW_LINES))

@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from cdp import find_chromium, open_page
+from scratch_repo import commit, copy_project
 
 from harness.platform.budget import cpu_budget
 
-ROOT = Path(__file__).resolve().parents[2]
 PROVIDER = "refengine/providers/torch_provider.py"
 GOOD_LINE = "    return F.silu(x[..., :d]) * x[..., d:]\n"
 SLOW_LINE = "    return (F.silu(x[..., :d]) * x[..., d:]) * 1.0  # one more pass over the output\n"
@@ -28,20 +27,8 @@ PIN = "\ntorch.set_num_threads(1)  # the engine's own thread setting\n"
 SELECT = "(silu_and_mul and odd and torch and not inductor) or budgeted_threads"
 THREADS_TEST = ("suites/kernel_parity/test_engine_threads.py::"
                 "test_engine_runs_with_the_budgeted_threads")
-_SKIP = shutil.ignore_patterns(".git", ".venv", "reports", "__pycache__", ".mypy_cache",
-                               ".ruff_cache", "*.egg-info", ".harness-cache")
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c",
-                           "user.email=t@t", *args], check=True, capture_output=True,
-                          text=True).stdout
-
-
-def _commit(repo: Path, message: str) -> str:
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", message)
-    return _git(repo, "rev-parse", "HEAD").strip()
 
 
 def _harness(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -70,8 +57,7 @@ def _report(repo: Path, reports: Path, out: Path) -> tuple[str, dict[str, object
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     repo = tmp_path_factory.mktemp("speed") / "engine"
-    shutil.copytree(ROOT, repo, ignore=_SKIP)
-    _git(repo, "init", "-q")
+    copy_project(repo)
     return repo
 
 
@@ -81,7 +67,7 @@ def test_a_slower_kernel_and_pinned_threads_are_flagged_and_bisected(
         pytest.skip("one CPU here: harness budgets one thread, so an engine's pin to 1 is "
                     "the budget (the check needs a host with 2 or more CPUs)")
     repo, reports = engine, tmp_path / "reports"
-    good = _commit(repo, "good")
+    good = commit(repo, "good")
     for _ in range(3):
         _night(repo, reports)
     text, data = _report(repo, reports, tmp_path / "r3")
@@ -92,7 +78,7 @@ def test_a_slower_kernel_and_pinned_threads_are_flagged_and_bisected(
 
     provider = repo / PROVIDER
     provider.write_text(provider.read_text().replace(GOOD_LINE, SLOW_LINE))
-    _commit(repo, "silu_and_mul: one more pass")
+    commit(repo, "silu_and_mul: one more pass")
     _night(repo, reports)
     text, data = _report(repo, reports, tmp_path / "r4")
     slow = data["speed_regressions"]
@@ -102,7 +88,7 @@ def test_a_slower_kernel_and_pinned_threads_are_flagged_and_bisected(
     _read_in_chromium(tmp_path / "r4" / "report.html", len(slow))  # type: ignore[arg-type]
 
     provider.write_text(provider.read_text().replace("import torch\n", "import torch\n" + PIN, 1))
-    pinned = _commit(repo, "torch provider: one thread")
+    pinned = commit(repo, "torch provider: one thread")
     _night(repo, reports)
     text, data = _report(repo, reports, tmp_path / "r5")
     assert data["speed_regressions"], "the slow kernel stays flagged the night after"
