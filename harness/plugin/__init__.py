@@ -120,9 +120,6 @@ def pytest_configure(config: pytest.Config) -> None:
     session = HarnessSession(config, profile)
     config.stash[_stash_key()] = session
     config.pluginmanager.register(session, _SESSION_KEY)
-    from harness.plugin.quiet import register as register_quiet
-
-    register_quiet(config)  # a speed sample's workers wait (plugin/quiet.py)
 
 
 def _register_measures(config: pytest.Config) -> None:

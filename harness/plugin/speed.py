@@ -4,14 +4,14 @@ timed in the same process on the same inputs, interleaved, after a warm-up.
 An absolute time moves from run to run and machine to machine on a shared CI agent; a
 ratio measured side by side does not (much): each pair of samples times the engine and the
 baseline back to back, in alternating order: many short samples (``SAMPLE_S``, a call or
-a few; up to ``MAX_PAIRS`` pairs within ``CASE_BUDGET_S``), the suite's other workers
-waiting (plugin/quiet.py), the garbage collector off. The ratio is the engine's fastest
-sample over the baseline's (above 1, the engine is slower): a shared agent's other load
-only adds time, in bursts, so each side's fastest sample is its own cost. On the 2-vCPU
-host of docs/speed.md the median of the pairs' ratios moved 2-3x between identical runs;
-the fastest samples' ratio of 1 ms samples by a p90 of about 20%, of 20 us samples by
-about 10%. The spread, the interquartile range of the pairs' ratios over their median,
-says how loaded the host was. On a
+a few; ``MIN_PAIRS`` to ``MAX_PAIRS`` pairs within about ``CASE_BUDGET_S`` of sampling),
+the garbage collector off. The ratio is the engine's fastest sample over the baseline's
+(above 1, the engine is slower): a shared agent's other load only adds time, in bursts,
+so each side's fastest sample is its own cost. On the 2-vCPU host of docs/speed.md the
+median of the pairs' ratios moved 2-3x between identical runs; the fastest samples' ratio
+of 1 ms samples by a p90 of about 20%, of 20 us samples by about 10% (docs/speed.md).
+The spread, the interquartile range of the pairs' ratios over their median, says how
+loaded the host was. On a
 GPU the samples are device time (CUDA events), not the host's.
 
 Where a time says nothing of the platform, no speed is recorded and ``why_no_speed`` says
@@ -33,14 +33,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.platform.host import EMULATED_ENV, FOREIGN_ENV
-from harness.plugin.quiet import alone
-from harness.results.speed import BASELINE, BASELINE_US, ENGINE_US, PAIRS, QUIET, RATIO, SPREAD
+from harness.results.speed import BASELINE, BASELINE_US, ENGINE_US, PAIRS, RATIO, SPREAD
 
 SPEED_ENV = "HARNESS_SPEED"  # "off": the speed tier records nothing (the cost bench's other side)
 SAMPLE_S = 0.00002  # each sample times at least this long (a tiny kernel's calls repeated)
 MAX_PAIRS = 401
-MIN_PAIRS = 5
-CASE_BUDGET_S = 1.0  # a slow case takes fewer pairs (never under MIN_PAIRS)
+MIN_PAIRS = 15
+CASE_BUDGET_S = 0.05  # sampling a case: a slower kernel, fewer pairs (at least MIN_PAIRS)
 WARMUP = 2
 
 
@@ -52,13 +51,11 @@ class Speed:
     spread: float  # the interquartile range of the pairs' ratios over their median
     baseline: str  # the baseline's name (a provider)
     pairs: int
-    alone: bool = True  # the suite's other workers waited (plugin/quiet.py)
 
     def properties(self) -> dict[str, str]:
         return {RATIO: f"{self.ratio:.4g}", ENGINE_US: f"{self.engine_s * 1e6:.4g}",
                 BASELINE_US: f"{self.baseline_s * 1e6:.4g}", SPREAD: f"{self.spread:.3g}",
-                BASELINE: self.baseline, PAIRS: str(self.pairs),
-                QUIET: "alone" if self.alone else "shared"}
+                BASELINE: self.baseline, PAIRS: str(self.pairs)}
 
 
 def why_no_speed(*, platform: str, emulate: bool, provider: str,
@@ -118,22 +115,21 @@ def _quartiles(values: list[float]) -> tuple[float, float]:
 def measure(engine: Callable[[], Any], baseline: Callable[[], Any], *, baseline_name: str,
             timer: Timer = cpu_timer) -> Speed:
     """Time ``engine`` against ``baseline`` (each a call on its own inputs), interleaved,
-    the suite's other workers waiting and the garbage collector off."""
-    with alone() as quiet:
-        for _ in range(WARMUP):  # after the wait: what ran meanwhile left the caches cold
-            engine()
-            baseline()
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            return _round(engine, baseline, timer, baseline_name, quiet)
-        finally:
-            if collecting:
-                gc.enable()
+    the garbage collector off."""
+    for _ in range(WARMUP):
+        engine()
+        baseline()
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _round(engine, baseline, timer, baseline_name)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _round(engine: Callable[[], Any], baseline: Callable[[], Any], timer: Timer,
-           baseline_name: str, quiet: bool) -> Speed:
+           baseline_name: str) -> Speed:
     engine_times, baseline_times, ratios = _pairs(engine, baseline, timer)
     # Other load only ever adds time, in bursts: each side's fastest sample is its own
     # cost; the pairs' spread says how loaded the machine was.
@@ -143,7 +139,7 @@ def _round(engine: Callable[[], Any], baseline: Callable[[], Any], timer: Timer,
     low, high = _quartiles(ratios)
     return Speed(ratio=ratio, engine_s=fastest_engine, baseline_s=fastest_baseline,
                  spread=(high - low) / middle if middle > 0 else math.inf,
-                 baseline=baseline_name, pairs=len(ratios), alone=quiet)
+                 baseline=baseline_name, pairs=len(ratios))
 
 
 def _pairs(engine: Callable[[], Any], baseline: Callable[[], Any], timer: Timer

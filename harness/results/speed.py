@@ -29,8 +29,7 @@ BASELINE_US = "speed_baseline_us"
 SPREAD = "speed_spread"
 BASELINE = "speed_baseline"
 PAIRS = "speed_pairs"
-QUIET = "speed_quiet"  # "alone": the suite's other workers waited; "shared": they did not
-PROPERTIES = (RATIO, ENGINE_US, BASELINE_US, SPREAD, BASELINE, PAIRS, QUIET)
+PROPERTIES = (RATIO, ENGINE_US, BASELINE_US, SPREAD, BASELINE, PAIRS)
 
 MIN_NIGHTS = 3  # earlier nights a band needs
 BAND_NIGHTS = 7  # the band is the last this many earlier nights
