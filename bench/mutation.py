@@ -293,16 +293,13 @@ TARGETS.update({
 })
 
 # Issue 51's speed: the ratio's vocabulary and regression rule, the timing and the thread
-# check, the report's night-by-night walk, and bisect's verdict on speed.
+# check, and bisect's verdict on speed.
 _SPEED_TESTS = (*_unit("test_speed_rules"),)
 TARGETS.update({
     "harness:speed_rules": Target("harness/results/speed.py",
                                   _defs("harness/results/speed.py"), _SPEED_TESTS),
     "harness:speed_timing": Target("harness/plugin/speed.py",
                                    _defs("harness/plugin/speed.py"), _SPEED_TESTS),
-    "harness:speed_report": Target("harness/reports/speed.py",
-                                   _defs("harness/reports/speed.py"),
-                                   (*_SPEED_TESTS, "tests/integration/test_report_speed.py")),
     "harness:bisect_speed": Target("harness/bisect/verdict.py",
                                    _defs("harness/bisect/verdict.py"),
                                    (*_unit("test_bisect_on_speed"), *_unit("test_bisect_rules"))),

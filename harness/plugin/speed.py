@@ -39,7 +39,7 @@ SPEED_ENV = "HARNESS_SPEED"  # "off": the speed tier records nothing (the cost b
 SAMPLE_S = 0.00002  # each sample times at least this long (a tiny kernel's calls repeated)
 MAX_PAIRS = 401
 MIN_PAIRS = 15
-CASE_BUDGET_S = 0.05  # sampling a case: a slower kernel, fewer pairs (at least MIN_PAIRS)
+CASE_BUDGET_S = 0.03  # sampling a case: a slower kernel, fewer pairs (at least MIN_PAIRS)
 WARMUP = 2
 
 
@@ -86,23 +86,28 @@ def cpu_timer(fn: Callable[[], Any], n: int) -> float:
     return time.perf_counter() - start
 
 
-def cuda_timer(fn: Callable[[], Any], n: int) -> float:
-    """Device time of ``n`` calls (the host's queueing left out)."""
-    import torch
+def device_timer(backend: str) -> Timer:
+    """Device time of ``n`` calls on a GPU (``torch.cuda``, ROCm's too, or ``torch.xpu``):
+    its events, the host's queueing left out."""
+    def timer(fn: Callable[[], Any], n: int) -> float:
+        import torch
 
-    begin = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
-    end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
-    torch.cuda.synchronize()
-    begin.record()
-    for _ in range(n):
-        fn()
-    end.record()
-    end.synchronize()
-    return float(begin.elapsed_time(end)) / 1e3
+        device = getattr(torch, backend)
+        begin = device.Event(enable_timing=True)
+        end = device.Event(enable_timing=True)
+        device.synchronize()
+        begin.record()
+        for _ in range(n):
+            fn()
+        end.record()
+        end.synchronize()
+        return float(begin.elapsed_time(end)) / 1e3
+
+    return timer
 
 
 def timer_for(device: str) -> Timer:
-    return cuda_timer if device == "cuda" else cpu_timer
+    return device_timer(device) if device in ("cuda", "xpu") else cpu_timer
 
 
 def _quartiles(values: list[float]) -> tuple[float, float]:

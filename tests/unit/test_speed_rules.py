@@ -140,3 +140,17 @@ def test_the_note_says_why_a_lane_is_not_judged() -> None:
     assert _note(3, Counter(), 4) == ""
     assert _note(0, Counter({"the CPU is emulated": 4}), 0).startswith(
         "no speed recorded: the CPU is emulated")
+
+
+def test_a_gpu_lane_is_timed_by_the_device_and_the_cpu_by_the_host() -> None:
+    """The GPU branch: device time by the GPU's events (called only where a GPU is; here
+    a call says the device is missing, it is not timed by the host)."""
+    import torch
+
+    assert timing.timer_for("cpu") is timing.cpu_timer
+    for device in ("cuda", "xpu"):
+        timer = timing.timer_for(device)
+        assert timer is not timing.cpu_timer
+        if not getattr(torch, device).is_available():
+            with pytest.raises((RuntimeError, AssertionError, AttributeError)):
+                timer(lambda: None, 1)
