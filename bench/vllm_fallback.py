@@ -35,6 +35,10 @@ def main() -> int:
     from harness.plugin.speed import measure
     from refengine.providers import vllm_provider
 
+    ok, why = vllm_provider.VllmProvider("cpu").is_available()  # loads vLLM's library
+    if not ok:
+        print(f"vLLM's kernels cannot load here: {why}")
+        return 1
     try:  # the cap holds: vLLM's bf16 kernel cannot be made here
         vllm_provider.linear(torch.ones(2, 64, dtype=torch.bfloat16),
                              torch.ones(64, 64, dtype=torch.bfloat16), None)
