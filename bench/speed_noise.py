@@ -6,11 +6,12 @@ earlier runs make.
     python bench/speed_noise.py [--matrix cpu] [--runs 5] [--suite kernel_parity] \\
         [--out /tmp/speed-noise]
 
-Each run is ``harness run --matrix M --suite S --reports OUT/runs``, one after another on this host as it is (its other load included); then ``harness history
-ingest`` into OUT/history.sqlite and ``harness report nightly --out OUT/report``. Printed:
-per case its ratios and spread ((max - min) / median across the runs), the spreads'
-median and 90th percentile (the issue's goal: p90 <= 10%), the report's flagged speed
-regressions (the goal: none), and the host.
+Each run is ``harness run --matrix M --suite S --reports OUT/runs``, one after another
+on this host as it is (its other load included); then ``harness history ingest`` into
+OUT/history.sqlite and ``harness report nightly --out OUT/report``. Printed: per case its
+ratios and spread ((max - min) / median across the runs), the spreads' median and 90th
+percentile (the issue's goal: p90 <= 10%), the report's flagged speed regressions (the
+goal: none), and the host.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ run folder's manifest.json):
 
 from __future__ import annotations
 
+import functools
 import os
 
 os.environ["ONEDNN_MAX_CPU_ISA"] = "AVX2"  # before torch loads oneDNN
@@ -54,11 +55,12 @@ def main() -> int:
         xb, wb = x.bfloat16(), w.bfloat16()
         call, release = vllm_provider.prepared("linear", (x, w, None)) or (None, None)
         assert call is not None and release is not None
+        fallback = functools.partial(F.linear, xb, wb)
         try:
-            vllm32 = measure(lambda: F.linear(xb, wb), call, baseline_name="vllm fp32")
+            vllm32 = measure(fallback, call, baseline_name="vllm fp32")
         finally:
             release()
-        torch32 = measure(lambda: F.linear(xb, wb), lambda: F.linear(x, w),
+        torch32 = measure(fallback, functools.partial(F.linear, x, w),
                           baseline_name="torch fp32")
         print(f"{f'{m} x {k} x {n}':>18} {vllm32.engine_s * 1e6:12.1f} "
               f"{vllm32.baseline_s * 1e6:13.1f} {torch32.baseline_s * 1e6:14.1f} "
