@@ -223,7 +223,7 @@ TARGETS.update({
     "harness:pinlist": _whole("harness/bisect/pinlist.py", "test_bisect_input",
                               "test_bisect_rules"),
     "harness:verdict": _whole("harness/bisect/verdict.py", "test_bisect_input",
-                              "test_bisect_rules"),
+                              "test_bisect_rules", "test_bisect_on_speed"),
     "harness:memory_plan": _whole("harness/run/memory.py", "test_memory_plan",
                                   "test_memory_rules"),
     "harness:budget": _whole("harness/platform/budget.py", "test_memory_plan",
@@ -293,16 +293,13 @@ TARGETS.update({
 })
 
 # Issue 51's speed: the ratio's vocabulary and regression rule, the timing and the thread
-# check, and bisect's verdict on speed.
+# check (bisect's verdict on speed: harness:verdict).
 _SPEED_TESTS = (*_unit("test_speed_rules"),)
 TARGETS.update({
     "harness:speed_rules": Target("harness/results/speed.py",
                                   _defs("harness/results/speed.py"), _SPEED_TESTS),
     "harness:speed_timing": Target("harness/plugin/speed.py",
                                    _defs("harness/plugin/speed.py"), _SPEED_TESTS),
-    "harness:bisect_speed": Target("harness/bisect/verdict.py",
-                                   _defs("harness/bisect/verdict.py"),
-                                   (*_unit("test_bisect_on_speed"), *_unit("test_bisect_rules"))),
 })
 
 KEEP_OPERATORS = (

@@ -8,6 +8,7 @@ import base64
 import hashlib
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -59,3 +60,12 @@ def wheel(folder: Path, package: str, version: str, body: str) -> Path:
         for name, text in {**files, f"{info}/RECORD": record}.items():
             whl.writestr(name, text)
     return path
+
+
+def bisect(reports: Path, test: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``harness bisect`` of ``test`` on the cpu matrix, this interpreter, its step folders
+    under ``reports``: what it printed, and its exit."""
+    return subprocess.run(
+        [sys.executable, "-m", "harness", "bisect", "--matrix", "cpu", "--test", test,
+         "--python", "current", "--reports", str(reports), *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)

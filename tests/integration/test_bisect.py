@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from scratch_repo import commit, copy_project, git
+from scratch_repo import bisect, commit, copy_project, git
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST = ("suites/kernel_parity/test_parity.py::"
@@ -41,10 +41,7 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
 
 
 def _bisect(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", "bisect", "--matrix", "cpu", "--test", TEST,
-         "--python", "current", "--reports", str(tmp_path / "r"), *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+    return bisect(tmp_path / "r", TEST, *args)
 
 
 def test_commits_finds_the_commit_that_broke_the_kernel(

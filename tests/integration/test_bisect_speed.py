@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from scratch_repo import commit, copy_project, git, wheel
+from scratch_repo import bisect, commit, copy_project, git, wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 PARITY = "suites/kernel_parity/test_parity.py::test_parity"
@@ -50,10 +50,7 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
 
 
 def _bisect(tmp_path: Path, test: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", "bisect", "--matrix", "cpu", "--test", test,
-         "--python", "current", "--reports", str(tmp_path / "r"), *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+    return bisect(tmp_path / "r", test, *args)
 
 
 def test_slower_than_finds_the_commit_that_slowed_the_kernel(
