@@ -39,6 +39,7 @@ def test_a_regression_is_the_margin_above_the_bands_top() -> None:
     assert band.regressed(1.5)  # 1.25 x the top
     assert band.regressed(1.2, margin=0.0) and not band.regressed(1.19, margin=0.0)
     assert band.slowdown(1.5) == 1.5  # against the median
+    assert speed.band([2.0, 2.0, 2.4]).slowdown(3.0) == 1.5  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("text", ["fast", "1", "0.5", "nan", "inf", ""])
