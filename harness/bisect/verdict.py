@@ -78,8 +78,8 @@ def reference_of(step: Step, test: str) -> float:
     """The ratio a step on speed is judged against: the GOOD end's own (its test passed)."""
     if step.speed is None:
         why = (f" ({SKIPPED}: {step.speed_skipped.splitlines()[0]})" if step.speed_skipped
-               else " (it records none: the speed tier times each op's first kernel_parity "
-               "case per provider and dtype)")
+               else " (it records none: the speed tier times one kernel_parity case per op, "
+               "provider and dtype)")
         raise NoSpeed(f"--slower-than: bisect on speed where no case records one: {test} "
                       f"recorded no speed at {step.label}{why}")
     return step.speed

@@ -22,6 +22,7 @@ from harness.bisect.verdict import (
     Verdict,
     on_speed,
     read_verdict,
+    reference_of,
     slower,
 )
 from harness.errors import Exit, UsageError
@@ -139,7 +140,7 @@ def test_the_judge_takes_the_first_step_whose_test_passed_as_the_reference() -> 
 
 @pytest.mark.parametrize(("test", "why"), [
     (TRITON, f"(speed_skipped: {INTERPRETER})"),
-    (UNTIMED, "(it records none: the speed tier times each op's first kernel_parity case"),
+    (UNTIMED, "(it records none: the speed tier times one kernel_parity case per op"),
 ])
 def test_a_good_end_that_recorded_no_speed_is_bad_input(test: str, why: str) -> None:
     judge = SpeedJudge(test=test, factor=1.5)
@@ -190,3 +191,25 @@ def test_a_factor_that_is_not_one_is_one_line_and_exit_2_before_anything(
     assert err.count("\n") == 1 and err.startswith(f"harness: error: --slower-than {value!r}")
     assert says in err
     assert not (tmp_path / "r").exists()
+
+
+def test_a_ratio_at_a_tenth_keeps_two_decimals_and_below_two_digits() -> None:
+    line = Step(label="v", verdict=Verdict.GOOD, status="passed", speed=0.1,
+                reference=0.05).line()
+    assert line == "good  v: passed, speed 0.10 (reference 0.05)"
+
+
+def test_a_step_not_judged_on_speed_shows_no_ratio() -> None:
+    """A speed read but no reference (a pass/fail bisect): the line is the plain one."""
+    step = Step(label="v", verdict=Verdict.GOOD, status="passed", speed=0.8)
+    assert step.line() == "good  v: passed"
+
+
+def test_a_reason_over_lines_is_named_by_its_first() -> None:
+    step = Step(label="v", verdict=Verdict.GOOD, status="passed",
+                speed_skipped="the CPU is emulated\n(second line)")
+    assert on_speed(step, 1.5, 0.8).status == "passed, no speed: the CPU is emulated"
+    with pytest.raises(NoSpeed) as caught:
+        reference_of(step, TIMED)
+    assert "(speed_skipped: the CPU is emulated)" in str(caught.value)
+    assert "second line" not in str(caught.value)

@@ -155,3 +155,82 @@ def test_a_gpu_lane_is_timed_by_the_device_and_the_cpu_by_the_host() -> None:
         if not getattr(torch, device).is_available():
             with pytest.raises((RuntimeError, AssertionError, AttributeError)):
                 timer(lambda: None, 1)
+
+
+class _Clock:
+    """A fake timer: per call, the next time of its side's cycle; the calls in order."""
+
+    def __init__(self, engine: list[float], baseline: list[float]) -> None:
+        self.cycles = {"engine": itertools.cycle(engine), "baseline": itertools.cycle(baseline)}
+        self.first = {"engine": engine[0], "baseline": baseline[0]}
+        self.log: list[tuple[str, int]] = []
+        self.direct = {"engine": 0, "baseline": 0}
+
+    def fn(self, name: str) -> object:
+        def call() -> None:
+            self.direct[name] += 1
+        call.__name__ = name
+        return call
+
+    def __call__(self, fn: object, n: int) -> float:
+        name = fn.__name__  # type: ignore[attr-defined]
+        self.log.append((name, n))
+        if len(self.log) <= 2:  # the calibration: one call each
+            return self.first[name] * n
+        return next(self.cycles[name]) * n
+
+
+def test_measure_warms_up_calibrates_then_alternates_the_pairs() -> None:
+    clock = _Clock(engine=[10e-6, 20e-6], baseline=[5e-6])
+    engine, baseline = clock.fn("engine"), clock.fn("baseline")
+    found = timing.measure(engine, baseline, baseline_name="torch",  # type: ignore[arg-type]
+                           timer=clock)
+    assert clock.direct == {"engine": timing.WARMUP, "baseline": timing.WARMUP}
+    assert clock.log[:2] == [("engine", 1), ("baseline", 1)]
+    calls = 2  # SAMPLE_S 20 us over the slower side's 10 us call
+    pairs = min(timing.MAX_PAIRS, int(timing.CASE_BUDGET_S / (2 * calls * 10e-6)))
+    assert found.pairs == pairs and len(clock.log) == 2 + 2 * pairs
+    assert all(n == calls for _, n in clock.log[2:])
+    order = [name for name, _ in clock.log[2:8]]
+    assert order == ["engine", "baseline", "baseline", "engine", "engine", "baseline"]
+    assert found.engine_s == pytest.approx(10e-6) and found.baseline_s == pytest.approx(5e-6)
+    assert found.ratio == pytest.approx(2.0)
+    # the pairs' ratios alternate 2 and 4 (one more 2): quartiles 2 and 4, median 2
+    assert found.spread == pytest.approx(1.0)
+    assert found.properties() == {
+        speed.RATIO: "2", speed.ENGINE_US: "10", speed.BASELINE_US: "5", speed.SPREAD: "1",
+        speed.BASELINE: "torch", speed.PAIRS: str(pairs)}
+
+
+def test_a_slow_kernel_takes_fewer_pairs_never_under_the_minimum() -> None:
+    clock = _Clock(engine=[1e-3], baseline=[1e-3])
+    found = timing.measure(clock.fn("engine"), clock.fn("baseline"),  # type: ignore[arg-type]
+                           baseline_name="b", timer=clock)
+    assert found.pairs == timing.MIN_PAIRS and all(n == 1 for _, n in clock.log)
+    assert found.spread == 0.0 and found.ratio == 1.0
+
+
+def test_a_baseline_that_takes_no_time_gives_no_finite_ratio() -> None:
+    clock = _Clock(engine=[1e-5], baseline=[0.0])
+    found = timing.measure(clock.fn("engine"), clock.fn("baseline"),  # type: ignore[arg-type]
+                           baseline_name="b", timer=clock)
+    assert found.ratio == float("inf") and speed.ratio_of(found.properties()[speed.RATIO]) is None
+
+
+def test_the_quartiles_of_one_sample_and_of_several() -> None:
+    assert timing._quartiles([3.0]) == (3.0, 3.0)
+    assert timing._quartiles([1.0, 2.0, 3.0, 4.0, 5.0]) == (2.0, 4.0)
+
+
+def test_the_host_timer_calls_the_function_n_times() -> None:
+    seen: list[int] = []
+    assert timing.cpu_timer(lambda: seen.append(1), 3) >= 0.0
+    assert len(seen) == 3
+
+
+def test_the_thread_finding_says_which_way() -> None:
+    assert timing.budgeted_threads({"HARNESS_TORCH_THREADS": "1"}) == 1
+    fewer = timing.threads_problem("refengine", 1, 2) or ""
+    more = timing.threads_problem("refengine", 3, 2) or ""
+    assert "fewer threads than the budget" in fewer and "oversubscribe" not in fewer
+    assert "more threads than the budget" in more and "slower" not in more
