@@ -5,7 +5,10 @@ the report's night-by-night walk (reports/speed.py)."""
 
 from __future__ import annotations
 
+import gc
 import itertools
+import math
+import statistics
 import time
 
 import pytest
@@ -234,3 +237,58 @@ def test_the_thread_finding_says_which_way() -> None:
     more = timing.threads_problem("refengine", 3, 2) or ""
     assert "fewer threads than the budget" in fewer and "oversubscribe" not in fewer
     assert "more threads than the budget" in more and "slower" not in more
+
+
+def test_pairs_between_the_bounds_follow_the_budget_and_the_calls() -> None:
+    """A 19 us call: two calls a sample (20 us), 0.03 s / (2 x 2 x 19 us) = 394 pairs."""
+    clock = _Clock(engine=[19e-6], baseline=[5e-6])
+    found = timing.measure(clock.fn("engine"), clock.fn("baseline"),  # type: ignore[arg-type]
+                           baseline_name="b", timer=clock)
+    assert timing.CASE_BUDGET_S == 0.03 and timing.SAMPLE_S == 20e-6
+    assert found.pairs == 394 and {n for _, n in clock.log[2:]} == {2}
+
+
+def test_a_tiny_call_is_repeated_at_most_a_thousand_times_and_a_free_one_too() -> None:
+    # 0 s: as if 0.1 us (20 us / 0.1 us, rounded up as the float divides)
+    for per_call, calls in ((1e-9, 1000), (0.0, math.ceil(20e-6 / 1e-7))):
+        clock = _Clock(engine=[per_call], baseline=[per_call])
+        timing.measure(clock.fn("engine"), clock.fn("baseline"),  # type: ignore[arg-type]
+                       baseline_name="b", timer=clock)
+        assert {n for _, n in clock.log[2:]} == {calls}
+
+
+def test_the_spread_is_the_pairs_ratios_quartiles_over_their_median() -> None:
+    engine, baseline = [10e-6, 20e-6], [5e-6, 5e-6, 10e-6]
+    clock = _Clock(engine=engine, baseline=baseline)
+    found = timing.measure(clock.fn("engine"), clock.fn("baseline"),  # type: ignore[arg-type]
+                           baseline_name="b", timer=clock)
+    ratios = [engine[i % 2] / baseline[i % 3] for i in range(found.pairs)]
+    low, _, high = statistics.quantiles(ratios, n=4, method="inclusive")
+    assert found.spread == pytest.approx((high - low) / statistics.median(ratios))
+    assert found.ratio == pytest.approx(2.0)  # fastest 10 us over fastest 5 us
+
+
+def test_an_engine_that_takes_no_time_has_no_spread_to_divide() -> None:
+    clock = _Clock(engine=[0.0], baseline=[1e-5])
+    found = timing.measure(clock.fn("engine"), clock.fn("baseline"),  # type: ignore[arg-type]
+                           baseline_name="b", timer=clock)
+    assert found.ratio == 0.0 and found.spread == float("inf")
+
+
+def test_the_garbage_collector_is_back_as_it_was() -> None:
+    clock = _Clock(engine=[1e-5], baseline=[1e-5])
+    assert gc.isenabled()
+    timing.measure(clock.fn("engine"), clock.fn("baseline"),  # type: ignore[arg-type]
+                   baseline_name="b", timer=clock)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        timing.measure(clock.fn("engine"), clock.fn("baseline"),  # type: ignore[arg-type]
+                       baseline_name="b", timer=clock)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_the_quartiles_of_two_samples() -> None:
+    assert timing._quartiles([1.0, 3.0]) == (1.5, 2.5)
