@@ -11,8 +11,8 @@ so each side's fastest sample is its own cost. On the 2-vCPU host of docs/speed.
 median of the pairs' ratios moved 2-3x between identical runs; the fastest samples' ratio
 of 1 ms samples by a p90 of about 20%, of 20 us samples by about 10% (docs/speed.md).
 The spread, the interquartile range of the pairs' ratios over their median, says how
-loaded the host was. On a
-GPU the samples are device time (CUDA events), not the host's.
+loaded the host was. On a GPU the samples are device time (its own events: CUDA's,
+ROCm's through it, XPU's), not the host's.
 
 Where a time says nothing of the platform, no speed is recorded and ``why_no_speed`` says
 why: a GPU profile emulated on the CPU, a CPU emulated under qemu (a lane's x86-64 level,
