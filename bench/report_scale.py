@@ -58,7 +58,9 @@ def case_properties(suite: str, i: int, dtype: str, rng: random.Random) -> list[
     """A test case's properties, as the harness plugin records them: none on most cases
     (the matrix is its testsuite's); on a parity case the op, provider, dtype and its numbers
     (suites/kernel_parity/test_parity.py) and its op record (plugin/ops.py: the provider's
-    kernel it ran); on every 50th fusion case two pattern
+    kernel it ran), and on every 4th the speed tier's timing (suites/kernel_parity/
+    parity_speed.py: one case per op, provider and dtype) or, on every 20th, why it has none;
+    on every 50th fusion case two pattern
     counts; on every 50th case the test process's peak memory (plugin/memory.py records it
     where a test raises its file's peak in its process). tests/integration/test_nightly_day.py
     checks the names against the real runs of a nightly day."""
@@ -69,8 +71,18 @@ def case_properties(suite: str, i: int, dtype: str, rng: random.Random) -> list[
             ("op", f"op{i % 40}"), ("provider", "native"), ("dtype", dtype),
             ("max_abs_err", f"{head * 1e-3:.6g}"), ("max_rel_err", f"{head * 1e-2:.6g}"),
             ("atol", "0.001"), ("rtol", "0.016"), ("headroom", f"{head:.4g}"),
-            ("ops", f"native/op{i % 40}=2"),  # its op record: the provider's kernel it ran
         ]  # fmt: skip
+        if i % 4 == 0:  # the speed tier's case of its op, provider and dtype
+            ratio = 0.5 + rng.random()
+            props += [
+                ("speed_ratio", f"{ratio:.4g}"), ("speed_engine_us", f"{ratio * 20:.4g}"),
+                ("speed_baseline_us", "20"), ("speed_spread", f"{rng.random() / 10:.3g}"),
+                ("speed_baseline", "native"), ("speed_pairs", "401"),
+            ]  # fmt: skip
+        elif i % 20 == 2:  # ... or why it has none (an interpreted Triton kernel)
+            props.append(("speed_skipped", "Triton runs in its interpreter here: its time is "
+                                           "the interpreter's"))
+        props.append(("ops", f"native/op{i % 40}=2"))  # its op record: the kernel it ran
     elif suite == "fusion" and i % 50 == 0:
         found = 2 if rng.random() > 0.1 else 1
         props += [("fusion.add_rms_norm.expected", "2"), ("fusion.add_rms_norm.found", str(found))]
