@@ -28,12 +28,13 @@ FALLBACK = "native"
 _CHOSEN: dict[tuple[str, str, str], str | None] = {}  # (op, provider, dtype) -> its case id
 
 
-def speed_case(key: tuple[str, str, str], candidates: Iterable[tuple[str, str]],
-               covered: Callable[[str], bool], supported: Callable[[str], bool]) -> str | None:
-    """The case id of ``key``'s speed case: the first of ``candidates`` ((case id, node
-    id), in the suite's order) that no known failure covers and the provider supports."""
+def speed_case(key: tuple[str, str, str], candidates: Iterable[tuple[Any, str]],
+               covered: Callable[[str], bool], supported: Callable[[Any], bool]) -> str | None:
+    """The case id of ``key``'s speed case: the first of ``candidates`` ((case, node id),
+    in the suite's order, read only until it is found, once a process) that no known
+    failure covers and the provider supports."""
     if key not in _CHOSEN:
-        _CHOSEN[key] = next((case for case, nodeid in candidates
+        _CHOSEN[key] = next((case.id for case, nodeid in candidates
                              if not covered(nodeid) and supported(case)), None)
     return _CHOSEN[key]
 
