@@ -8,7 +8,6 @@ recorded no speed, is unrun (``on_speed``)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from itertools import pairwise
@@ -17,7 +16,7 @@ from pathlib import Path
 from harness.errors import HarnessError, UsageError
 from harness.results.case_meaning import works
 from harness.results.run_folder import read_run
-from harness.results.speed import SKIPPED
+from harness.results.speed import SKIPPED, at_least
 
 
 class Verdict(StrEnum):
@@ -88,8 +87,7 @@ def reference_of(step: Step, test: str) -> float:
 def slower(ratio: float, reference: float, factor: float) -> bool:
     """At least ``factor`` times the reference (a ratio read back as text that is exactly
     that, to a rounding, counts as that)."""
-    limit = reference * factor
-    return ratio >= limit or math.isclose(ratio, limit, rel_tol=1e-9)
+    return at_least(ratio, reference * factor)
 
 
 def on_speed(step: Step, factor: float, reference: float | None) -> Step:

@@ -185,7 +185,7 @@ def speed_moved(before: float, after: float, margin: float) -> str | None:
     after`` is; else None. Exactly at the margin counts (0.4 -> 0.5 is 1.25x), however
     the division rounds."""
     for verdict, ratio in (("slower", after / before), ("faster", before / after)):
-        if ratio >= margin or math.isclose(ratio, margin, rel_tol=1e-9):
+        if speed.at_least(ratio, margin):
             return verdict
     return None
 

@@ -46,6 +46,12 @@ def ratio_of(text: str | None) -> float | None:
     return value if value > 0 and math.isfinite(value) else None
 
 
+def at_least(value: float, limit: float) -> bool:
+    """``value`` is ``limit`` or more; a value that is the limit to a rounding counts (a
+    ratio read back as text against a product of two: 0.3 is 0.1 x 3)."""
+    return value >= limit or math.isclose(value, limit, rel_tol=1e-9)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Band:
     low: float

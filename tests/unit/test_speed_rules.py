@@ -292,3 +292,10 @@ def test_the_garbage_collector_is_back_as_it_was() -> None:
 
 def test_the_quartiles_of_two_samples() -> None:
     assert timing._quartiles([1.0, 3.0]) == (1.5, 2.5)
+
+
+def test_at_least_counts_the_limit_to_a_rounding_and_nothing_below() -> None:
+    assert speed.at_least(1.5, 1.5) and speed.at_least(1.6, 1.5)
+    assert speed.at_least(0.3, 0.1 * 3)  # 0.30000000000000004: the same number, rounded
+    assert not speed.at_least(1.4999, 1.5)
+    assert not speed.at_least(0.3, 0.3 * (1 + 1e-8))  # beyond the rounding: below
