@@ -77,7 +77,7 @@ def _night_record(
 ) -> tuple[int, int]:
     """(nights every case of ``tests`` that ran passed, nights any ran) over the lane's
     nights in the window: how an intermittent (quarantined) known failure is doing."""
-    night_of = {m: night for night, _ in runs.by_lane.get(lane, ()) for m in runs.night(night)}
+    night_of = {m: night for m, (night, _) in runs.night_of(lane).items()}
     outcomes: dict[int, list[str]] = defaultdict(list)
     for run, status, applied in db.ran_with_known_failure(tests, night_of):
         if applied or not entry.host:

@@ -68,6 +68,11 @@ class Runs:
     def night(self, rid: int) -> list[int]:
         return self.members.get(rid, [rid])
 
+    def night_of(self, lane: str) -> dict[int, tuple[int, str]]:
+        """Every run of ``lane``'s nights -> (its night, when the night started)."""
+        return {member: (night, started) for night, started in self.by_lane.get(lane, ())
+                for member in self.night(night)}
+
 
 def lane_facts(
     runs: Runs, declared: dict[str, MatrixFacts], warn: Callable[[str], None]

@@ -19,7 +19,7 @@ from harness.history.window import SpeedPoint, WindowReader
 from harness.reports.model import SpeedLane, SpeedRegression, SpeedRow
 from harness.reports.runs import Runs
 from harness.results.layout import Lane
-from harness.results.speed import MIN_NIGHTS, band, ratio_of
+from harness.results.speed import MIN_NIGHTS, Band, band, ratio_of
 
 
 @dataclass
@@ -31,18 +31,19 @@ class _Case:
     ratios: list[tuple[str, float]] = field(default_factory=list)  # (night started, ratio)
 
 
-def _walk(ratios: list[float]) -> tuple[list[bool], list[float]]:
+def _walk(ratios: list[float]) -> tuple[list[bool], Band | None]:
     """Each night regressed or not against the band of the earlier unregressed nights;
-    and the last night's band (its earlier unregressed ratios)."""
+    and the band the last night was judged against (None: none yet)."""
     kept: list[float] = []
     flags: list[bool] = []
+    found: Band | None = None
     for ratio in ratios:
         found = band(kept)
         slow = found is not None and found.regressed(ratio)
         flags.append(slow)
         if not slow:
             kept.append(ratio)
-    return flags, kept[:-1] if flags and not flags[-1] else kept
+    return flags, found
 
 
 def _command(lane: str, matrix: str, nodeid: str) -> str:
@@ -54,8 +55,7 @@ def _fold(points: list[SpeedPoint], runs: Runs, lane: str
           ) -> tuple[dict[str, _Case], Counter[str], int]:
     """The lane's cases with their ratio per night; the reasons of its latest night's
     cases that recorded none; and how many of its nights had a speed."""
-    night_of = {m: (night, started) for night, started in runs.by_lane.get(lane, ())
-                for m in runs.night(night)}
+    night_of = runs.night_of(lane)
     latest = runs.latest(lane)
     cases: dict[str, _Case] = defaultdict(_Case)
     reasons: Counter[str] = Counter()
@@ -90,8 +90,7 @@ def speed_view(db: WindowReader, runs: Runs, lanes: list[str]
                ) -> tuple[list[SpeedRegression], list[SpeedRow], list[SpeedLane]]:
     """The regressions of each lane's latest night, the op x lane rows, each lane's state."""
     by_lane: dict[str, list[SpeedPoint]] = defaultdict(list)
-    lane_of = {m: lane for lane in lanes for night, _ in runs.by_lane.get(lane, ())
-               for m in runs.night(night)}
+    lane_of = {m: lane for lane in lanes for m in runs.night_of(lane)}
     for point in db.speeds(runs.ids):
         if point.run in lane_of:
             by_lane[lane_of[point.run]].append(point)
@@ -107,7 +106,7 @@ def speed_view(db: WindowReader, runs: Runs, lanes: list[str]
         timed = 0
         for key, case in cases.items():
             values = [r for _, r in case.ratios]
-            flags, kept = _walk(values)
+            flags, judged_by = _walk(values)
             row = rows.setdefault(case.op, SpeedRow(name=case.op))
             row.trend[lane] = values
             if case.ratios[-1][0] != last_started:
@@ -115,14 +114,15 @@ def speed_view(db: WindowReader, runs: Runs, lanes: list[str]
             timed += 1
             row.ratio[lane] = values[-1]
             row.regressed[lane] = flags[-1]
-            if flags[-1] and (found := band(kept)) is not None:
+            if flags[-1] and judged_by is not None:
                 start = len(flags) - 1
                 while start > 0 and flags[start - 1]:
                     start -= 1
                 matrix = runs.rows[latest].matrix if latest is not None else lane
                 regressions.append(SpeedRegression(
-                    lane=lane, key=key, op=case.op, ratio=values[-1], median=found.median,
-                    high=found.high, nights=found.nights, slower=found.slowdown(values[-1]),
+                    lane=lane, key=key, op=case.op, ratio=values[-1],
+                    median=judged_by.median, high=judged_by.high, nights=judged_by.nights,
+                    slower=judged_by.slowdown(values[-1]),
                     since=case.ratios[start][0], command=_command(lane, matrix, case.nodeid)))
         states.append(SpeedLane(lane=lane, timed=timed, skipped=sum(reasons.values()),
                                 nights=nights, note=_note(timed, reasons, nights)))

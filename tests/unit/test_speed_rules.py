@@ -128,12 +128,14 @@ def test_a_foreign_architecture_is_named_and_the_hosts_own_is_not() -> None:
 
 
 def test_the_walk_keeps_a_lasting_slowdown_flagged_against_the_nights_before_it() -> None:
-    flags, kept = _walk([1.0, 1.02, 0.98, 1.0, 1.6, 1.6])
+    flags, judged_by = _walk([1.0, 1.02, 0.98, 1.0, 1.6, 1.6])
     assert flags == [False, False, False, False, True, True]
-    assert kept == [1.0, 1.02, 0.98, 1.0]  # the band of the last night: before the slowdown
-    flags, kept = _walk([1.0, 1.02, 0.98, 1.01])
-    assert flags == [False] * 4 and kept == [1.0, 1.02, 0.98]  # the last night's own band
-    assert _walk([1.0, 3.0]) == ([False, False], [1.0])  # no band: nothing flagged
+    # the band of the last night: before the slowdown
+    assert judged_by == speed.band([1.0, 1.02, 0.98, 1.0])
+    flags, judged_by = _walk([1.0, 1.02, 0.98, 1.01])
+    # the last night's own band
+    assert flags == [False] * 4 and judged_by == speed.band([1.0, 1.02, 0.98])
+    assert _walk([1.0, 3.0]) == ([False, False], None)  # no band: nothing flagged
 
 
 def test_the_note_says_why_a_lane_is_not_judged() -> None:
