@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "2 for bad input, 3 when a step could not be judged where it matters: a pin could "
         "not be installed (never counted as bad), or only unjudged steps are left between "
         "the last good and the first bad one (each of them named). With --slower-than "
-        "FACTOR a step is judged by the speed the test records (a kernel_parity smoke "
+        "FACTOR a step is judged by the speed the test records (a kernel_parity speed-tier "
         "case's engine-over-baseline ratio): bad from FACTOR times the GOOD end's ratio.",
     )
     p.add_argument("--matrix", default="cpu", help="matrix name or YAML path (default: cpu)")

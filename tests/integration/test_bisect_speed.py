@@ -4,7 +4,7 @@ found on speed by --commits; the line a test that records no speed gets; and --p
 made-up engine's releases (tiny wheels built here, as tests/integration/test_bisect_gaps.py
 builds them) whose one test records the ratio each release names, the boundary exact.
 
-Measured on the 2-core development machine (each a ``harness run --test`` of the smoke
+Measured on the 2-core development machine (each a ``harness run --test`` of the speed-tier
 case, quiet and beside one or two busy cores): the case's ratio 0.78-0.81 before the
 commit, 1.52-1.62 after it (1.9-2.1x), against the 1.5x the bisect asks for."""
 
