@@ -127,13 +127,13 @@ def measure(engine: Callable[[], Any], baseline: Callable[[], Any], *, baseline_
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _round(engine, baseline, timer, baseline_name)
+        return _speed(engine, baseline, timer, baseline_name)
     finally:
         if collecting:
             gc.enable()
 
 
-def _round(engine: Callable[[], Any], baseline: Callable[[], Any], timer: Timer,
+def _speed(engine: Callable[[], Any], baseline: Callable[[], Any], timer: Timer,
            baseline_name: str) -> Speed:
     engine_times, baseline_times, ratios = _pairs(engine, baseline, timer)
     # Other load only ever adds time, in bursts: each side's fastest sample is its own
