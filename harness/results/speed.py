@@ -30,6 +30,7 @@ SPREAD = "speed_spread"
 BASELINE = "speed_baseline"
 PAIRS = "speed_pairs"
 PROPERTIES = (RATIO, ENGINE_US, BASELINE_US, SPREAD, BASELINE, PAIRS)
+PREPARED = "speed_prepared"  # "true": the engine's load-time work done once (its GEMMs)
 
 MIN_NIGHTS = 3  # earlier nights a band needs
 BAND_NIGHTS = 7  # the band is the last this many earlier nights

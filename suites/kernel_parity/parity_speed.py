@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from harness.plugin.speed import measure, timer_for, why_no_speed
-from harness.results.speed import SKIPPED
+from harness.results.speed import PREPARED, SKIPPED
 from refengine.providers import get_provider, offers
 
 BASELINE = "torch"
@@ -75,4 +75,4 @@ def record_speed(platform: Any, op: str, provider: Any, build: Callable[[], tupl
     for key, value in speed.properties().items():
         record_property(key, value)
     if made is not None:
-        record_property("speed_prepared", "true")
+        record_property(PREPARED, "true")
