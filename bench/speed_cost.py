@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from harness.platform.host import cpu_model_and_flags
+from harness.plugin.speed import SPEED_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,7 +29,7 @@ def _timed(matrix: str, suite: str, reports: Path, speed: str) -> float:
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "harness", "run", "--matrix", matrix, "--suite",
                     suite, "--reports", str(reports)], cwd=ROOT, check=False,
-                   env={**os.environ, "HARNESS_SPEED": speed}, stdout=subprocess.DEVNULL)
+                   env={**os.environ, SPEED_ENV: speed}, stdout=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 

@@ -102,7 +102,7 @@ def _vllm_greedy(model_dir: Path, dtype: str, prompts: list[list[int]],
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_greedy_tokens_match_transformers(model_dir: Path, dtype: str, vllm_library: Any,
-                                          record_property: Any) -> None:
+                                          platform: Any, record_property: Any) -> None:
     import torch
 
     from harness.plugin.speed import budgeted_threads, threads_problem
@@ -116,7 +116,7 @@ def test_greedy_tokens_match_transformers(model_dir: Path, dtype: str, vllm_libr
     for i, (a, b) in enumerate(zip(got, want, strict=True)):
         first = next((n for n, (x, y) in enumerate(zip(a, b, strict=True)) if x != y), None)
         record_property(f"prompt{i}.first_difference", "none" if first is None else first)
-    _record_speed(engine, baseline, sum(map(len, got)), record_property)
+    _record_speed(platform, engine, baseline, sum(map(len, got)), record_property)
     assert got == want, (f"vLLM's greedy tokens differ from transformers' ({dtype}): "
                          f"vllm {got}, transformers {want}")
     budget = budgeted_threads(os.environ)
@@ -125,15 +125,16 @@ def test_greedy_tokens_match_transformers(model_dir: Path, dtype: str, vllm_libr
     assert problem is None, problem
 
 
-def _record_speed(engine: dict[str, float], baseline: dict[str, float], tokens: int,
-                  record_property: Any) -> None:
+def _record_speed(platform: Any, engine: dict[str, float], baseline: dict[str, float],
+                  tokens: int, record_property: Any) -> None:
     """Decode tokens/s of vLLM and of transformers on the same host, model and prompts; the
     ratio in the speed tier's vocabulary (engine time over baseline time), or why none."""
     from harness.plugin.speed import why_no_speed
     from harness.results.speed import BASELINE, RATIO, SKIPPED
 
     record_property("engine_threads", int(engine["threads"]))
-    why = why_no_speed(platform="vllm", emulate=False, provider="vllm", environ=os.environ)
+    why = why_no_speed(platform=platform.name, emulate=platform.emulate, provider="vllm",
+                       environ=os.environ)
     if why is not None:
         record_property(SKIPPED, why)
         return
