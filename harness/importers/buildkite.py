@@ -130,16 +130,17 @@ def _runner_parts(command: str) -> tuple[list[str], int | None]:
     """The test command's lines inside the runner script's quoted argument, and the
     runner's time limit (``30m``); a command that is no runner call is its own line."""
     command = command.replace("\\\n", " ")  # a shell line continuation
+    head, command = _setup_lines(command)  # lines before the runner call (exports, an if)
     try:
         words = shlex.split(command)
     except ValueError:
-        return command.splitlines(), None
+        return head + command.splitlines(), None
     if len(words) >= 4 and words[0] == "bash" and words[1].endswith(".sh"):
         limit = RUNNER_TIMEOUT.match(words[2])
         timeout = int(limit[1]) * UNIT_S[limit[2]] if limit else None
         inner = " ".join(words[3:]).replace("\\\n", " ")
-        return [line for line in inner.splitlines() if line.strip()], timeout
-    return [line for line in command.splitlines() if line.strip()], None
+        return head + [line for line in inner.splitlines() if line.strip()], timeout
+    return head + [line for line in command.splitlines() if line.strip()], None
 
 
 def parse_pytest(words: list[str], where: str, unmapped: list[str]) -> PytestCommand:
@@ -329,3 +330,18 @@ def _one_step(file: Path, step: Mapping[str, object], unmapped: list[str]) -> li
         )
         for i, f in enumerate(found) if f["targets"]
     ]
+
+
+_RUNNER_CALL = re.compile(r"\s*bash\s+\S+\.sh(\s|$)")
+
+
+def _setup_lines(command: str) -> tuple[list[str], str]:
+    """A command of several shell lines whose runner call comes after others (vLLM's Zen
+    steps export the image's registry first): (the lines before the call, comments left
+    out; the call to the end). A command with no such call, or starting with it, is all call."""
+    lines = command.splitlines()
+    at = next((i for i, line in enumerate(lines) if _RUNNER_CALL.match(line)), None)
+    if not at:
+        return [], command
+    head = [line for line in lines[:at] if line.strip() and not line.lstrip().startswith("#")]
+    return head, "\n".join(lines[at:])

