@@ -292,6 +292,16 @@ TARGETS.update({
                              _ENGINE_TESTS),
 })
 
+# Issue 49's op record and audit: the record's format and its counter on torch's op classes,
+# the audit of an engine's own CI, the report's ops view (over stored real runs), each
+# against its unit tests.
+TARGETS.update({
+    "harness:op_record": _whole("harness/results/op_record.py", "test_op_record_format"),
+    "harness:op_counter": _whole("harness/plugin/ops.py", "test_op_record_format"),
+    "harness:ci_audit": _whole("harness/importers/audit.py", "test_ci_audit_rules"),
+    "harness:report_ops": _whole("harness/reports/ops.py", "test_ops_view"),
+})
+
 # Issue 51's speed: the ratio's vocabulary and regression rule, the timing and the thread
 # check (bisect's verdict on speed: harness:verdict).
 _SPEED_TESTS = (*_unit("test_speed_rules"),)
