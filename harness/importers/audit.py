@@ -129,10 +129,9 @@ class Audit:
     def devices(self) -> list[str]:
         return sorted(self.seen)
 
-    def runs(self, file: str, platform: str | None = None) -> list[Step]:
-        """The steps that run ``file`` (on ``platform``'s agents, if given)."""
-        return [s for s in self.steps if any(_covers(t, file) for t in s.targets)
-                and (platform is None or platform_of(s.device) == platform)]
+    def runs(self, file: str) -> list[Step]:
+        """The steps that run ``file``."""
+        return [s for s in self.steps if any(_covers(t, file) for t in s.targets)]
 
     def focus_steps(self) -> list[Step]:
         return [s for s in self.steps if s.file == self.focus]
@@ -244,8 +243,7 @@ def _targets(suite: ImportedSuite, source: Path) -> list[str]:
 def _scripts(step: dict[str, object], source: Path) -> list[Path]:
     """The tree's shell scripts a step's commands run (``bash .buildkite/scripts/x.sh``)."""
     given = step.get("commands") or step.get("command") or []
-    text = given if isinstance(given, str) else "\n".join(
-        str(c) for c in (given if isinstance(given, list) else [given]))
+    text = "\n".join(map(str, given if isinstance(given, list) else [given]))
     found = [source / m for m in re.findall(r"(?:bash|sh)\s+([\w./-]+\.sh)", text)]
     return [path for path in found if path.is_file()]
 
@@ -305,7 +303,7 @@ def audit(source: Path, focus: str | None = None) -> Audit:
         result.steps += _steps(rel, suites, every, source)
         result.seen |= {str(s.get("device") or s.get("agent_pool")) for s in every
                         if s.get("device") or s.get("agent_pool")}  # pytest or not
-        result.seen |= {s.device for s in result.steps if s.file == rel}
+    result.seen |= {s.device for s in result.steps}
     folders = [(path.parent.relative_to(source).as_posix(), path.relative_to(source).as_posix(),
                 gate) for path in sorted(tests.rglob("conftest.py"))
                for gate in conftest_gates(path.read_text(encoding="utf-8", errors="replace"))]

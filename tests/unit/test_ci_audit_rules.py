@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 
 from harness.errors import UsageError
-from harness.importers.audit import audit, conftest_gates, gates, platform_of, render
+from harness.importers.audit import (
+    audit,
+    conftest_gates,
+    gates,
+    platform_of,
+    render,
+    script_targets,
+)
 from harness.roots import project_root
 
 CPU_YAML = """
@@ -320,3 +327,167 @@ def test_a_conftest_that_skips_every_test_of_its_folder_gates_each_file_under_it
 ])
 def test_which_conftest_skips_hold_for_every_test(text: str, gated: list[object]) -> None:
     assert conftest_gates(text) == gated
+
+
+# -- the boundaries of each rule (what the first mutation run of audit.py left alive) --------
+
+def _filler(n: int) -> list[str]:
+    return ["a = 1"] * n
+
+
+@pytest.mark.parametrize(("lines", "gated"), [
+    # the skip 3 lines after / before its condition: a gate; 4 lines away: none
+    ([*_filler(5), "ok = not current_platform.is_cpu()", *_filler(2),
+      "pytest.skip('x', allow_module_level=True)", *_filler(5)], [("cpu", 6, ())]),
+    ([*_filler(5), "ok = not current_platform.is_cpu()", *_filler(3),
+      "pytest.skip('x', allow_module_level=True)", *_filler(5)], []),
+    ([*_filler(5), "pytest.skip('x', allow_module_level=True)", *_filler(2),
+      "ok = not current_platform.is_cpu()", *_filler(5)], [("cpu", 9, ())]),
+    ([*_filler(5), "pytest.skip('x', allow_module_level=True)", *_filler(3),
+      "ok = not current_platform.is_cpu()", *_filler(5)], []),
+    # the condition and its skip on a file's first line
+    (["pytestmark = pytest.mark.skipif(not current_platform.is_xpu(), reason='x')",
+      *_filler(6)], [("xpu", 1, ())]),
+])
+def test_a_skip_gates_within_three_lines_of_its_condition(lines: list[str],
+                                                         gated: list[object]) -> None:
+    assert gates("\n".join(lines) + "\n") == gated
+
+
+@pytest.mark.parametrize(("text", "gated"), [
+    # the gate's own function is a plain helper, a hook follows it at once
+    ("def helper():\n    if not current_platform.is_cuda(): pytest.skip('x')\n"
+     "def pytest_runtest_setup(item):\n    pass\n", []),
+    # an indented gate in no function; the file's last line is a hook
+    ("    if not current_platform.is_cpu():\n        pytest.skip('x')\n"
+     "def pytest_runtest_setup(item): pass\n", []),
+    # the fixture's docstring between its def and the gate
+    ("@pytest.fixture(autouse=True)\ndef gate():\n    \"\"\"CPU only.\"\"\"\n"
+     "    if not current_platform.is_cpu():\n        pytest.skip('x')\n", [("cpu", 4, ())]),
+    # autouse three lines above the def (a decorator over lines)
+    ("@pytest.fixture(\n    autouse=True,\n    scope='session',\n)\ndef gate():\n"
+     "    if not current_platform.is_cpu():\n        pytest.skip('x')\n", [("cpu", 6, ())]),
+    # autouse four lines above: another function's
+    ("@pytest.fixture(autouse=True)\ndef first():\n    pass\n@pytest.fixture\ndef gate():\n"
+     "    if not current_platform.is_cpu():\n        pytest.skip('x')\n", []),
+])
+def test_a_conftest_gate_s_function_is_the_nearest_def_above_it(text: str,
+                                                              gated: list[object]) -> None:
+    assert conftest_gates(text) == gated
+
+
+EDGE_CPU = """
+steps:
+- label: CPU node ids
+  key: cpu-ids
+  device: intel_cpu
+  source_file_dependencies:
+  - setup.py
+  - tests/utils.py
+  - tests/kernels/test_cpu_id.py
+  - tests/tools/test_tool.py
+  commands:
+    - pytest tests/kernels/test_cpu_id.py::test_it tools/test_tool.py
+- label: Image
+  key: image
+  device: amd_cpu
+  commands:
+    - bash build-image.sh
+- label: GPU script
+  key: gpu-script
+  commands:
+    - bash .buildkite/scripts/run-gpu.sh
+- label: GPU ids
+  key: gpu-ids
+  commands:
+    - pytest -v kernels/test_cuda_id.py::test_it
+# - label: Long gone
+#   device: intel_cpu
+#   commands:
+#     - bash one.sh
+#     - bash two.sh
+#     - bash three.sh
+#     - bash four.sh
+#     - bash five.sh
+#     - bash six.sh
+#     - bash seven.sh
+#     - bash eight.sh
+#     - bash nine.sh
+#     - bash ten.sh
+#     - bash eleven.sh
+- label: After the comment
+  key: after
+  device: intel_cpu
+  commands:
+    - pytest tests/kernels/test_cpu_id.py
+"""
+
+CUDA_ONLY = """
+import pytest
+from vllm.platforms import current_platform
+
+if not current_platform.is_cuda():
+    pytest.skip("CUDA only", allow_module_level=True)
+"""
+
+
+@pytest.fixture
+def edges(tmp_path: Path) -> Path:
+    files = {".buildkite/cpu.yaml": EDGE_CPU, ".buildkite/broken.yaml": "steps: [\n",
+             ".buildkite/scripts/run-gpu.sh": "retry tests/ci/retry.sh pytest tests/kernels/"
+                                              "test_cuda_script.py\n",
+             "tests/kernels/test_cpu_id.py": CPU_ONLY, "tests/kernels/test_cuda_id.py": CUDA_ONLY,
+             "tests/kernels/test_cuda_script.py": CUDA_ONLY,
+             "tools/test_tool.py": NOT_GATED, "tests/tools/test_tool.py": CPU_ONLY,
+             "tests/utils.py": NOT_GATED, "setup.py": "\n"}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def test_node_ids_scripts_and_agents_at_their_edges(edges: Path) -> None:
+    result = audit(edges, ".buildkite/cpu.yaml")
+    by_file = {g.file: g for g in result.gated}
+    # a node id runs its file, from the root or from tests/ (vLLM's GPU steps run there)
+    assert by_file["tests/kernels/test_cpu_id.py"].runs_on == ("intel_cpu",)
+    assert by_file["tests/kernels/test_cuda_id.py"].runs_on == ("(default GPU agent)",)
+    # a script of a step with no agent: the default GPU agent; a tests/ word before pytest
+    # is not a target
+    assert by_file["tests/kernels/test_cuda_script.py"].runs_on == ("(default GPU agent)",)
+    assert script_targets(edges / ".buildkite/scripts/run-gpu.sh") == [
+        "tests/kernels/test_cuda_script.py"]
+    # a target that exists where it is named is that file, not tests/'s namesake
+    assert by_file["tests/tools/test_tool.py"].runs_on == ()
+    assert ("tests/tools/test_tool.py", "cpu") in {(g.file, g.platform) for g in result.unrun()}
+    # a step that runs no pytest still names its agent: amd_cpu reaches vLLM's _C
+    assert "amd_cpu" in result.devices() and "None" not in result.devices()
+    # watched: only test files count (not setup.py, not tests/utils.py)
+    assert [f for f, _ in result.watched_not_run()] == ["tests/tools/test_tool.py"]
+    # a commented step ends where the next active line starts
+    (gone,) = result.commented
+    assert gone.text.splitlines()[1] == "#   device: intel_cpu"
+    lines = gone.text.splitlines()
+    assert lines[-1] == "#     - bash eleven.sh" and len(lines) == 14
+    text = render(result)
+    shown = [line for line in text.splitlines() if line.startswith("    | ")]
+    assert len(shown) == 12 and shown[0] == "    | # - label: Long gone"
+    assert "  .buildkite/cpu.yaml:26: Long gone\n" in text
+    assert "\n  cpu   1 of 2 (50%)\n  cuda  2 of 2 (100%)\n  rocm  0 of 0 (-)\n" in text
+    assert "\nCPU test files run on Arm agents only:\n  none\n" in text
+    assert text.endswith("\nstep files not read: .buildkite/broken.yaml:2: not YAML: expected "
+                         "the node content, but found '<stream end>'\n")
+
+
+def test_render_says_none_where_a_section_has_nothing_and_shows_arm_features(
+        tree: Path) -> None:
+    (tree / ".buildkite/hardware_tests/cpu.yaml").write_text(textwrap.dedent(
+        CPU_YAML.split("# Note")[0]))  # no commented step
+    result = audit(tree, ".buildkite/hardware_tests/cpu.yaml")
+    text = render(result)
+    assert "\nsteps commented out:\n  none\n" in text
+    assert "and none of them runs:\n  none\n" in text
+    arm = next(g for g in result.gated if g.file == "tests/kernels/test_cpu_arm.py")
+    assert "\nCPU test files run on Arm agents only:\n  tests/kernels/test_cpu_arm.py:" \
+           f"{arm.line} [x86]\n" in text
+    assert "step files not read" not in text
