@@ -297,7 +297,8 @@ TARGETS.update({
 # against its unit tests.
 TARGETS.update({
     "harness:op_record": _whole("harness/results/op_record.py", "test_op_record_format"),
-    "harness:op_counter": _whole("harness/plugin/ops.py", "test_op_record_format"),
+    "harness:op_counter": _whole("harness/plugin/ops.py", "test_op_record_format",
+                                 "test_op_record_plugin"),
     "harness:ci_audit": _whole("harness/importers/audit.py", "test_ci_audit_rules"),
     "harness:report_ops": _whole("harness/reports/ops.py", "test_ops_view"),
 })

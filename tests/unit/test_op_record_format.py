@@ -68,6 +68,7 @@ def test_the_surface_is_the_ops_registered_outside_torch_with_where(twice: objec
     surface = ops.engine_surface()
     # registered by this module (torch.library, as an engine's Python registers one)
     assert "test_op_record_format.py:" in surface["harness_oprec::twice"]
+    assert surface["harness_oprec::twice"].rsplit(":", 1)[1].isdigit()  # the file and line
     assert not any(name.startswith(("aten::", "prims::", "c10d::", "quantized::"))
                    for name in surface)
 
@@ -76,7 +77,9 @@ def test_the_surface_is_the_ops_registered_outside_torch_with_where(twice: objec
     ("/tmp/vllm/csrc/cpu/torch_bindings.cpp:468", "csrc/cpu/torch_bindings.cpp:468"),
     ("/x/lib/python3.11/site-packages/vllm/utils/torch_utils.py:1065",
      "vllm/utils/torch_utils.py:1065"),
-    ("/work/engine/ops.py:3", "/work/engine/ops.py:3")])
+    ("/work/engine/ops.py:3", "/work/engine/ops.py:3"),
+    ("csrc/cpu/shm.cpp:12", "csrc/cpu/shm.cpp:12"),  # the mark at the start
+    ("site-packages/vllm/_ops.py:7", "vllm/_ops.py:7")])
 def test_a_place_loses_the_machine_s_part(site: str, short: str) -> None:
     assert ops._short(site) == short
 
