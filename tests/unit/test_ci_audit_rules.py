@@ -395,8 +395,7 @@ steps:
     - bash build-image.sh
 - label: GPU script
   key: gpu-script
-  commands:
-    - bash .buildkite/scripts/run-gpu.sh
+  command: bash .buildkite/scripts/run-gpu.sh
 - label: GPU ids
   key: gpu-ids
   commands:
@@ -452,8 +451,8 @@ def test_node_ids_scripts_and_agents_at_their_edges(edges: Path) -> None:
     # a node id runs its file, from the root or from tests/ (vLLM's GPU steps run there)
     assert by_file["tests/kernels/test_cpu_id.py"].runs_on == ("intel_cpu",)
     assert by_file["tests/kernels/test_cuda_id.py"].runs_on == ("(default GPU agent)",)
-    # a script of a step with no agent: the default GPU agent; a tests/ word before pytest
-    # is not a target
+    # a script a step's single command runs, with no agent: the default GPU agent; a
+    # tests/ word before pytest is not a target
     assert by_file["tests/kernels/test_cuda_script.py"].runs_on == ("(default GPU agent)",)
     assert script_targets(edges / ".buildkite/scripts/run-gpu.sh") == [
         "tests/kernels/test_cuda_script.py"]
@@ -472,7 +471,7 @@ def test_node_ids_scripts_and_agents_at_their_edges(edges: Path) -> None:
     text = render(result)
     shown = [line for line in text.splitlines() if line.startswith("    | ")]
     assert len(shown) == 12 and shown[0] == "    | # - label: Long gone"
-    assert "  .buildkite/cpu.yaml:26: Long gone\n" in text
+    assert "  .buildkite/cpu.yaml:25: Long gone\n" in text
     assert "\n  cpu   1 of 2 (50%)\n  cuda  2 of 2 (100%)\n  rocm  0 of 0 (-)\n" in text
     assert "\nCPU test files run on Arm agents only:\n  none\n" in text
     assert text.endswith("\nstep files not read: .buildkite/broken.yaml:2: not YAML: expected "
