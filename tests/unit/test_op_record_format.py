@@ -4,6 +4,10 @@ tests/integration/test_op_record.py runs the record in real suites."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -68,7 +72,8 @@ def test_the_surface_is_the_ops_registered_outside_torch_with_where(twice: objec
     surface = ops.engine_surface()
     # registered by this module (torch.library, as an engine's Python registers one)
     assert "test_op_record_format.py:" in surface["harness_oprec::twice"]
-    assert surface["harness_oprec::twice"].rsplit(":", 1)[1].isdigit()  # the file and line
+    where, line = surface["harness_oprec::twice"].rsplit(":", 1)
+    assert Path(where).is_file() and line.isdigit()  # the file and line, nothing around them
     assert not any(name.startswith(("aten::", "prims::", "c10d::", "quantized::"))
                    for name in surface)
 
@@ -93,3 +98,22 @@ def test_a_surface_that_cannot_be_read_is_none_and_says_why(
     assert ops._surface_or_none() == {}
     assert capsys.readouterr().err == ("harness: the engine's ops were not read: RuntimeError: "
                                        "a provider's check raised\n")
+
+
+def test_nothing_is_wrapped_in_a_process_without_torch() -> None:
+    """A suite that never imports torch: install() finds no torch._ops and wraps nothing
+    (it must not import torch for the suite: the CLI and torch-free suites stay quick)."""
+    done = subprocess.run([sys.executable, "-c", "import sys; from harness.plugin import ops; "
+                           "print(ops.install(), 'torch' in sys.modules)"],
+                          capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["False", "False"]
+
+
+def test_providers_loaded_without_the_op_spec_offer_nothing_yet() -> None:
+    """refengine.providers imported alone (no provider loaded, its op spec not imported): no
+    provider surface, and no error."""
+    done = subprocess.run([sys.executable, "-c", "import sys, torch, refengine.providers; "
+                           "from harness.plugin import ops; "
+                           "print(ops._provider_surface(), 'refengine.ops.spec' in sys.modules)"],
+                          capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["{}", "False"]

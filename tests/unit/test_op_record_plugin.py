@@ -82,7 +82,8 @@ EXPECTED = {"test_packet_twice": {"harness_opplug::twice": 2},
             "test_torch_alone": {}}
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+@pytest.mark.parametrize("workers", [[], ["-n", "2"], ["-p", "no:xdist"]],
+                         ids=["one-process", "xdist", "without-xdist"])
 def test_each_test_s_calls_and_the_engine_s_surface(tmp_path: Path, workers: list[str]) -> None:
     partial = _run(tmp_path, *workers)
     records = _records(partial)
@@ -101,4 +102,19 @@ def test_each_test_s_calls_and_the_engine_s_surface(tmp_path: Path, workers: lis
 def test_off_records_nothing(tmp_path: Path) -> None:
     partial = _run(tmp_path, env={"HARNESS_OP_RECORD": "off"})
     assert all(not ops for ops in _records(partial).values())
+    assert not engine_ops_for_partial(partial).exists()
+
+
+def test_a_suite_that_offers_no_op_writes_no_surface(tmp_path: Path) -> None:
+    """No torch, no refengine: each test's record is empty and no surface file is written."""
+    suite = tmp_path / "plain"
+    suite.mkdir()
+    (suite / "test_plain.py").write_text("def test_nothing():\n    assert 1 + 1 == 2\n")
+    partial = tmp_path / "out" / "plain.partial.jsonl"
+    partial.parent.mkdir()
+    done = subprocess.run([sys.executable, "-m", "pytest", str(suite), "-q", "-p",
+                           "no:cacheprovider", f"--harness-partial={partial}"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert _records(partial) == {"test_nothing": {}}
     assert not engine_ops_for_partial(partial).exists()

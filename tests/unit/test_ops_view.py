@@ -11,12 +11,14 @@ producers' own files. The integration test runs the lanes for real."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness import cli
+from harness.reports.ops import emulated
 from harness.results.op_record import parse
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ops_nights"
@@ -94,3 +96,30 @@ def test_each_op_s_cells_are_the_tests_of_each_lane_that_called_it(
     assert never == {name for name, row in rows.items()
                      if not any(row["tests"].values())}
     assert "_C::cpu_fused_moe" in never and "_C::rms_norm" not in never
+
+
+def test_a_lane_without_matrix_facts_is_emulated_by_its_name_alone() -> None:
+    assert emulated("cuda (emulated)", None) is True
+    assert emulated("cpu", None) is False
+
+
+def test_a_run_from_before_the_surface_shows_its_calls_without_a_share(
+        tmp_path: Path) -> None:
+    """A run written before runs recorded the engine's surface (its fingerprint has no
+    ``engine_ops``: the manifest of a run of an earlier harness): its lane has calls, no
+    offered ops, and no coverage figure, rather than no row."""
+    (old,) = RUNS["vllm-cpu"]
+    copy = tmp_path / "vllm-cpu" / old.name
+    shutil.copytree(old, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    del manifest["device_fingerprint"]["engine_ops"]
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    db = tmp_path / "history.sqlite"
+    assert cli.main(["history", "ingest", "--db", str(db), str(copy)]) == 0
+    assert cli.main(["report", "nightly", "--db", str(db), "--out", str(tmp_path / "out")]) == 0
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    (row,) = data["op_coverage"]
+    _, called = _offered_and_called(old)
+    assert (row["lane"], row["offered"], row["share"], row["trend"]) == ("vllm-cpu", 0, None, [])
+    assert row["exercised"] == 0 and row["missed"] == []
+    assert {op["name"] for op in data["ops"] if op["tests"]["vllm-cpu"]} == called
