@@ -133,6 +133,16 @@ def test_a_runner_call_after_setup_lines_is_still_the_runner_s(tmp_path: Path) -
         "export REPO=m; fi")
 
 
+def test_setup_lines_before_a_runner_call_that_does_not_parse_are_still_said(
+        tmp_path: Path) -> None:
+    file = _file(tmp_path, "steps:\n- key: k\n  commands:\n  - |\n"
+                           "    export A=1\n    bash run.sh 5m \"pytest tests/a.py\n")
+    imported = import_steps(file)
+    assert imported.suites == ()
+    assert imported.unmapped[0] == f"{file}: step k: not a pytest command, not run: export A=1"
+    assert imported.unmapped[1].startswith(f"{file}: step k: not read as a shell line (")
+
+
 def test_a_command_without_a_runner_call_is_all_its_own_lines(tmp_path: Path) -> None:
     file = _file(tmp_path, "steps:\n- key: k\n  commands:\n  - |\n"
                            "    export A=1\n    pytest tests/a.py\n")
