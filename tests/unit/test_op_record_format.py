@@ -69,13 +69,15 @@ def test_the_switch(monkeypatch: pytest.MonkeyPatch, value: str | None, on: bool
 
 
 def test_the_surface_is_the_ops_registered_outside_torch_with_where(twice: object) -> None:
+    import torch.distributed.fsdp  # noqa: F401  registers fsdp::, c10d_functional:: in Python
+
     surface = ops.engine_surface()
     # registered by this module (torch.library, as an engine's Python registers one)
     assert "test_op_record_format.py:" in surface["harness_oprec::twice"]
     where, line = surface["harness_oprec::twice"].rsplit(":", 1)
     assert Path(where).is_file() and line.isdigit()  # the file and line, nothing around them
-    assert not any(name.startswith(("aten::", "prims::", "c10d::", "quantized::"))
-                   for name in surface)
+    assert not any(name.startswith(("aten::", "prims::", "c10d::", "quantized::", "fsdp::",
+                                    "c10d_functional::", "_dtensor::")) for name in surface)
 
 
 @pytest.mark.parametrize(("site", "short"), [
