@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +23,10 @@ RELEASES = {"0.32.0": None,
 
 
 @pytest.fixture(scope="module")
-def audits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+def audits(shared_cache: Path, tmp_path_factory: pytest.TempPathFactory
+           ) -> dict[str, dict[str, Any]]:
+    """Each release's audit; the sdists come from the machine's download cache (one
+    pip download a machine, shared with the other tests that read them)."""
     if os.environ.get("HARNESS_SKIP_VLLM") == "1":
         pytest.skip("HARNESS_SKIP_VLLM=1")
     out = {}
