@@ -300,6 +300,7 @@ TARGETS.update({
     "harness:op_counter": _whole("harness/plugin/ops.py", "test_op_record_format",
                                  "test_op_record_plugin"),
     "harness:ci_audit": _whole("harness/importers/audit.py", "test_ci_audit_rules"),
+    "harness:ci_audit_render": _whole("harness/importers/audit_render.py", "test_ci_audit_rules"),
     "harness:report_ops": _whole("harness/reports/ops.py", "test_ops_view"),
 })
 

@@ -55,7 +55,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     """The audit: text on stdout, JSON where asked; nothing else written."""
     import json
 
-    from harness.importers.audit import audit, render
+    from harness.importers.audit import audit
+    from harness.importers.audit_render import render
     from harness.importers.buildkite import read_steps
     from harness.importers.matrix_out import source_root
 

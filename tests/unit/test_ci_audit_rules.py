@@ -14,14 +14,8 @@ from pathlib import Path
 import pytest
 
 from harness.errors import UsageError
-from harness.importers.audit import (
-    audit,
-    conftest_gates,
-    gates,
-    platform_of,
-    render,
-    script_targets,
-)
+from harness.importers.audit import audit, conftest_gates, gates, platform_of, script_targets
+from harness.importers.audit_render import render
 from harness.roots import project_root
 
 CPU_YAML = """
