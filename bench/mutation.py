@@ -257,6 +257,11 @@ TARGETS.update({
     "harness:standalone_shrink": _whole("harness/repro/standalone_shrink.py",
                                         "test_standalone_shrink"),
     "harness:kernel_table": _whole("harness/platform/kernel_table.py", "test_kernel_table"),
+    # the process-heavy modules' parts that unit tests reach (their integration tests,
+    # minutes a mutant, judge the rest: docs/mutation.md)
+    "harness:standalone_ops": _whole("harness/repro/standalone_ops.py", "test_standalone_ops"),
+    "harness:memory_scheduler": _whole("harness/plugin/memory.py", "test_memory_handoff",
+                                       "test_memory_keeper"),
     "harness:fingerprint": _whole("harness/results/fingerprint.py", "test_standalone_shrink",
                                   "test_cause", "test_compare_input"),
     "harness:ci_providers": _whole("harness/ci/providers.py", "test_ci_pipeline"),
