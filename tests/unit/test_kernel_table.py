@@ -87,3 +87,86 @@ def test_every_listed_op_and_dtype_has_its_engine_call() -> None:
     assert ops == set(matrix.kernels), ops ^ set(matrix.kernels)
     assert all(row.families for row in got.values()), [k for k, r in got.items()
                                                        if not r.families]
+
+
+# -- the table's text and its filters at their edges (what the first mutation run left) ------
+
+def _entry(**kw: Any) -> Any:
+    from harness.matrix.known_failures import Entry
+
+    return Entry(pattern="*", action="xfail", reason="r", where="m.yaml:1", expires=None, **kw)
+
+
+def _row(op: str, families: list[Any], known: list[Any]) -> OpRow:
+    return OpRow(op=op, dtype="bfloat16", walk=[Walked("vllm", True, "priority 1 of 2"),
+                                                 Walked("torch", False, "not reached")],
+                 families=families, known=known)
+
+
+def test_the_table_s_columns_and_notes_line_up_under_reason() -> None:
+    from harness.platform.kernel_table import Family, Known
+
+    short = _row("linear", [Family("vllm", ("a",), ""),
+                            Family("torch", ("c1", "c2", "c3", "c4"), "vllm: declines odd K"),
+                            Family("native", ("n1", "n2", "n3"), "vllm: x; torch: y")],
+                 [Known("vllm", _entry(), 1, 1), Known("torch", _entry(), 1, 4)])
+    lines = render([short])
+    header = lines[0]
+    # an op shorter than 10 characters still gets a 10-wide column
+    assert header == "op          dtype            provider            reason"
+    column = header.index("reason")
+    assert lines[1] == ("linear      bfloat16         vllm       CHOSEN   priority 1 of 2; fails "
+                        "on every case here: known failure below")
+    assert lines[2] == "linear      bfloat16         torch      -        not reached"
+    notes_ = lines[3:]
+    assert all(line[:column].strip() == "" and line[column] != " " for line in notes_), notes_
+    assert notes_[0][column:] == ("4 of 8 cases go to torch (vllm: declines odd K): c1, c2, c3, "
+                                  "...")
+    assert notes_[1][column:] == "3 of 8 cases go to native (vllm: x; torch: y): n1, n2, n3"
+    assert notes_[2][column:].startswith("known failure here for vllm (xfail, 1 of 1 cases)")
+    assert notes_[3][column:].startswith("known failure here for torch (xfail, 1 of 4 cases)")
+    # a longer op widens the column, and the notes follow it
+    wide = render([_row("attention_prefill", [Family("torch", ("x",), "w")], [])])
+    assert wide[0].index("reason") == len("attention_prefill") + 2 + 17 + 11 + 9
+    assert wide[-1].index("1 of 1 cases") == wide[0].index("reason")
+
+
+def test_a_known_failure_on_some_cases_only_does_not_say_every_case() -> None:
+    from harness.platform.kernel_table import Known
+
+    row = _row("rms_norm", [], [Known("vllm", _entry(), 2, 3)])
+    assert "fails on every case here" not in render([row])[1]
+
+
+def test_a_signature_in_words() -> None:
+    from harness.platform.kernel_table import signature
+
+    assert signature(_entry()) == "any failure"
+    assert signature(_entry(expect={"match": "tokens differ"})) == "matching 'tokens differ'"
+    assert signature(_entry(expect={"raises": "RuntimeError", "headroom": {"min": 2}})) == \
+        "raises RuntimeError, headroom 2..-"
+
+
+def test_rows_keep_the_ops_and_the_dtype_asked_for() -> None:
+    def call(op: str, dtype: str, case: str, engine: bool) -> Any:
+        return {"op": op, "dtype": dtype, "case": case, "engine": engine,
+                "args": lambda: (), "test_id": ""}
+
+    def explain(op: str, dtype: str, args: Any) -> list[Walked]:
+        return [Walked("vllm", True, "priority 1 of 2"),
+                Walked("torch", False, "not reached"), Walked("native", False, "declined")]
+
+    calls = [call(op, dt, f"{op}-{dt}-{i}", i == 0) for op in ("linear", "rms_norm")
+             for dt in ("bfloat16", "float32") for i in range(2)]
+    keys = lambda found: [(r.op, r.dtype) for r in found]  # noqa: E731
+    assert keys(rows(calls, explain, [])) == [("linear", "bfloat16"), ("linear", "float32"),
+                                              ("rms_norm", "bfloat16"), ("rms_norm", "float32")]
+    assert keys(rows(calls, explain, [], ops=("rms_norm",))) == [("rms_norm", "bfloat16"),
+                                                                 ("rms_norm", "float32")]
+    assert keys(rows(calls, explain, [], dtype="float32")) == [("linear", "float32"),
+                                                               ("rms_norm", "float32")]
+    assert keys(rows(calls, explain, [], ops=("linear",), dtype="float32")) == [
+        ("linear", "float32")]
+    (row,) = rows(calls, explain, [], ops=("linear",), dtype="bfloat16")
+    # the reason chain leaves out the candidates never reached
+    assert row.families[0].why == "native: declined"
