@@ -309,9 +309,10 @@ def audit(source: Path, focus: str | None = None) -> Audit:
                for gate in conftest_gates(path.read_text(encoding="utf-8", errors="replace"))]
     for path in sorted(tests.rglob("test_*.py")):
         rel = path.relative_to(source).as_posix()
-        found = [(g, "") for g in gates(path.read_text(encoding="utf-8", errors="replace"))]
-        found += [(gate, conftest) for folder, conftest, gate in folders
-                  if rel.startswith(folder + "/") and gate[0] not in {g[0] for g, _ in found}]
+        own = gates(path.read_text(encoding="utf-8", errors="replace"))
+        found = [(g, "") for g in own] + [
+            (gate, conftest) for folder, conftest, gate in folders
+            if rel.startswith(folder + "/") and gate[0] not in {g[0] for g in own}]
         for (platform, line, features), via in found:
             devices = sorted({s.device for s in result.runs(rel)})
             result.gated.append(Gated(file=rel, platform=platform, features=features,
@@ -334,10 +335,10 @@ def _steps(rel: str, suites: tuple[ImportedSuite, ...], every: list[dict[str, ob
     for step in every:
         device = str(step.get("device") or step.get("agent_pool") or "(default GPU agent)")
         for script in _scripts(step, source):
-            if not script_targets(script):
-                continue  # a runner script with no pytest line of its own
-            out.append(Step(file=rel, step=step_id(step), label=str(step.get("label", "")),
-                            device=device, targets=tuple(script_targets(script))))
+            targets = tuple(script_targets(script))
+            if targets:  # else a runner script with no pytest line of its own
+                out.append(Step(file=rel, step=step_id(step), label=str(step.get("label", "")),
+                                device=device, targets=targets))
     return out
 
 

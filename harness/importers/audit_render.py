@@ -53,10 +53,11 @@ def _focus(result: Audit) -> list[str]:
         out.append(f"  {step.label or step.step} ({step.device}, {platform_of(step.device)}): "
                    + (", ".join(step.targets) or "no test file"))
     out.append("test files its steps watch (source_file_dependencies) and none of them runs:")
-    for file, elsewhere in result.watched_not_run():
+    watched = result.watched_not_run()
+    for file, elsewhere in watched:
         out.append(f"  {file}" + (" (run on the same platform by: " + ", ".join(
             f"{s.file} {s.step} ({s.device})" for s in elsewhere) + ")" if elsewhere
             else " (run on the same platform by no step of the pipeline)"))
-    if not result.watched_not_run():
+    if not watched:
         out.append("  none")
     return out
