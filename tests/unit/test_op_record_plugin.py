@@ -53,11 +53,13 @@ def test_refengine_registry():
 """
 
 
-def _run(tmp_path: Path, *extra: str, env: dict[str, str] | None = None) -> Path:
+def _run(tmp_path: Path, *extra: str, env: dict[str, str] | None = None,
+         files: dict[str, str] | None = None) -> Path:
+    """``files`` (default: the op suite) run by pytest with the plugin as a run loads it."""
     suite = tmp_path / "suite"
     suite.mkdir(exist_ok=True)
-    (suite / "conftest.py").write_text(textwrap.dedent(CONFTEST))
-    (suite / "test_calls.py").write_text(textwrap.dedent(TESTS))
+    for name, text in (files or {"conftest.py": CONFTEST, "test_calls.py": TESTS}).items():
+        (suite / name).write_text(textwrap.dedent(text))
     partial = tmp_path / "out" / "suite.partial.jsonl"
     partial.parent.mkdir(exist_ok=True)
     done = subprocess.run([sys.executable, "-m", "pytest", str(suite), "-q", "-p",
@@ -107,14 +109,7 @@ def test_off_records_nothing(tmp_path: Path) -> None:
 
 def test_a_suite_that_offers_no_op_writes_no_surface(tmp_path: Path) -> None:
     """No torch, no refengine: each test's record is empty and no surface file is written."""
-    suite = tmp_path / "plain"
-    suite.mkdir()
-    (suite / "test_plain.py").write_text("def test_nothing():\n    assert 1 + 1 == 2\n")
-    partial = tmp_path / "out" / "plain.partial.jsonl"
-    partial.parent.mkdir()
-    done = subprocess.run([sys.executable, "-m", "pytest", str(suite), "-q", "-p",
-                           "no:cacheprovider", f"--harness-partial={partial}"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stdout[-2000:]
+    partial = _run(tmp_path, files={"test_plain.py": "def test_nothing():\n"
+                                                     "    assert 1 + 1 == 2\n"})
     assert _records(partial) == {"test_nothing": {}}
     assert not engine_ops_for_partial(partial).exists()
