@@ -293,8 +293,8 @@ def audit(source: Path, focus: str | None = None) -> Audit:
         rel = file.relative_to(source).as_posix()
         result.commented += commented_steps(file, rel)
         try:
-            suites = import_steps(file).suites
             every = read_steps(file)
+            suites = import_steps(file, read=every).suites
         except UsageError as error:
             if "has a list of steps" not in str(error):  # else a config, not a step file
                 result.unread.append(str(error).replace(f"{source}/", ""))

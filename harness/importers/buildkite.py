@@ -263,10 +263,11 @@ def _slug(text: str) -> str:
 
 
 def import_steps(file: Path, wanted: Sequence[str] = (), only: Sequence[str] = (), *,
-                 split: bool = False) -> Imported:
+                 split: bool = False, read: list[dict[str, object]] | None = None) -> Imported:
     """The chosen steps (default: all) as suites (their targets cut to ``only`` if given;
-    with ``split``, one suite per file), and what did not map, one line each."""
-    steps = pick(file, read_steps(file), wanted)
+    with ``split``, one suite per file), and what did not map, one line each. ``read``:
+    the file's steps where the caller has read them already (``read_steps``)."""
+    steps = pick(file, read_steps(file) if read is None else read, wanted)
     suites: list[ImportedSuite] = []
     unmapped: list[str] = []
     for step in steps:
