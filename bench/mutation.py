@@ -260,8 +260,13 @@ TARGETS.update({
     # the process-heavy modules' parts that unit tests reach (their integration tests,
     # minutes a mutant, judge the rest: docs/mutation.md)
     "harness:standalone_ops": _whole("harness/repro/standalone_ops.py", "test_standalone_ops"),
-    "harness:memory_scheduler": _whole("harness/plugin/memory.py", "test_memory_handoff",
-                                       "test_memory_keeper"),
+    "harness:memory_scheduler": Target(
+        "harness/plugin/memory.py", _defs("harness/plugin/memory.py"),
+        (*_unit("test_memory_handoff", "test_memory_keeper"),
+         "tests/integration/test_memory_xdist.py")),
+    # CPUID's flag table and its reading, against the kernel's and qemu's answers
+    "harness:cpuid": Target("harness/platform/cpuid.py",
+                            ("FLAGS", *_defs("harness/platform/cpuid.py")), _unit("test_cpuid")),
     "harness:fingerprint": _whole("harness/results/fingerprint.py", "test_standalone_shrink",
                                   "test_cause", "test_compare_input"),
     "harness:ci_providers": _whole("harness/ci/providers.py", "test_ci_pipeline"),
@@ -341,6 +346,10 @@ def line_ranges(path: Path, functions: tuple[str, ...]) -> list[str]:
             # the body only: mutating a decorator or a signature is not a kernel bug
             start = node.body[0].lineno
             found[node.name] = f"{start}-{node.end_lineno}"
+        elif isinstance(node, ast.Assign) and node.col_offset == 0:
+            # a module's table (a name assigned at the top level): its values
+            for name in {t.id for t in node.targets if isinstance(t, ast.Name)} & set(functions):
+                found[name] = f"{node.value.lineno}-{node.end_lineno}"
     missing = set(functions) - set(found)
     if missing:
         raise SystemExit(f"{path}: no function {', '.join(sorted(missing))}")

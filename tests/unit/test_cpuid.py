@@ -1,0 +1,94 @@
+"""platform/cpuid.py: the CPU as CPUID answers it, named as Linux names it, against the
+programs that read the same facts: the kernel's /proc/cpuinfo and util-linux's ``lscpu -J``
+on this machine's own CPU, qemu-user's models for the emulated levels (whose CPUID is
+qemu's, while /proc/cpuinfo stays the host's), and the lscpu probe's parser, which reads
+the script's output. On any x86-64 host; the flags compared are those the host has."""
+
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.matrix.model import Cpu
+from harness.platform import cpu_emulation, cpuid
+from harness.platform.probe import parse_lscpu
+
+X86 = platform.machine() in ("x86_64", "AMD64")
+pytestmark = pytest.mark.skipif(not X86, reason="CPUID is an x86-64 instruction")
+SCRIPT = Path(cpuid.__file__)
+# the x86-64 levels' models as qemu's TCG runs them: every flag CPUID names there
+NEHALEM = ["pni", "popcnt", "sse", "sse2", "sse4_1", "sse4_2", "ssse3"]
+HASWELL = sorted([*NEHALEM, "avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "movbe"])
+
+
+def _cpuinfo() -> dict[str, str]:
+    """The first processor's fields, as the kernel writes them."""
+    first = Path("/proc/cpuinfo").read_text().split("\n\n")[0]
+    return {k.strip(): v.strip() for k, _, v in (line.partition(":")
+                                                 for line in first.splitlines())}
+
+
+def test_this_cpus_flags_are_the_kernels_by_the_kernels_names() -> None:
+    found = cpuid.facts()
+    linux = set(_cpuinfo()["flags"].split())
+    assert found["flags"] == sorted(linux & set(cpuid.FLAGS.values()))
+    assert found["vendor"] == _cpuinfo()["vendor_id"]
+    assert found["model"] == _cpuinfo()["model name"]
+
+
+@pytest.mark.skipif(shutil.which("lscpu") is None, reason="util-linux's lscpu is not here")
+def test_the_script_prints_what_the_probe_reads_of_lscpu_itself() -> None:
+    """``python cpuid.py --lscpu`` (as the lscpu probe runs it in a lane's interpreter),
+    parsed by the probe, says what ``lscpu -J`` says of this CPU."""
+    done = subprocess.run([sys.executable, str(SCRIPT), "--lscpu"], capture_output=True,
+                          text=True, check=True, timeout=60)
+    ours = parse_lscpu(done.stdout)
+    theirs = parse_lscpu(subprocess.run(["lscpu", "-J"], capture_output=True, text=True,
+                                        check=True, timeout=60).stdout)
+    for key in ("vendor", "model", "arch", "kind", "byteorder"):
+        assert ours[key] == theirs[key], key
+    assert ours["flags"] == sorted(set(theirs["flags"]) & set(cpuid.FLAGS.values()))
+    plain = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True,
+                           check=True, timeout=60)
+    assert json.loads(plain.stdout) == cpuid.facts()
+
+
+@pytest.mark.skipif(shutil.which("qemu-x86_64-static") is None,
+                    reason="qemu-user-static is not installed (ci/setup-host.sh)")
+@pytest.mark.parametrize(("level", "model", "flags"), [
+    ("x86-64-v2", "Nehalem-v2", NEHALEM), ("x86-64-v3", "Haswell-v4", HASWELL)])
+def test_an_emulated_level_answers_as_its_model(level: str, model: str,
+                                                flags: list[str]) -> None:
+    """Under qemu-user CPUID is the model's: each level's flags exactly, whatever the host's
+    (its /proc/cpuinfo, read through the same qemu, stays the host's)."""
+    found = cpu_emulation.facts(Cpu(emulated=level))
+    assert found["flags"] == flags
+    assert found["vendor"] == "GenuineIntel" and model.split("-")[0] in str(found["model"])
+
+
+def test_off_x86_64_there_is_no_cpuid_to_ask(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(platform, "machine", lambda: "s390x")
+    monkeypatch.setattr(platform, "processor", lambda: "IBM/S390")
+    assert cpuid.facts() == {"vendor": "", "model": "IBM/S390", "flags": []}
+    monkeypatch.setattr(platform, "machine", lambda: "AMD64")
+    assert cpuid.facts()["flags"] == sorted(set(_cpuinfo()["flags"].split())
+                                            & set(cpuid.FLAGS.values()))
+
+
+def test_the_lscpu_form_has_the_four_fields_the_probe_reads() -> None:
+    found = {"vendor": "AuthenticAMD", "model": "AMD EPYC 9B45", "flags": ["avx", "avx2"]}
+    text = cpuid.as_lscpu(found)
+    assert json.loads(text) == {"lscpu": [
+        {"field": "Architecture:", "data": platform.machine()},
+        {"field": "Vendor ID:", "data": "AuthenticAMD"},
+        {"field": "Model name:", "data": "AMD EPYC 9B45"},
+        {"field": "Flags:", "data": "avx avx2"}]}
+    parsed = parse_lscpu(text)
+    assert (parsed["vendor"], parsed["model"], parsed["flags"]) == (
+        "AuthenticAMD", "AMD EPYC 9B45", ["avx", "avx2"])
