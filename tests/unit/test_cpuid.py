@@ -25,6 +25,19 @@ SCRIPT = Path(cpuid.__file__)
 # the x86-64 levels' models as qemu's TCG runs them: every flag CPUID names there
 NEHALEM = ["pni", "popcnt", "sse", "sse2", "sse4_1", "sse4_2", "ssse3"]
 HASWELL = sorted([*NEHALEM, "avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "movbe"])
+# the flags qemu's TCG can take away (Linux's name: qemu's): each alone, but SSE4.1 and BMI1
+# (glibc's string functions, chosen by the rest, use them: SIGILL), which go with the
+# flags that lean on them; SSE and SSE2 stay (x86-64 code needs them); AVX-512 and AMX
+# TCG cannot give at all
+TCG = {"pni": "pni", "ssse3": "ssse3", "fma": "fma", "sse4_2": "sse4.2", "movbe": "movbe",
+       "popcnt": "popcnt", "avx": "avx", "f16c": "f16c", "avx2": "avx2", "bmi2": "bmi2"}
+TOGETHER = {"sse4_1": "sse4.1", "sse4_2": "sse4.2", "movbe": "movbe", "popcnt": "popcnt",
+            "avx": "avx", "f16c": "f16c", "bmi1": "bmi1"}
+# a model whose CPUID stops at leaf 7 and at the brand string's last leaf, with a brand
+# string of all 48 characters: each leaf harness reads is the last one there is
+BRAND = "Harness test CPU: its brand string all 48 chars."
+EDGE = f"Haswell-v4,level=7,xlevel=0x80000004,model-id={BRAND}"
+QEMU = shutil.which("qemu-x86_64-static")
 
 
 def _cpuinfo() -> dict[str, str]:
@@ -70,6 +83,35 @@ def test_an_emulated_level_answers_as_its_model(level: str, model: str,
     found = cpu_emulation.facts(Cpu(emulated=level))
     assert found["flags"] == flags
     assert found["vendor"] == "GenuineIntel" and model.split("-")[0] in str(found["model"])
+
+
+def _under_qemu(options: list[str]) -> list[dict[str, object]]:
+    """``cpuid.py`` under qemu-user once per ``-cpu`` option, the processes side by side."""
+    assert QEMU is not None
+    procs = [subprocess.Popen([QEMU, "-cpu", option, sys.executable, str(SCRIPT)],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+             for option in options]
+    outs = [proc.communicate(timeout=120)[0] for proc in procs]
+    assert all(proc.returncode == 0 for proc in procs), outs
+    return [json.loads(out) for out in outs]
+
+
+@pytest.mark.skipif(QEMU is None, reason="qemu-user-static is not installed (ci/setup-host.sh)")
+def test_each_flag_is_its_own_bit_and_each_leaf_is_read_to_the_last() -> None:
+    """Each flag TCG can take away, taken away, goes from CPUID's answer alone (a flag read
+    from another flag's bit shows: one of the two runs disagrees); on a model whose leaves
+    end at 7 and at the brand string's last, every flag and all 48 characters are read."""
+    alone = [{name} for name in TCG]
+    options = [EDGE, *(EDGE + f",-{TCG[name]}" for name in TCG),
+               EDGE + "".join(f",-{q}" for q in TOGETHER.values()),
+               "Haswell-v4,level=1,xlevel=0x80000002"]
+    edge, *taken_away, together, top_1 = _under_qemu(options)
+    assert edge["flags"] == HASWELL and edge["model"] == BRAND and len(BRAND) == 48
+    for taken, found in zip([*alone, set(TOGETHER)], [*taken_away, together], strict=True):
+        assert found["flags"] == sorted(set(HASWELL) - taken), taken
+    # leaf 7 is past the top: none of its flags; the brand string's first 16 characters
+    assert top_1["flags"] == sorted(set(HASWELL) - {"avx2", "bmi1", "bmi2"})
+    assert top_1["model"] == "Intel Core Proce"
 
 
 def test_off_x86_64_there_is_no_cpuid_to_ask(monkeypatch: pytest.MonkeyPatch) -> None:
