@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -33,6 +34,14 @@ TCG = {"pni": "pni", "ssse3": "ssse3", "fma": "fma", "sse4_2": "sse4.2", "movbe"
        "popcnt": "popcnt", "avx": "avx", "f16c": "f16c", "avx2": "avx2", "bmi2": "bmi2"}
 TOGETHER = {"sse4_1": "sse4.1", "sse4_2": "sse4.2", "movbe": "movbe", "popcnt": "popcnt",
             "avx": "avx", "f16c": "f16c", "bmi1": "bmi1"}
+# the flags TCG cannot give (Linux's name: qemu's): qemu names the CPUID bit of each it drops
+NO_TCG = {"avx512f": "avx512f", "avx512dq": "avx512dq", "avx512ifma": "avx512ifma",
+          "avx512cd": "avx512cd", "avx512bw": "avx512bw", "avx512vl": "avx512vl",
+          "avx512vbmi": "avx512vbmi", "avx512_vbmi2": "avx512vbmi2",
+          "avx512_vnni": "avx512vnni", "avx512_bitalg": "avx512bitalg",
+          "avx512_vpopcntdq": "avx512-vpopcntdq", "amx_bf16": "amx-bf16",
+          "avx512_fp16": "avx512-fp16", "amx_tile": "amx-tile", "amx_int8": "amx-int8",
+          "avx_vnni": "avx-vnni", "avx512_bf16": "avx512-bf16", "amx_fp16": "amx-fp16"}
 # a model whose CPUID stops at leaf 7 and at the brand string's last leaf, with a brand
 # string of all 48 characters: each leaf harness reads is the last one there is
 BRAND = "Harness test CPU: its brand string all 48 chars."
@@ -112,6 +121,32 @@ def test_each_flag_is_its_own_bit_and_each_leaf_is_read_to_the_last() -> None:
     # leaf 7 is past the top: none of its flags; the brand string's first 16 characters
     assert top_1["flags"] == sorted(set(HASWELL) - {"avx2", "bmi1", "bmi2"})
     assert top_1["model"] == "Intel Core Proce"
+
+
+@pytest.mark.skipif(QEMU is None, reason="qemu-user-static is not installed (ci/setup-host.sh)")
+def test_each_flag_tcg_cannot_give_is_where_qemus_table_puts_it() -> None:
+    """AVX-512 and AMX: no emulated CPU has them, and a host that has two of them cannot
+    tell their bits apart; qemu's own feature table can ("TCG doesn't support requested
+    feature: CPUID.07H:EBX.avx512f [bit 16]" for each it drops; its leaf 7 EAX word is
+    subleaf 1's). Each flag this qemu knows, where ours is."""
+    assert QEMU is not None
+    known = subprocess.run([QEMU, "-cpu", "help"], capture_output=True, text=True,
+                           timeout=60).stdout.split("Recognized CPUID flags:")[1].split()
+    asked = {name: q for name, q in NO_TCG.items() if q in known}
+    done = subprocess.run([QEMU, "-cpu", "Haswell-v4" + "".join(f",+{q}" for q in
+                                                                asked.values()), "/bin/true"],
+                          capture_output=True, text=True, timeout=60)
+    regs = {"EAX": 0, "EBX": 1, "ECX": 2, "EDX": 3}
+    theirs = {}
+    for leaf, reg, name, bit in re.findall(
+            r"TCG doesn't support requested feature: CPUID\.(\w+)H:(E[ABCD]X)\.([\w-]+) "
+            r"\[bit (\d+)\]", done.stderr):
+        sub = 1 if (leaf, reg) == ("07", "EAX") else 0  # leaf 7's EAX: the count of subleaves
+        theirs[name] = (int(leaf, 16), sub, regs[reg], int(bit))
+    ours = {name: key for key, name in cpuid.FLAGS.items()}
+    assert {name: theirs.get(q) for name, q in asked.items()} == {
+        name: ours[name] for name in asked}
+    assert len(asked) >= len(NO_TCG) - 1  # amx_fp16: qemu 8 and later
 
 
 def test_off_x86_64_there_is_no_cpuid_to_ask(monkeypatch: pytest.MonkeyPatch) -> None:
