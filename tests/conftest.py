@@ -57,17 +57,49 @@ FOLDER_TIMEOUTS_S = {"unit": 60, "kernels": 60}
 SLOW_FIXTURES = frozenset({"real_runs", "nightly_history"})
 
 
+# Under xdist (README: `-n 2`), whole files to a worker, the longest first: a file's
+# module fixtures (a nightly day, two CI agents, a lane's runs) are made once, not once in
+# each worker that gets one of its tests, and the long files start while the other worker
+# has the short ones to take, so the two end together. (`load`, xdist's default, hands out
+# tests in collection order without taking back what it queued: the last long file ran
+# alone, the other worker idle, for up to 8 minutes.) tests/file_seconds.json: each file's
+# seconds in a full run (scripts/test_file_seconds.py writes it from the run's JUnit); a
+# file it does not name counts as NEW_FILE_S. Not in pyproject's addopts: `harness run`
+# runs the product suites under the same pyproject, and their schedule is the plugin's.
+FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
+NEW_FILE_S = 20.0
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if not _own_tests(config):
         return
     config.addinivalue_line("filterwarnings", "error")
     for spec, _why in WARNING_EXCEPTIONS:
         config.addinivalue_line("filterwarnings", spec)
+    if getattr(config.option, "dist", "no") == "load" and not hasattr(config, "workerinput"):
+        config.option.dist = "loadfile"
+        config.option.loadscopereorder = False  # our order, not the files' test counts
+
+
+def _longest_files_first(items: list[pytest.Item]) -> None:
+    """Sort ``items`` by their file's recorded seconds, longest first; a file's tests stay
+    together and in their order, and files of equal weight keep the collection's order."""
+    seconds = json.loads(FILE_SECONDS.read_text()) if FILE_SECONDS.is_file() else {}
+    first: dict[str, int] = {}
+    for at, item in enumerate(items):
+        first.setdefault(item.nodeid.split("::")[0], at)
+
+    def weight(item: pytest.Item) -> tuple[float, int]:
+        file = item.nodeid.split("::")[0]
+        return -float(seconds.get(file, NEW_FILE_S)), first[file]
+
+    items.sort(key=weight)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not _own_tests(config):
         return
+    _longest_files_first(items)
     tests_dir = Path(__file__).parent
     for item in items:
         try:

@@ -22,6 +22,8 @@ from xml.etree import ElementTree
 import pytest
 from cdp import find_chromium, load_page
 
+from harness.results.run_folder import read_run
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = find_chromium()
 MEMORY = ("peak_rss_mb", "rss_growth_mb")  # recorded on some cases only (plugin/memory.py)
@@ -92,21 +94,44 @@ def test_the_page_shows_every_lane(day: dict[str, Any], provider: str) -> None:
 
 
 def test_the_s390x_lane_ran_its_three_suites_big_endian(day: dict[str, Any]) -> None:
+    """``harness run --matrix s390x --docker``, the CI slice of three suites (Debian's s390x
+    torch in the image ci/make-s390x-image.sh bootstraps, run through binfmt): the byte-order
+    checks passed big-endian for each provider the lane has, and the tokenizer cache primed
+    here (x86, little-endian) was read there."""
     if "s390x" in day["skipped"]:
         pytest.skip(day["skipped"]["s390x"])
     (run,) = day["lanes"]["s390x"]
     manifest = json.loads((Path(run) / "manifest.json").read_text())
+    assert manifest["matrix"]["name"] == "s390x" and manifest["runner"] == "docker"
+    assert sorted(manifest["suites_planned"]) == ["e2e", "fusion", "kernel_parity"]
     ran = {s["suite"]: s["status"] for s in manifest["suites"]}
-    assert {"kernel_parity", "fusion", "e2e"} <= set(ran), ran
+    assert set(ran) == {"kernel_parity", "fusion", "e2e"}, ran
     assert set(ran.values()) == {"passed"}, ran
-    assert manifest["device_fingerprint"]["byteorder"] == "big"
+    fingerprint = manifest["device_fingerprint"]
+    assert fingerprint["arch"] == ["s390x"] and fingerprint["byteorder"] == "big"
+    folder = read_run(Path(run), print)
+    passed = {c.nodeid.rpartition("::")[2] for c in folder.cases.values()
+              if c.status == "passed"}
+    for name in ("test_bf16_bits[native]", "test_bf16_bits[torch]",
+                 "test_fp8_codes[float8_e4m3fn-native]", "test_int8_lanes[native]",
+                 "test_int8_words_follow_the_host_byte_order", "test_decoder_layer",
+                 "test_cache_primed_elsewhere_gives_the_shared_ids",
+                 "test_generate[native-llama]"):
+        assert name in passed, (name, sorted(passed))
+    sidecar = Path(run) / "junit" / "e2e.partial.jsonl"
+    tokenizer = next(json.loads(line)["properties"] for line in
+                     sidecar.read_text().splitlines()
+                     if "test_cache_primed_elsewhere" in json.loads(line)["nodeid"])
+    assert tokenizer["tokenizer.read_on"] == "s390x/big", tokenizer
+    assert tokenizer["tokenizer.primed_on"] != "s390x/big", tokenizer
+    assert tokenizer["tokenizer.cross_byte_order"] == "true", tokenizer
 
 
 def test_the_scale_bench_writes_cases_as_harness_run_does(day: dict[str, Any]) -> None:
     """bench/report_scale.py times ingest on JUnit and sidecars it writes itself: its cases
     must have the shape real runs wrote (what ingest parses per case): plain xunit2
     <testcase> elements, and in the sidecar the properties the plugin records. The parity
-    cases come from the s390x lane, the day's one lane that runs every suite."""
+    cases come from the s390x lane, the day's one lane that runs them."""
     if "s390x" in day["skipped"]:
         pytest.skip(day["skipped"]["s390x"])
     path = ROOT / "bench" / "report_scale.py"
