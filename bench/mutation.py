@@ -262,7 +262,7 @@ TARGETS.update({
     "harness:standalone_ops": _whole("harness/repro/standalone_ops.py", "test_standalone_ops"),
     "harness:memory_scheduler": Target(
         "harness/plugin/memory.py", _defs("harness/plugin/memory.py"),
-        (*_unit("test_memory_handoff", "test_memory_keeper"),
+        (*_unit("test_memory_measure", "test_memory_handoff", "test_memory_keeper"),
          "tests/integration/test_memory_xdist.py")),
     # CPUID's flag table and its reading, against the kernel's and qemu's answers
     "harness:cpuid": Target("harness/platform/cpuid.py",
