@@ -56,6 +56,15 @@ def _run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, sizes: dict
     monkeypatch.setattr(memory, "_status_mb", lambda: dict(sizes))
     monkeypatch.setattr(memory, "reset_peak", lambda: resets)
     pytester.makepyfile(test_flat=FLAT)
+    # what the controller is handed on each teardown report, beside what the sidecar keeps
+    pytester.makeconftest("""
+import json
+def pytest_runtest_logreport(report):
+    if report.when == "teardown":
+        with open("handed.jsonl", "a") as out:
+            out.write(json.dumps({k: getattr(report, k, None) for k in
+                                  ("harness_growth_mb", "harness_start_mb")}) + "\\n")
+""")
     partial = pytester.path / "out.partial.jsonl"
     result = pytester.runpytest(f"--harness-partial={partial}", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=3)
@@ -83,3 +92,10 @@ def test_a_growth_under_ten_mb_is_not_recorded(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     props = _run(pytester, monkeypatch, {"VmHWM": 99.9, "VmRSS": 90.0}, resets=True)
     assert not any("rss_growth_mb" in p for p in props.values())
+
+
+def test_a_process_that_shrank_during_a_test_grew_by_nothing(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    _run(pytester, monkeypatch, {"VmHWM": 95.0, "VmRSS": 95.6}, resets=True)
+    handed = [json.loads(x) for x in (pytester.path / "handed.jsonl").read_text().splitlines()]
+    assert handed == [{"harness_growth_mb": 0.0, "harness_start_mb": 95.6}] * 3
