@@ -63,7 +63,8 @@ def pytest_runtest_logreport(report):
     if report.when == "teardown":
         with open("handed.jsonl", "a") as out:
             out.write(json.dumps({k: getattr(report, k, None) for k in
-                                  ("harness_growth_mb", "harness_start_mb")}) + "\\n")
+                                  ("harness_rss_mb", "harness_peak_mb", "harness_growth_mb",
+                                   "harness_start_mb")}) + "\\n")
 """)
     partial = pytester.path / "out.partial.jsonl"
     result = pytester.runpytest(f"--harness-partial={partial}", "-p", "no:cacheprovider")
@@ -96,6 +97,14 @@ def test_a_growth_under_ten_mb_is_not_recorded(
 
 def test_a_process_that_shrank_during_a_test_grew_by_nothing(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    _run(pytester, monkeypatch, {"VmHWM": 95.0, "VmRSS": 95.6}, resets=True)
+    """What the controller is handed, each to a tenth of a MB."""
+    _run(pytester, monkeypatch, {"VmHWM": 95.04, "VmRSS": 95.63}, resets=True)
     handed = [json.loads(x) for x in (pytester.path / "handed.jsonl").read_text().splitlines()]
-    assert handed == [{"harness_growth_mb": 0.0, "harness_start_mb": 95.6}] * 3
+    assert handed == [{"harness_rss_mb": 95.6, "harness_peak_mb": 95.0,
+                       "harness_growth_mb": 0.0, "harness_start_mb": 95.6}] * 3
+
+
+def test_a_growth_of_ten_mb_is_recorded(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    props = _run(pytester, monkeypatch, {"VmHWM": 100.0, "VmRSS": 90.0}, resets=True)
+    assert all(p.get("rss_growth_mb") == "10.0" for p in props.values())
