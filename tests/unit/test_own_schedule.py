@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# recorded: 1 s, 282 s, 0 s; this file is not (a new file: NEW_FILE_S, 20 s)
+# a file tests/file_seconds.json does not name counts as NEW_FILE_S (20 s)
 FILES = ["tests/unit/test_kernel_table.py", "tests/integration/test_nightly_day.py",
          "tests/unit/test_skips.py", "tests/unit/test_own_schedule.py"]
 
@@ -25,13 +25,13 @@ def _pytest(*args: str) -> str:
 
 def test_files_are_collected_longest_first_each_whole() -> None:
     seconds = json.loads((ROOT / "tests" / "file_seconds.json").read_text())
-    assert all(f in seconds for f in FILES[:3]) and FILES[3] not in seconds
+    assert all(f in seconds for f in FILES[:3])
     ids = [line for line in _pytest("--collect-only", "-q", *FILES).splitlines()
            if "::" in line]
     files = [i.split("::")[0] for i in ids]
     order = list(dict.fromkeys(files))
     expected = sorted(FILES, key=lambda f: -seconds.get(f, 20.0))
-    assert order == expected and expected[:2] == FILES[1::2]
+    assert order == expected and expected[0] == FILES[1]
     # each file's tests together, in the file's own order
     assert files == [f for f in order for _ in range(files.count(f))]
     alone = [line for line in _pytest("--collect-only", "-q", FILES[0]).splitlines()
