@@ -118,10 +118,10 @@ def test_the_s390x_lane_ran_its_three_suites_big_endian(day: dict[str, Any]) -> 
                  "test_cache_primed_elsewhere_gives_the_shared_ids",
                  "test_generate[native-llama]"):
         assert name in passed, (name, sorted(passed))
-    sidecar = Path(run) / "junit" / "e2e.partial.jsonl"
-    tokenizer = next(json.loads(line)["properties"] for line in
-                     sidecar.read_text().splitlines()
-                     if "test_cache_primed_elsewhere" in json.loads(line)["nodeid"])
+    records = [json.loads(line) for line in
+               (Path(run) / "junit" / "e2e.partial.jsonl").read_text().splitlines()]
+    tokenizer = next(r["properties"] for r in records
+                     if "test_cache_primed_elsewhere" in r["nodeid"])
     assert tokenizer["tokenizer.read_on"] == "s390x/big", tokenizer
     assert tokenizer["tokenizer.primed_on"] != "s390x/big", tokenizer
     assert tokenizer["tokenizer.cross_byte_order"] == "true", tokenizer

@@ -58,10 +58,11 @@ def _cpuinfo() -> dict[str, str]:
 
 def test_this_cpus_flags_are_the_kernels_by_the_kernels_names() -> None:
     found = cpuid.facts()
-    linux = set(_cpuinfo()["flags"].split())
+    kernel = _cpuinfo()
+    linux = set(kernel["flags"].split())
     assert found["flags"] == sorted(linux & set(cpuid.FLAGS.values()))
-    assert found["vendor"] == _cpuinfo()["vendor_id"]
-    assert found["model"] == _cpuinfo()["model name"]
+    assert found["vendor"] == kernel["vendor_id"]
+    assert found["model"] == kernel["model name"]
 
 
 @pytest.mark.skipif(shutil.which("lscpu") is None, reason="util-linux's lscpu is not here")

@@ -69,8 +69,8 @@ def pytest_runtest_logreport(report):
     partial = pytester.path / "out.partial.jsonl"
     result = pytester.runpytest(f"--harness-partial={partial}", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=3)
-    return {json.loads(line)["nodeid"]: json.loads(line)["properties"]
-            for line in partial.read_text().splitlines()}
+    records = [json.loads(line) for line in partial.read_text().splitlines()]
+    return {r["nodeid"]: r["properties"] for r in records}
 
 
 def test_a_peak_is_recorded_where_its_file_rose_and_the_growth_to_a_tenth(
