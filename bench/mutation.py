@@ -287,6 +287,14 @@ TARGETS.update({
                                  ("work_folder", "_any_of", "_conclude"),
                                  _unit("test_bisect_input", "test_bisect_rules",
                                        "test_bisect_search")),
+    # the fork server, its stand-in and the runner's side, with a light module preloaded
+    # (seconds a mutant; test_forkserver.py walks the same through `harness run`)
+    "harness:forkserver": Target("harness/process/forkserver.py",
+                                 ("_MAX_HEADER", "_CANARY_S",
+                                  *_defs("harness/process/forkserver.py")),
+                                 _unit("test_forkserver_protocol")),
+    "harness:forkserver_runner": _whole("harness/runners/forkserver.py",
+                                        "test_forkserver_protocol"),
 })
 
 # Issue 50's selection from an engine source change: the map of native sources (against

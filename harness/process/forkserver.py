@@ -281,7 +281,8 @@ def run(path: str, argv: list[str]) -> int:
         return 70
     code = os.waitstatus_to_exitcode(int(ended["status"]))
     if code < 0:  # killed by a signal: end the same way, for the runner's crash reading
-        signal.signal(-code, signal.SIG_DFL)
+        with contextlib.suppress(OSError):  # SIGKILL (the OOM killer's) has no handler
+            signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
     return code
 

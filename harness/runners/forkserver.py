@@ -70,6 +70,8 @@ class ForkServer:
     def stop(self) -> None:
         if self._proc is not None:
             stop_group(self._proc, ((signal.SIGTERM, TERMINATE_TIMEOUT_S),))
+            if self._proc.stdout is not None:  # the ready line's pipe
+                self._proc.stdout.close()
             self._proc = None
         self._socket = None
         if self._folder is not None:
