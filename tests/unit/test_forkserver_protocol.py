@@ -27,7 +27,10 @@ from harness.runners import forkserver as runner_side
 from harness.runners.forkserver import SCRIPT, ForkServer
 from harness.runners.invocation import Invocation
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(60)
+# A step that does not come within this is a broken server: fail in seconds, not minutes
+# (the mutation run's every mutant pays for a hang).
+WAIT_S = 15.0
 
 ENGINE = """
 import os, pathlib
@@ -45,7 +48,7 @@ import json, os, sys
 
 def test_who():
     line = {"pid": os.getpid(), "ppid": os.getppid(), "cwd": os.getcwd(),
-            "engine": "light_engine" in sys.modules, "argv0": sys.argv[0],
+            "engine": "light_engine" in sys.modules, "argv": sys.argv,
             "asked": os.environ.get("ASKED"), "server_only": os.environ.get("SERVER_ONLY"),
             "stdin": sys.stdin.readline().strip()}
     print("to-stdout")
@@ -98,7 +101,9 @@ def scratch(tmp_path: Path) -> Path:
 
 
 def server_env(scratch: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONPATH"))}
+    # PYTHONUNBUFFERED left out (set on some agents): the server flushes its ready line itself
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "PYTHONPATH", "PYTHONUNBUFFERED"))}
     return {**env, "ENGINE_LOG": str(scratch / "engine.log"), "SERVER_ONLY": "1",
             "PYTHONPATH": str(scratch)}  # the preloaded modules
 
@@ -106,6 +111,11 @@ def server_env(scratch: Path) -> dict[str, str]:
 def client_env(scratch: Path, **more: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONPATH"))}
     return {**env, "WHO_LOG": str(scratch / "who.log"), **more}
+
+
+@pytest.fixture(autouse=True)
+def _start_within(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner_side, "_START_TIMEOUT_S", WAIT_S)
 
 
 @pytest.fixture
@@ -122,7 +132,7 @@ def stand_in(server: ForkServer, scratch: Path, test: str, *, stdin: str = "",
              cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
     argv = server.argv_for(invocation(pytest_argv(scratch / test)), server_env(scratch))
     return subprocess.run(argv, cwd=cwd or scratch / "work", env=client_env(scratch, **env),
-                          input=stdin, capture_output=True, text=True, timeout=60, check=False)
+                          input=stdin, capture_output=True, text=True, timeout=WAIT_S, check=False)
 
 
 def who(scratch: Path) -> list[dict[str, object]]:
@@ -149,7 +159,8 @@ def test_each_request_is_forked_with_the_stand_ins_streams_folder_and_environmen
     engine = int((scratch / "engine.log").read_text())
     one, two = who(scratch)
     assert one["ppid"] == two["ppid"] == engine and one["pid"] != two["pid"] != engine
-    assert one["engine"] is True and one["argv0"] == "pytest"
+    assert one["engine"] is True
+    assert one["argv"] == ["pytest", *pytest_argv(scratch / "test_who.py")[3:]]
     assert (one["cwd"], two["cwd"]) == (str(scratch / "work"), str(scratch))
     assert (one["stdin"], two["stdin"]) == ("from-stdin", "again")
     # the stand-in's environment, whole and alone: none of the server's own
@@ -173,14 +184,16 @@ def test_a_request_that_is_not_pytest_ends_70_and_says_why(
     assert server._socket is not None
     done = subprocess.run([sys.executable, str(SCRIPT), "run", str(server._socket), "--",
                            sys.executable, "-c", "print('not pytest')"],
-                          capture_output=True, text=True, timeout=60, check=False)
+                          capture_output=True, text=True, timeout=WAIT_S, check=False)
     assert done.returncode == 70
-    assert "harness: forkserver: ValueError: not a python -m pytest command: " in done.stderr
+    command = [sys.executable, "-c", "print('not pytest')"]
+    assert ("harness: forkserver: ValueError: not a python -m pytest command: "
+            f"{command}") in done.stderr
     assert "not pytest" not in done.stdout
 
 
 def _pids(scratch: Path) -> list[int]:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
         text = (scratch / "pid").read_text() if (scratch / "pid").exists() else ""
         if len(text.split()) == 2:
@@ -214,7 +227,7 @@ def test_a_signal_to_the_stand_in_goes_to_its_childs_group(
         scratch / "pid")), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     child, helper = _pids(scratch)
     proc.send_signal(sig)
-    out, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=WAIT_S)
     # SIGTERM kills the child's pytest outright; SIGINT is its KeyboardInterrupt (exit 2)
     assert proc.returncode == (-signal.SIGTERM if sig == signal.SIGTERM else 2), out + err
     assert _gone(child) and _gone(helper)
@@ -229,7 +242,7 @@ def test_a_stand_in_killed_outright_takes_its_child_with_it(
         scratch / "pid")), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     child, helper = _pids(scratch)
     proc.kill()
-    proc.wait(timeout=30)
+    proc.wait(timeout=WAIT_S)
     assert _gone(child) and _gone(helper)
     assert stand_in(server, scratch, "test_who.py").returncode == 0  # the server serves on
 
@@ -260,7 +273,7 @@ def test_a_refusal_runs_the_command_fresh_with_one_line(scratch: Path) -> None:
                               "no_such_engine_module"], cwd=scratch, env=env,
                              stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        line = runner_side._first_line(serve, 60)
+        line = runner_side._first_line(serve, WAIT_S)
         assert line == ("unsafe: import no_such_engine_module failed: ModuleNotFoundError: "
                         "No module named 'no_such_engine_module'")
         for where, why in ((sock, "import no_such_engine_module failed: "
@@ -272,7 +285,7 @@ def test_a_refusal_runs_the_command_fresh_with_one_line(scratch: Path) -> None:
                  *pytest_argv(scratch / "test_who.py")], cwd=scratch, env=client_env(scratch),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 text=True)
-            out, err = proc.communicate("x\n", timeout=60)
+            out, err = proc.communicate("x\n", timeout=WAIT_S)
             assert proc.returncode == 0, out + err
             assert f"harness: forkserver: {why}" in err and "a fresh process instead" in err
             last = who(scratch)[-1]
@@ -297,7 +310,7 @@ def test_a_server_that_closes_without_a_reply_is_a_refusal(scratch: Path) -> Non
     conn.recv(1 << 16)
     conn.close()
     listener.close()
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=WAIT_S)
     assert "harness: forkserver: the server closed the connection: a fresh process" in err
     assert proc.returncode == 1, out + err  # the failing test, run fresh
 
@@ -315,7 +328,7 @@ def test_requests_the_server_cannot_read_get_no_reply_and_it_serves_on(
             conn.connect(str(server._socket))
             socket.send_fds(conn, [body], fds)
             conn.shutdown(socket.SHUT_WR)
-            conn.settimeout(30)
+            conn.settimeout(WAIT_S)
             assert conn.recv(100) == b"", body
     assert stand_in(server, scratch, "test_who.py").returncode == 0
 
@@ -323,7 +336,7 @@ def test_requests_the_server_cannot_read_get_no_reply_and_it_serves_on(
 def test_usage() -> None:
     for args in ([], ["serve"], ["run", "s", "x", "argv"], ["run", "s", "--"], ["other", "s"]):
         done = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True,
-                              text=True, timeout=30, check=False)
+                              text=True, timeout=WAIT_S, check=False)
         assert done.returncode == 2, args
         assert done.stderr.startswith("usage: python forkserver.py serve SOCKET MODULE"), args
 
@@ -373,7 +386,7 @@ def test_the_fork_hazards(tmp_path: Path, kind: str, hazard: str | None) -> None
     script.write_text(textwrap.dedent(HAZARD))
     started = time.monotonic()
     done = subprocess.run([sys.executable, str(script), forkserver.__file__, kind],
-                          capture_output=True, text=True, timeout=60, check=False)
+                          capture_output=True, text=True, timeout=WAIT_S, check=False)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == hazard
     if kind == "hangs":  # the canary was killed at its deadline, not waited for
@@ -394,7 +407,7 @@ def _lines(*chunks: bytes) -> forkserver.Reply | None:
         sender.start()
         found = forkserver._recv_line(right)
         right.close()
-        sender.join(30)
+        sender.join(WAIT_S)
         return found
 
 
@@ -403,6 +416,11 @@ def test_a_reply_line() -> None:
     assert _lines(b'{"pid": 12}') is None  # closed before its end
     assert _lines(b"[12]\n") is None
     assert _lines(b"x" * (forkserver._MAX_HEADER + 1)) is None
+    # a whole line: the limit is 4 MiB, an argv and environment of one request
+    under = b'{"pid": 1, "pad": "' + b"x" * ((1 << 22) - 40) + b'"}\n'
+    assert _lines(under) == {"pid": 1, "pad": "x" * ((1 << 22) - 40)}
+    over = b'{"pid": 1, "pad": "' + b"x" * ((1 << 22) + 10) + b'"}\n'
+    assert _lines(over) is None
     assert _lines(b"") is None
 
 
@@ -460,7 +478,7 @@ def test_the_first_line_is_the_tagged_one_after_what_the_imports_logged(
                               "light_engine"], cwd=scratch, env=env, stdout=subprocess.PIPE,
                              text=True, start_new_session=True)
     try:
-        line = runner_side._first_line(serve, 60)
+        line = runner_side._first_line(serve, WAIT_S)
         assert line.startswith("ready: imported light_engine in ") and line.endswith(" s")
         assert not line.endswith("\n")
     finally:
@@ -469,3 +487,79 @@ def test_the_first_line_is_the_tagged_one_after_what_the_imports_logged(
         assert serve.stdout is not None
         serve.stdout.close()
 
+
+
+def test_a_one_word_command_and_a_server_with_nothing_to_import(scratch: Path) -> None:
+    """``run SOCKET -- PROGRAM`` (the shortest command) and ``serve SOCKET`` (no module):
+    both are requests the script takes, not a usage error."""
+    done = subprocess.run([sys.executable, str(SCRIPT), "run", str(scratch / "absent.sock"),
+                           "--", "/bin/true"], capture_output=True, text=True, timeout=WAIT_S,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert "the server cannot be reached" in done.stderr
+    serve = subprocess.Popen([sys.executable, str(SCRIPT), "serve", str(scratch / "e.sock")],
+                             cwd=scratch, env=server_env(scratch), stdout=subprocess.PIPE,
+                             text=True, start_new_session=True)
+    try:
+        line = runner_side._first_line(serve, WAIT_S)
+        assert line.startswith("ready: imported  in "), line
+        took = float(line.removeprefix("ready: imported  in ").removesuffix(" s"))
+        assert 0 <= took < 30
+    finally:
+        os.killpg(serve.pid, signal.SIGKILL)
+        serve.wait()
+        assert serve.stdout is not None
+        serve.stdout.close()
+
+
+NOISY = """
+import os, signal, sys
+
+def late(*_):
+    print("late-stdout", flush=True)
+    print("late-stderr", file=sys.stderr, flush=True)
+    os.write(1, b"late-fd1\\n")
+    os.write(2, b"late-fd2\\n")
+
+signal.signal(signal.SIGUSR1, late)
+"""
+
+
+def test_after_its_ready_line_the_server_writes_nothing_to_the_runners_pipes(
+        scratch: Path) -> None:
+    (scratch / "noisy_engine.py").write_text(textwrap.dedent(NOISY))
+    serve = subprocess.Popen([sys.executable, str(SCRIPT), "serve", str(scratch / "n.sock"),
+                              "noisy_engine"], cwd=scratch, env=server_env(scratch),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    try:
+        line = runner_side._first_line(serve, WAIT_S)
+        took = float(line.removeprefix("ready: imported noisy_engine in ").removesuffix(" s"))
+        assert 0 <= took < 30, line
+        time.sleep(0.5)  # past its ready line's print and into accept()
+        serve.send_signal(signal.SIGUSR1)
+        time.sleep(0.5)
+    finally:
+        os.killpg(serve.pid, signal.SIGKILL)
+        out, err = serve.communicate(timeout=WAIT_S)
+    assert "late" not in out and "late" not in err, (out, err)
+
+
+def test_a_child_that_raises_system_exit_ends_with_its_code(scratch: Path) -> None:
+    """SystemExit out of pytest.main (a conftest that exits while pytest loads it): an int
+    code is the child's exit, anything else is 1, as Python's own exit would have it."""
+    said: list[str] = []
+    server = ForkServer(["light_engine"], say=said.append)
+    try:
+        for code, want in (("3", 3), ('"leaving"', 1)):
+            folder = scratch / f"exits{want}"
+            folder.mkdir()
+            (folder / "conftest.py").write_text(f"raise SystemExit({code})\n")
+            (folder / "test_x.py").write_text("def test_x():\n    pass\n")
+            argv = server.argv_for(invocation(pytest_argv(folder / "test_x.py")),
+                                   server_env(scratch))
+            done = subprocess.run(argv, cwd=folder, env=client_env(scratch),
+                                  capture_output=True, text=True, timeout=WAIT_S, check=False)
+            assert done.returncode == want, done.stdout + done.stderr
+    finally:
+        server.stop()
