@@ -128,6 +128,23 @@ def started(scratch: Path) -> Iterator[tuple[ForkServer, list[str]]]:
         server.stop()
 
 
+@contextlib.contextmanager
+def serving(scratch: Path, name: str, *modules: str
+            ) -> Iterator[tuple[subprocess.Popen[str], str, list[str]]]:
+    """A server started by hand (not through ForkServer), its first line, and once the
+    block ends (the server killed) what else it wrote to its stdout and stderr."""
+    serve = subprocess.Popen([sys.executable, str(SCRIPT), "serve", str(scratch / name),
+                              *modules], cwd=scratch, env=server_env(scratch),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    after: list[str] = []
+    try:
+        yield serve, runner_side._first_line(serve, WAIT_S), after
+    finally:
+        os.killpg(serve.pid, signal.SIGKILL)
+        after.extend(serve.communicate(timeout=WAIT_S))  # reaped, its pipes closed
+
+
 def stand_in(server: ForkServer, scratch: Path, test: str, *, stdin: str = "",
              cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
     argv = server.argv_for(invocation(pytest_argv(scratch / test)), server_env(scratch))
@@ -268,12 +285,7 @@ def test_a_refusal_runs_the_command_fresh_with_one_line(scratch: Path) -> None:
     """The server side of a refusal (an import that failed), and a server that cannot be
     reached: either way the stand-in's own process runs the command."""
     sock = scratch / "s.sock"
-    env = server_env(scratch)
-    serve = subprocess.Popen([sys.executable, str(SCRIPT), "serve", str(sock), "json",
-                              "no_such_engine_module"], cwd=scratch, env=env,
-                             stdout=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        line = runner_side._first_line(serve, WAIT_S)
+    with serving(scratch, sock.name, "json", "no_such_engine_module") as (_, line, _):
         assert line == ("unsafe: import no_such_engine_module failed: ModuleNotFoundError: "
                         "No module named 'no_such_engine_module'")
         for where, why in ((sock, "import no_such_engine_module failed: "
@@ -290,11 +302,6 @@ def test_a_refusal_runs_the_command_fresh_with_one_line(scratch: Path) -> None:
             assert f"harness: forkserver: {why}" in err and "a fresh process instead" in err
             last = who(scratch)[-1]
             assert last["pid"] == proc.pid and last["engine"] is False  # exec'd in place
-    finally:
-        os.killpg(serve.pid, signal.SIGKILL)
-        serve.wait()
-        assert serve.stdout is not None
-        serve.stdout.close()
 
 
 def test_a_server_that_closes_without_a_reply_is_a_refusal(scratch: Path) -> None:
@@ -473,19 +480,9 @@ def test_a_server_that_ends_or_never_says_ready(scratch: Path,
 
 def test_the_first_line_is_the_tagged_one_after_what_the_imports_logged(
         scratch: Path) -> None:
-    env = server_env(scratch)
-    serve = subprocess.Popen([sys.executable, str(SCRIPT), "serve", str(scratch / "x.sock"),
-                              "light_engine"], cwd=scratch, env=env, stdout=subprocess.PIPE,
-                             text=True, start_new_session=True)
-    try:
-        line = runner_side._first_line(serve, WAIT_S)
+    with serving(scratch, "x.sock", "light_engine") as (_, line, _):
         assert line.startswith("ready: imported light_engine in ") and line.endswith(" s")
         assert not line.endswith("\n")
-    finally:
-        os.killpg(serve.pid, signal.SIGKILL)
-        serve.wait()
-        assert serve.stdout is not None
-        serve.stdout.close()
 
 
 
@@ -497,19 +494,10 @@ def test_a_one_word_command_and_a_server_with_nothing_to_import(scratch: Path) -
                           check=False)
     assert done.returncode == 0, done.stderr
     assert "the server cannot be reached" in done.stderr
-    serve = subprocess.Popen([sys.executable, str(SCRIPT), "serve", str(scratch / "e.sock")],
-                             cwd=scratch, env=server_env(scratch), stdout=subprocess.PIPE,
-                             text=True, start_new_session=True)
-    try:
-        line = runner_side._first_line(serve, WAIT_S)
+    with serving(scratch, "e.sock") as (_, line, _):
         assert line.startswith("ready: imported  in "), line
         took = float(line.removeprefix("ready: imported  in ").removesuffix(" s"))
         assert 0 <= took < 30
-    finally:
-        os.killpg(serve.pid, signal.SIGKILL)
-        serve.wait()
-        assert serve.stdout is not None
-        serve.stdout.close()
 
 
 NOISY = """
@@ -528,21 +516,13 @@ signal.signal(signal.SIGUSR1, late)
 def test_after_its_ready_line_the_server_writes_nothing_to_the_runners_pipes(
         scratch: Path) -> None:
     (scratch / "noisy_engine.py").write_text(textwrap.dedent(NOISY))
-    serve = subprocess.Popen([sys.executable, str(SCRIPT), "serve", str(scratch / "n.sock"),
-                              "noisy_engine"], cwd=scratch, env=server_env(scratch),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
-    try:
-        line = runner_side._first_line(serve, WAIT_S)
+    with serving(scratch, "n.sock", "noisy_engine") as (serve, line, after):
         took = float(line.removeprefix("ready: imported noisy_engine in ").removesuffix(" s"))
         assert 0 <= took < 30, line
         time.sleep(0.5)  # past its ready line's print and into accept()
         serve.send_signal(signal.SIGUSR1)
         time.sleep(0.5)
-    finally:
-        os.killpg(serve.pid, signal.SIGKILL)
-        out, err = serve.communicate(timeout=WAIT_S)
-    assert "late" not in out and "late" not in err, (out, err)
+    assert not any("late" in text for text in after), after
 
 
 def test_a_child_that_raises_system_exit_ends_with_its_code(scratch: Path) -> None:
