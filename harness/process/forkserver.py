@@ -152,12 +152,9 @@ def serve(path: str, modules: list[str]) -> int:
 
 
 def _serve_one(conn: socket.socket, listener: socket.socket, hazard: str | None) -> None:
-    fds: list[int] = []
     try:
         data, fds = _recv_request(conn)
-    except (OSError, ValueError):
-        for fd in fds:
-            os.close(fd)
+    except OSError:  # nothing received: no descriptor to close
         return
     if data is None or len(fds) != 3:
         for fd in fds:
@@ -166,7 +163,8 @@ def _serve_one(conn: socket.socket, listener: socket.socket, hazard: str | None)
     if hazard:
         for fd in fds:
             os.close(fd)
-        _send(conn, {"refused": hazard})
+        with contextlib.suppress(OSError):
+            _send(conn, {"refused": hazard})
         return
     pid = os.fork()
     if pid == 0:  # the child: never returns
@@ -175,20 +173,29 @@ def _serve_one(conn: socket.socket, listener: socket.socket, hazard: str | None)
         _become(data, fds)
     for fd in fds:
         os.close(fd)
-    _send(conn, {"pid": pid})
-    _send(conn, {"status": _wait(pid, conn)})
+    # A stand-in killed outright is no reason for the server to end: the child is waited
+    # for (and, its stand-in gone, killed) either way, and the next request is served.
+    with contextlib.suppress(OSError):
+        _send(conn, {"pid": pid})
+    status = _wait(pid, conn)
+    with contextlib.suppress(OSError):
+        _send(conn, {"status": status})
 
 
 def _recv_request(conn: socket.socket) -> tuple[Request | None, list[int]]:
-    """The header line and the three file descriptors sent with its first bytes."""
+    """The header line and the three file descriptors sent with its first bytes; None for
+    a header that cannot be read, with whatever descriptors came (the caller closes them)."""
     msg, fds, _flags, _addr = socket.recv_fds(conn, 65536, 3)
     data = msg
-    while not data.endswith(b"\n") and len(data) < _MAX_HEADER:
-        chunk = conn.recv(65536)
-        if not chunk:
-            return None, list(fds)
-        data += chunk
-    found: Request = json.loads(data)
+    try:
+        while not data.endswith(b"\n") and len(data) < _MAX_HEADER:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return None, list(fds)
+            data += chunk
+        found: Request = json.loads(data)
+    except (OSError, ValueError):
+        return None, list(fds)
     return (found if isinstance(found, dict) else None), list(fds)
 
 
