@@ -67,7 +67,7 @@ KILLED = """
 import os, signal
 
 def test_killed():
-    os.kill(os.getpid(), signal.SIGKILL)
+    os.kill(os.getpid(), getattr(signal, os.environ.get("KILL_WITH", "SIGKILL")))
 """
 
 SLEEPS = """
@@ -199,6 +199,12 @@ def test_the_stand_in_ends_as_its_child_ended(
     assert stand_in(server, scratch, "test_empty.py").returncode == 5  # no tests collected
     killed = stand_in(server, scratch, "test_killed.py")
     assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    hup = stand_in(server, scratch, "test_killed.py", KILL_WITH="SIGHUP")  # signal 1
+    assert hup.returncode == -signal.SIGHUP, hup.stdout + hup.stderr
+    # an environment larger than one read of the header (CI agents' can be)
+    big = stand_in(server, scratch, "test_who.py", **{f"BIG_{i}": "x" * 60_000 for i in range(5)})
+    assert big.returncode == 0, big.stdout + big.stderr
+    assert who(scratch)[-1]["engine"] is True  # forked: the server read the whole header
     assert stand_in(server, scratch, "test_who.py").returncode == 0  # still serving
 
 
@@ -336,6 +342,24 @@ def test_a_server_that_closes_without_a_reply_is_a_refusal(scratch: Path) -> Non
     assert proc.returncode == 1, out + err  # the failing test, run fresh
 
 
+def test_a_server_that_ends_before_the_childs_status_leaves_the_stand_in_at_70(
+        scratch: Path) -> None:
+    sock = scratch / "half.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(sock))
+    listener.listen(1)
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), "run", str(sock), "--",
+                             *pytest_argv(scratch / "test_fails.py")], cwd=scratch,
+                            env=client_env(scratch), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    conn, _ = listener.accept()
+    with conn, listener:
+        conn.recv(1 << 16)
+        conn.sendall(b'{"pid": 999999999}\n')
+    out, err = proc.communicate(timeout=WAIT_S)
+    assert proc.returncode == 70, out + err
+
+
 def test_requests_the_server_cannot_read_get_no_reply_and_it_serves_on(
         scratch: Path, started: tuple[ForkServer, list[str]]) -> None:
     server, _ = started
@@ -461,6 +485,8 @@ def test_a_reply_line() -> None:
     assert _lines(under) == {"pid": 1, "pad": "x" * ((1 << 22) - 40)}
     over = b'{"pid": 1, "pad": "' + b"x" * ((1 << 22) + 10) + b'"}\n'
     assert _lines(over) is None
+    exact = b'{"pad": "' + b"x" * ((1 << 22) - 12) + b'"}\n'  # 4 MiB to the byte
+    assert len(exact) == 1 << 22 and _lines(exact) == {"pad": "x" * ((1 << 22) - 12)}
     assert _lines(b"") is None
 
 
