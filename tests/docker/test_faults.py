@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import _thread
 import io
+import signal
 import subprocess
 import textwrap
 import threading
@@ -196,8 +197,15 @@ def test_ctrl_c_stops_and_keeps_results(tiny_image: str, run_dir: Path) -> None:
                 return
             time.sleep(0.2)
 
-    threading.Thread(target=press_ctrl_c, daemon=True).start()
-    outcomes = run(run_dir, tiny_image, [inv, second])
+    # A test session started in the background of a non-interactive shell (`cmd &`) has
+    # SIGINT ignored, and then Python installs no KeyboardInterrupt for it: the press
+    # would do nothing. Ctrl-C's own handler for the press, as in a terminal.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=press_ctrl_c, daemon=True).start()
+        outcomes = run(run_dir, tiny_image, [inv, second])
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert [o.status for o in outcomes] == [Status.INTERRUPTED]
     found = cases(inv.junit)
     assert found["test_first"] == "passed"

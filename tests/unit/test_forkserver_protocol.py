@@ -67,7 +67,10 @@ KILLED = """
 import os, signal
 
 def test_killed():
-    os.kill(os.getpid(), getattr(signal, os.environ.get("KILL_WITH", "SIGKILL")))
+    sig = getattr(signal, os.environ.get("KILL_WITH", "SIGKILL"))
+    if sig != signal.SIGKILL:  # a launcher may have left it ignored (nohup: SIGHUP)
+        signal.signal(sig, signal.SIG_DFL)
+    os.kill(os.getpid(), sig)
 """
 
 SLEEPS = """
