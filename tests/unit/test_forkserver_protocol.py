@@ -327,27 +327,10 @@ def test_a_refusal_runs_the_command_fresh_with_one_line(scratch: Path) -> None:
             assert last["pid"] == proc.pid and last["engine"] is False  # exec'd in place
 
 
-def test_a_server_that_closes_without_a_reply_is_a_refusal(scratch: Path) -> None:
-    sock = scratch / "mute.sock"
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(sock))
-    listener.listen(1)
-    proc = subprocess.Popen([sys.executable, str(SCRIPT), "run", str(sock), "--",
-                             *pytest_argv(scratch / "test_fails.py")], cwd=scratch,
-                            env=client_env(scratch), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    conn, _ = listener.accept()
-    conn.recv(1 << 16)
-    conn.close()
-    listener.close()
-    out, err = proc.communicate(timeout=WAIT_S)
-    assert "harness: forkserver: the server closed the connection: a fresh process" in err
-    assert proc.returncode == 1, out + err  # the failing test, run fresh
-
-
-def test_a_server_that_ends_before_the_childs_status_leaves_the_stand_in_at_70(
-        scratch: Path) -> None:
-    sock = scratch / "half.sock"
+def _stand_in_to_a_fake_server(scratch: Path, reply: bytes) -> tuple[int, str, str]:
+    """A stand-in (running a failing test) talking to a server that reads its request,
+    writes ``reply`` and closes: its exit code, stdout and stderr."""
+    sock = scratch / "fake.sock"
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(sock))
     listener.listen(1)
@@ -358,9 +341,21 @@ def test_a_server_that_ends_before_the_childs_status_leaves_the_stand_in_at_70(
     conn, _ = listener.accept()
     with conn, listener:
         conn.recv(1 << 16)
-        conn.sendall(b'{"pid": 999999999}\n')
+        conn.sendall(reply)
     out, err = proc.communicate(timeout=WAIT_S)
-    assert proc.returncode == 70, out + err
+    return proc.returncode, out, err
+
+
+def test_a_server_that_closes_without_a_reply_is_a_refusal(scratch: Path) -> None:
+    code, out, err = _stand_in_to_a_fake_server(scratch, b"")
+    assert "harness: forkserver: the server closed the connection: a fresh process" in err
+    assert code == 1, out + err  # the failing test, run fresh
+
+
+def test_a_server_that_ends_before_the_childs_status_leaves_the_stand_in_at_70(
+        scratch: Path) -> None:
+    code, out, err = _stand_in_to_a_fake_server(scratch, b'{"pid": 999999999}\n')
+    assert code == 70, out + err
 
 
 def test_requests_the_server_cannot_read_get_no_reply_and_it_serves_on(
