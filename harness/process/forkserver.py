@@ -61,7 +61,10 @@ class Reply(TypedDict, total=False):
 
 
 def _send(conn: socket.socket, message: Reply) -> None:
-    conn.sendall(json.dumps(message).encode() + b"\n")
+    """A reply line to the stand-in; one that has gone (killed outright) is no reason for
+    the server to end: the reply is dropped, and the next request is served."""
+    with contextlib.suppress(OSError):
+        conn.sendall(json.dumps(message).encode() + b"\n")
 
 
 def _recv_line(conn: socket.socket) -> Reply | None:
@@ -156,30 +159,23 @@ def _serve_one(conn: socket.socket, listener: socket.socket, hazard: str | None)
         data, fds = _recv_request(conn)
     except OSError:  # nothing received: no descriptor to close
         return
-    if data is None or len(fds) != 3:
-        for fd in fds:
-            os.close(fd)
-        return
-    if hazard:
-        for fd in fds:
-            os.close(fd)
-        with contextlib.suppress(OSError):
+    try:
+        if data is None or len(fds) != 3:
+            return
+        if hazard:
             _send(conn, {"refused": hazard})
-        return
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        listener.close()
-        conn.close()
-        _become(data, fds)
-    for fd in fds:
-        os.close(fd)
-    # A stand-in killed outright is no reason for the server to end: the child is waited
-    # for (and, its stand-in gone, killed) either way, and the next request is served.
-    with contextlib.suppress(OSError):
-        _send(conn, {"pid": pid})
-    status = _wait(pid, conn)
-    with contextlib.suppress(OSError):
-        _send(conn, {"status": status})
+            return
+        pid = os.fork()
+        if pid == 0:  # the child: never returns (it takes the descriptors over)
+            listener.close()
+            conn.close()
+            _become(data, fds)
+    finally:  # this process's copies, whatever came of the request
+        for fd in fds:
+            os.close(fd)
+    _send(conn, {"pid": pid})
+    # a stand-in gone meanwhile: _wait kills its child, and the reply is dropped
+    _send(conn, {"status": _wait(pid, conn)})
 
 
 def _recv_request(conn: socket.socket) -> tuple[Request | None, list[int]]:

@@ -17,6 +17,7 @@ import pytest
 
 from harness.history.schema import SCHEMA_VERSION
 from harness.roots import project_root
+from tests.processes import running
 
 ROOT = project_root()
 FIXTURE = "tests/data/suites/hardening/check_hardening.py"
@@ -51,14 +52,6 @@ def case_names(xml: Path) -> dict[str, str]:
     return out
 
 
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def wait_for(path: Path, proc: subprocess.Popen[str], seconds: float = 180) -> None:
     deadline = time.monotonic() + seconds
     while not path.exists():
@@ -91,7 +84,7 @@ def test_a_ci_cancel_finishes_the_run_folder_and_leaves_no_process(
     assert proc.returncode == code, out[-3000:] + err[-2000:]
     assert took < 15, f"took {took:.1f} s after {sig.name}"
     assert f"cancelled ({sig.name})" in err
-    assert not alive(worker), "the xdist worker outlived the run"
+    assert not running(worker), "the xdist worker outlived the run"
     run_dir = only_run_dir(tmp_path / "r")
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "cancelled" and manifest["exit_code"] == code

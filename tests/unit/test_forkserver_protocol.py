@@ -27,6 +27,7 @@ from harness.process import forkserver
 from harness.runners import forkserver as runner_side
 from harness.runners.forkserver import SCRIPT, ForkServer
 from harness.runners.invocation import Invocation
+from tests.processes import ended_within
 
 pytestmark = pytest.mark.timeout(60)
 # A step that does not come within this is a broken server: fail in seconds, not minutes
@@ -104,17 +105,20 @@ def scratch(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def _environ(*left_out: str) -> dict[str, str]:
+    """This process's environment less pytest's own variables, PYTHONPATH and ``left_out``."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("PYTEST_", "PYTHONPATH", *left_out))}
+
+
 def server_env(scratch: Path) -> dict[str, str]:
     # PYTHONUNBUFFERED left out (set on some agents): the server flushes its ready line itself
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "PYTHONPATH", "PYTHONUNBUFFERED"))}
-    return {**env, "ENGINE_LOG": str(scratch / "engine.log"), "SERVER_ONLY": "1",
-            "PYTHONPATH": str(scratch)}  # the preloaded modules
+    return {**_environ("PYTHONUNBUFFERED"), "ENGINE_LOG": str(scratch / "engine.log"),
+            "SERVER_ONLY": "1", "PYTHONPATH": str(scratch)}  # the preloaded modules
 
 
 def client_env(scratch: Path, **more: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONPATH"))}
-    return {**env, "WHO_LOG": str(scratch / "who.log"), **more}
+    return {**_environ(), "WHO_LOG": str(scratch / "who.log"), **more}
 
 
 @pytest.fixture(autouse=True)
@@ -236,24 +240,6 @@ def _pids(scratch: Path) -> list[int]:
     raise AssertionError("the test never wrote its pids")
 
 
-def _gone(pid: int, within_s: float = 10.0, *, reaped: bool = False) -> bool:
-    """Whether ``pid`` ends within the time; a zombie counts as ended unless ``reaped`` is
-    asked (the server's own child: the server must reap it; a grandchild is init's, which
-    in a container may never reap it)."""
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        stat = Path(f"/proc/{pid}/stat")
-        with contextlib.suppress(OSError):
-            if not reaped and stat.read_text().split(") ")[-1].startswith("Z"):
-                return True
-        time.sleep(0.05)
-    return False
-
-
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_to_the_stand_in_goes_to_its_childs_group(
         scratch: Path, started: tuple[ForkServer, list[str]], sig: int) -> None:
@@ -267,7 +253,7 @@ def test_a_signal_to_the_stand_in_goes_to_its_childs_group(
     out, err = proc.communicate(timeout=WAIT_S)
     # SIGTERM kills the child's pytest outright; SIGINT is its KeyboardInterrupt (exit 2)
     assert proc.returncode == (-signal.SIGTERM if sig == signal.SIGTERM else 2), out + err
-    assert _gone(child) and _gone(helper)
+    assert ended_within(child, 10) and ended_within(helper, 10)
 
 
 def test_a_stand_in_killed_outright_takes_its_child_with_it(
@@ -280,7 +266,7 @@ def test_a_stand_in_killed_outright_takes_its_child_with_it(
     child, helper = _pids(scratch)
     proc.kill()
     proc.wait(timeout=WAIT_S)
-    assert _gone(child, reaped=True) and _gone(helper)
+    assert ended_within(child, 10, reap=True) and ended_within(helper, 10)
     # the server serves on, forked (not the stand-in's fallback to a fresh process)
     assert stand_in(server, scratch, "test_who.py").returncode == 0
     (last,) = who(scratch)

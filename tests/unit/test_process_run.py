@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.process.run import run_attached, run_captured
+from tests.processes import running
 
 
 def test_run_captured_reads_both_streams_and_the_exit_code(tmp_path: Path) -> None:
@@ -29,18 +30,9 @@ def test_run_captured_stops_the_whole_tree_at_the_timeout(tmp_path: Path) -> Non
     assert time.monotonic() - started < 15
     grandchild = int(pidfile.read_text())
     deadline = time.monotonic() + 5
-    while _alive(grandchild) and time.monotonic() < deadline:
+    while running(grandchild) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _alive(grandchild), "the background sleep outlived its group"
-
-
-def _alive(pid: int) -> bool:
-    """Running (a zombie waiting for a reaper that is not init counts as dead)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
+    assert not running(grandchild), "the background sleep outlived its group"
 
 
 def test_run_captured_lets_a_missing_program_raise() -> None:
