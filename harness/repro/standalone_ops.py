@@ -144,7 +144,8 @@ def _local_names(node: ast.FunctionDef) -> set[str]:
 
 def _used(node: ast.stmt) -> list[ast.Name]:
     """The free names a definition reads (annotations of its signature left out, they
-    are stripped), in source order."""
+    are stripped), in source order; a class's methods each as a function of their own."""
+    methods: list[ast.stmt] = []
     if isinstance(node, ast.FunctionDef):
         skip = {id(a.annotation) for a in ast.walk(node.args) if isinstance(a, ast.arg)
                 and a.annotation is not None}
@@ -156,14 +157,15 @@ def _used(node: ast.stmt) -> list[ast.Name]:
                                 *node.body]
     elif isinstance(node, ast.ClassDef):
         skip, local = set(), set()
+        methods = [s for s in node.body if isinstance(s, ast.FunctionDef)]
         parts = [*node.decorator_list, *node.bases,
-                 *[s for s in node.body if not isinstance(s, ast.AnnAssign)],
+                 *[s for s in node.body if not isinstance(s, ast.AnnAssign | ast.FunctionDef)],
                  *[s.value for s in node.body if isinstance(s, ast.AnnAssign) and s.value]]
     elif isinstance(node, ast.AnnAssign):
         skip, local, parts = set(), set(), [node.value] if node.value else []
     else:
         skip, local, parts = set(), set(), [node]
-    found: list[ast.Name] = []
+    found = [name for method in methods for name in _used(method)]
     for part in parts:
         stack = [part]
         while stack:
