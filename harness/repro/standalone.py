@@ -135,8 +135,8 @@ def a_finding(seen: Signature, name: str) -> Signature:
     if seen.get("kind") == "cannot_run":
         raise InfraError(f"--standalone: the script cannot run here: {seen.get('detail')}")
     if not seen.get("kind"):
-        raise NothingToReproduce(f"--standalone: {name} passes here "
-                                 f"({describe_signature(seen)}): no finding to reproduce; "
+        said = describe_signature(seen).replace("passes", "passes here", 1)
+        raise NothingToReproduce(f"--standalone: {name} {said}: no finding to reproduce; "
                                  "nothing written")
     return seen
 
