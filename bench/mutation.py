@@ -259,7 +259,21 @@ TARGETS.update({
     "harness:kernel_table": _whole("harness/platform/kernel_table.py", "test_kernel_table"),
     # the process-heavy modules' parts that unit tests reach (their integration tests,
     # minutes a mutant, judge the rest: docs/mutation.md)
-    "harness:standalone_ops": _whole("harness/repro/standalone_ops.py", "test_standalone_ops"),
+    "harness:standalone_ops": _whole("harness/repro/standalone_ops.py", "test_standalone_ops",
+                                     "test_standalone_extract"),
+    # --standalone's steps, a user's suite whose hook writes plain-Python scripts (a real
+    # hook subprocess and script run each, well under a second); the script template's
+    # own code is text here, judged by test_standalone.py's scripts
+    "harness:standalone_render": _whole("harness/repro/standalone_render.py",
+                                        "test_standalone_ops", "test_standalone_engine",
+                                        "test_standalone_shrink"),
+    "harness:standalone_dump": _whole("harness/repro/standalone_dump.py",
+                                      "test_standalone_hook"),
+    "harness:standalone_hook": _whole("harness/repro/standalone_hook.py",
+                                      "test_standalone_hook", "test_standalone_flow"),
+    "harness:standalone": _whole("harness/repro/standalone.py", "test_standalone_flow"),
+    "harness:standalone_main": _whole("harness/repro/standalone_main.py",
+                                      "test_standalone_flow"),
     "harness:memory_scheduler": Target(
         "harness/plugin/memory.py", _defs("harness/plugin/memory.py"),
         (*_unit("test_memory_measure", "test_memory_handoff", "test_memory_keeper"),
@@ -270,23 +284,20 @@ TARGETS.update({
     "harness:fingerprint": _whole("harness/results/fingerprint.py", "test_standalone_shrink",
                                   "test_cause", "test_compare_input"),
     "harness:ci_providers": _whole("harness/ci/providers.py", "test_ci_pipeline"),
-    # the pure parts of modules whose other functions run qemu or read CPUID (their
-    # integration tests judge those)
-    "harness:cpu_emulation": Target("harness/platform/cpu_emulation.py",
-                                    ("dropped", "cpu_option", "left_out", "lane_environ",
-                                     "describe_left_out", "wrapper_path", "march"),
-                                    _unit("test_cpu_emulation", "test_cpu_tuning")),
+    # the emulated CPU whole, with the real qemu-user (its wrapper run, CPUID read inside)
+    "harness:cpu_emulation": _whole("harness/platform/cpu_emulation.py", "test_cpu_emulation",
+                                    "test_cpu_tuning"),
     "harness:compare": _whole("harness/reports/compare.py", "test_compare_input",
                               "test_compare_rules"),
     "harness:compare_render": _whole("harness/reports/compare_render.py", "test_compare_rules"),
-    "harness:bisect_commits": Target("harness/bisect/commits.py",
-                                     ("commits_between", "next_probe", "search", "Found"),
-                                     _unit("test_bisect_input", "test_bisect_rules",
-                                           "test_bisect_search")),
-    "harness:bisect_run": Target("harness/bisect/run.py",
-                                 ("work_folder", "_any_of", "_conclude"),
-                                 _unit("test_bisect_input", "test_bisect_rules",
-                                       "test_bisect_search")),
+    # bisect whole: its walks and steps against real `harness run --python current` steps
+    # of a scratch project (about 2 s a step) and a real checkout's worktrees
+    "harness:bisect_commits": _whole("harness/bisect/commits.py", "test_bisect_input",
+                                     "test_bisect_rules", "test_bisect_search",
+                                     "test_bisect_walks"),
+    "harness:bisect_run": _whole("harness/bisect/run.py", "test_bisect_input",
+                                 "test_bisect_rules", "test_bisect_search", "test_bisect_walks"),
+    "harness:bisect_steps": _whole("harness/bisect/steps.py", "test_bisect_walks"),
     # the fork server, its stand-in and the runner's side, with a light module preloaded
     # (seconds a mutant; test_forkserver.py walks the same through `harness run`)
     "harness:forkserver": Target("harness/process/forkserver.py",

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import platform
 from pathlib import Path
 
@@ -142,3 +144,76 @@ def test_four_features_tcg_cannot_give_are_named_all_and_five_with_dots(
     with pytest.raises(ConfigError, match=r"emulate avx512f, avx512dq, avx512cd, avx512bw, "
                                           r"\.\.\. \(AVX-512"):
         cpu_emulation.cpu_option(Cpu(emulated="Big-v1"), "qemu")
+
+
+def test_no_qemu_installed_is_one_line_with_the_command_that_installs_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    monkeypatch.setenv("PATH", "")
+    with pytest.raises(cpu_emulation.InfraError, match=r"^qemu-user is not installed .*: "
+                                                       r"apt-get install -y qemu-user-static; "
+                                                       r"nothing was run$"):
+        cpu_emulation.qemu()
+    monkeypatch.setattr(platform, "machine", lambda: "AMD64")  # Windows' name for it
+    with pytest.raises(cpu_emulation.InfraError):
+        cpu_emulation.qemu()
+
+
+@needs_qemu
+def test_the_wrapper_runs_the_interpreter_on_the_lanes_cpu(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    python = bin_dir / "python"
+    python.symlink_to(sys.executable)
+    cpu = Cpu(emulated="x86-64-v2")
+    path = Path(cpu_emulation.wrap(str(python), cpu, write=False))
+    assert path == bin_dir / "python-cpu-Nehalem-v2" and not path.exists()
+    assert cpu_emulation.wrap(str(python), cpu) == str(path)
+    text = path.read_text()
+    option = cpu_emulation.cpu_option(cpu, cpu_emulation.qemu())
+    assert f'exec {cpu_emulation.qemu()} -cpu {option} -0 "$0" "{python}" "$@"\n' in text
+    assert path.stat().st_mode & 0o111 and not path.with_name(path.name + ".tmp").exists()
+    probe = ("import json, os, sys; print(json.dumps([sys.executable, "
+             "os.environ['HARNESS_EMULATED_CPU'], os.environ['TORCHINDUCTOR_CPP_MARCH']]))")
+    env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_CPP_MARCH"}
+    done = subprocess.run([str(path), "-c", probe], capture_output=True, text=True,
+                          timeout=120, env=env, check=True)
+    assert json.loads(done.stdout) == [str(path), "Nehalem-v2", "x86-64-v2"]
+    env["TORCHINDUCTOR_CPP_MARCH"] = "nehalem"  # the caller's own -march stays
+    done = subprocess.run([str(path), "-c", probe], capture_output=True, text=True,
+                          timeout=120, env=env, check=True)
+    assert json.loads(done.stdout)[2] == "nehalem"
+    # written once: the same text is left alone, another one replaced
+    os.utime(path, (1, 1))
+    cpu_emulation.wrap(str(python), cpu)
+    assert path.stat().st_mtime == 1
+    path.write_text("old")
+    cpu_emulation.wrap(str(python), cpu)
+    assert path.read_text() == text
+
+
+@needs_qemu
+def test_the_facts_are_cpuid_inside_the_emulation(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
+    found = cpu_emulation.facts(Cpu(emulated="x86-64-v2"))
+    assert found["option"] == cpu_emulation.cpu_option(Cpu(emulated="x86-64-v2"),
+                                                       cpu_emulation.qemu())
+    flags = set(found["flags"])  # type: ignore[call-overload]
+    assert {"sse4_2", "popcnt"} <= flags and "avx" not in flags
+    assert "Nehalem-v2" in cpu_emulation.models(cpu_emulation.qemu())
+    broken = tmp_path / "cpuid.py"
+    broken.write_text("import sys\nsys.stderr.write('first\\nno cpuid here\\n')\nsys.exit(1)\n")
+    monkeypatch.setattr(cpu_emulation, "CPUID_SCRIPT", broken)
+    cpu_emulation._facts.cache_clear()
+    try:
+        with pytest.raises(cpu_emulation.InfraError, match=r"^the emulated Nehalem-v2: CPUID "
+                                                           r"could not be read: no cpuid here$"):
+            cpu_emulation.facts(Cpu(emulated="x86-64-v2"))
+        broken.write_text("import sys\nsys.exit(1)\n")
+        with pytest.raises(cpu_emulation.InfraError, match=r"could not be read: no output$"):
+            cpu_emulation.facts(Cpu(emulated="Nehalem-v1"))
+    finally:
+        cpu_emulation._facts.cache_clear()
