@@ -43,11 +43,12 @@ def run_step(where: Where, label: str, slug: str, extra: Sequence[str] = ()) -> 
     argv = [sys.executable, "-m", "harness", "run", "--matrix", where.matrix, "--test",
             where.test, "--reports", str(reports), "--python", where.python, *extra]
     env = dict(os.environ if where.env is None else where.env)
+    earlier = set(reports.glob("*/*/manifest.json"))  # a step run again under its slug
     result = run_streaming(argv, env=env, log_path=where.work / f"{slug}.log", prefix="",
                            timeout_s=STEP_TIMEOUT_S, cwd=where.cwd, echo=None)
     if result.exit_code == Exit.USAGE:
         raise UsageError(f"{label}: {_last_error(result.tail).removeprefix('harness: error: ')}")
-    runs = sorted(reports.glob("*/*/manifest.json"))
+    runs = sorted(set(reports.glob("*/*/manifest.json")) - earlier)
     if result.exit_code == Exit.INFRA or not runs:
         why = _last_error(result.tail).removeprefix("harness: error: ")
         return Step(label=label, verdict=Verdict.UNRUN,

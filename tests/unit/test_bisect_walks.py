@@ -11,6 +11,7 @@ tests/integration/test_bisect*.py walk both ends to end through the command."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -107,6 +108,15 @@ def test_a_step_is_bad_where_the_test_failed_with_its_signature(project: Path,
     step = run_step(_where(project, tmp_path / "w", STEP_STATE="bad"), "pin-2", "s2")
     assert (step.verdict, step.status, step.infra) == (B, "failed", False)
     assert "told to fail" in step.signature
+    # the same step again (a pin named twice): its own run is read, not the other one,
+    # whichever of the two run folders' names sorts last (two runs in one second: their
+    # random suffixes decide)
+    assert step.run_dir is not None
+    shutil.copytree(step.run_dir, step.run_dir.with_name("99991231T235959Z-zzzzzz"))
+    again = run_step(_where(project, tmp_path / "w"), "pin-2", "s2")
+    assert again.verdict is G and again.run_dir != step.run_dir
+    refused = run_step(_where(project, tmp_path / "w", matrix="big"), "pin-2", "s2")
+    assert (refused.verdict, refused.infra) == (U, True)
 
 
 def test_a_refused_run_is_an_unrun_step_with_harness_own_line(project: Path,
@@ -139,7 +149,7 @@ def test_a_test_in_no_suite_is_a_usage_error_naming_the_step(project: Path,
 def test_the_step_names_harness_last_error_else_its_last_line() -> None:
     assert _last_error(["a", "harness: error: one", "b", "harness: error: two ", "c"]) == \
         "harness: error: two"
-    assert _last_error(["a", " last line "]) == "last line"
+    assert _last_error(["a", "b", " last line "]) == "last line"
     assert _last_error([]) == "no output"
 
 

@@ -172,3 +172,6 @@ def test_sizes_and_shrinking_take_the_axes_the_hook_names() -> None:
     assert small[0].data_ptr() == x.data_ptr()  # a view of the same storage
     assert shrink(axes, args, {"width": 8})[0].shape == (9, 8)
     assert sizes(((0, 0, "n"),), (3,)) == {}
+    pair = torch.zeros(2)  # two elements: a size to shrink (one is none)
+    assert sizes(((0, 0, "n"),), (pair,)) == {"n": 2}
+    assert shrink(((0, 0, "n"),), (pair,), {"n": 1})[0].shape == (1,)
