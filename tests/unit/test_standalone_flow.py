@@ -80,9 +80,12 @@ def standalone(test_id, request):
     if name == "test_quiet":
         return {"text": SCRIPT.format(expected="{}", rows=9, name=name, flaky="")}
     rows = request.shrink.get("rows", 9)
+    if name == "test_chatty":
+        print("the hook says something first")
     text = ("# " + request.shrunk + " " + json.dumps(request.pins) + " " + request.origin
-            + "\\n" + SCRIPT.format(expected=json.dumps(request.expected), rows=rows,
-                                     name=name, flaky=str(request.root / "flaky")))
+            + " seed " + str(request.seed) + "\\n"
+            + SCRIPT.format(expected=json.dumps(request.expected), rows=rows, name=name,
+                            flaky=str(request.root / "flaky")))
     return {"text": text, "sizes": {"rows": 9}, "steps": {"rows": 1}, "timeout_s": 60}
 '''
 MATRIX = """extends: cpu
@@ -148,7 +151,7 @@ def test_the_script_is_written_with_the_signature_seen_as_expected(
     assert f"wrote {out}: python {out} exits 1 while the finding is there" in said
     text = out.read_text()
     assert '"kind": "mismatch"' in text and '["eng==1.0"]' in text
-    assert "matrix mine (seed 0)" in text
+    assert text.splitlines()[0] == '#  ["eng==1.0"] matrix mine (seed 0) seed 0'
     assert stat.S_IMODE(out.stat().st_mode) == 0o755
     assert observe_text(_setup(project), text)["kind"] == "mismatch"
 
@@ -209,7 +212,7 @@ def test_a_run_folder_gives_the_script_its_matrix_seed_and_origin(project: Path,
                            tests=[TEST.format("test_find")], out=out, minimize=False,
                            budget_s=1.0, python="current", trust=False) == 0
     assert out.read_text().splitlines()[0] == (
-        f'#  ["eng==1.0"] run {run.name} of matrix mine (seed 5)')
+        f'#  ["eng==1.0"] run {run.name} of matrix mine (seed 5) seed 5')
     with pytest.raises(UsageError, match=f"^{run}: run {run.name} has no case test_other$"):
         make_standalone(root=project, target=run, matrix_name=None,
                         tests=[TEST.format("test_other")], out=out, minimize=False,
@@ -220,6 +223,28 @@ def test_a_run_folder_gives_the_script_its_matrix_seed_and_origin(project: Path,
         make_standalone(root=project, target=emulated, matrix_name=None,
                         tests=[TEST.format("test_find")], out=out, minimize=False,
                         budget_s=1.0, python="current", trust=False)
+
+
+def test_the_script_is_built_with_the_engines_own_interpreter_on_an_emulated_lane(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The script runs its case on the lane's CPU itself (QEMU_CPU): it is built and run
+    with the interpreter as it is, never one wrapped in qemu, nor an emulated GPU's."""
+    from harness.repro import standalone_main
+
+    (project / "v2.yaml").write_text(MATRIX.replace("extends: cpu", "extends: vllm-cpu-v2"))
+    asked: list[dict[str, object]] = []
+    real = standalone_main.interpreter
+
+    def interpreter(choice: str, matrix: object, **how: bool) -> str:
+        asked.append(how)
+        return real(choice, matrix, **how)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(standalone_main, "interpreter", interpreter)
+    setup = standalone_main._setup(project, None, str(project / "v2.yaml"), "test_find",
+                                   "current", False, None)
+    assert setup.python == sys.executable and asked == [{"emulate": False,
+                                                         "on_lane_cpu": False}]
+    assert setup.import_root == project and setup.seed == 0
 
 
 def test_what_was_asked_must_name_one_case_and_one_source(project: Path,
@@ -238,7 +263,12 @@ def test_what_was_asked_must_name_one_case_and_one_source(project: Path,
 
 def test_the_hook_runs_with_the_project_and_harness_on_its_path(project: Path) -> None:
     got = ask(_setup(project), TEST.format("test_find"), {"kind": "?"}, {"rows": 4}, "r 9 -> 4")
-    assert got["text"].startswith('# r 9 -> 4 ["eng==1.0"] matrix mine (seed 0)\n')
+    assert got["text"].startswith('# r 9 -> 4 ["eng==1.0"] matrix mine (seed 0) seed 0\n')
+    # a hook that prints: its answer is the last line
+    assert "ROWS = 9\n" in ask(_setup(project), TEST.format("test_chatty"), {})["text"]
+    # an interpreter that runs nothing and says nothing
+    with pytest.raises(InfraError, match=r"^--standalone: building the case failed: no output$"):
+        ask(_setup(project, python="/bin/true"), TEST.format("test_find"), {})
     assert "ROWS = 4\n" in got["text"] and (got["sizes"], got["steps"]) == ({"rows": 9},
                                                                              {"rows": 1})
     with pytest.raises(InfraError, match=r"^--standalone: building the case failed: .*nothere"):
