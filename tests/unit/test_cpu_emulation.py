@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import platform
+import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -160,8 +162,8 @@ def test_no_qemu_installed_is_one_line_with_the_command_that_installs_it(
 
 
 @needs_qemu
-def test_the_wrapper_runs_the_interpreter_on_the_lanes_cpu(tmp_path: Path) -> None:
-    import subprocess
+def test_the_wrapper_runs_the_interpreter_on_the_lanes_cpu(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
     bin_dir = tmp_path / "bin"
@@ -175,7 +177,12 @@ def test_the_wrapper_runs_the_interpreter_on_the_lanes_cpu(tmp_path: Path) -> No
     text = path.read_text()
     option = cpu_emulation.cpu_option(cpu, cpu_emulation.qemu())
     assert f'exec {cpu_emulation.qemu()} -cpu {option} -0 "$0" "{python}" "$@"\n' in text
-    assert path.stat().st_mode & 0o111 and not path.with_name(path.name + ".tmp").exists()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o755
+    assert not path.with_name(path.name + ".tmp").exists()
+    # a name on PATH: the wrapper lies beside the interpreter it names
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    assert cpu_emulation.wrap("python", cpu, write=False) == str(path)
+    monkeypatch.undo()
     probe = ("import json, os, sys; print(json.dumps([sys.executable, "
              "os.environ['HARNESS_EMULATED_CPU'], os.environ['TORCHINDUCTOR_CPP_MARCH']]))")
     env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_CPP_MARCH"}
@@ -203,7 +210,15 @@ def test_the_facts_are_cpuid_inside_the_emulation(monkeypatch: pytest.MonkeyPatc
                                                        cpu_emulation.qemu())
     flags = set(found["flags"])  # type: ignore[call-overload]
     assert {"sse4_2", "popcnt"} <= flags and "avx" not in flags
-    assert "Nehalem-v2" in cpu_emulation.models(cpu_emulation.qemu())
+    emulator = cpu_emulation.qemu()
+    listed = subprocess.run([emulator, "-cpu", "help"], capture_output=True, text=True,
+                            check=False).stdout.splitlines()  # qemu 7.2 exits 1 after it
+    # every model qemu lists (some with no description), and none of its flags' words
+    assert cpu_emulation.models(emulator) == {line.split()[1] for line in listed
+                                              if line.startswith("x86 ")}
+    assert "Nehalem-v2" in cpu_emulation.models(emulator)
+    with pytest.raises(ConfigError, match="'CPUID' is no CPU model of qemu-x86_64"):
+        cpu_emulation.cpu_option(Cpu(emulated="CPUID"), emulator)
     broken = tmp_path / "cpuid.py"
     broken.write_text("import sys\nsys.stderr.write('first\\nno cpuid here\\n')\nsys.exit(1)\n")
     monkeypatch.setattr(cpu_emulation, "CPUID_SCRIPT", broken)
