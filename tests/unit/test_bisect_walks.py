@@ -66,14 +66,12 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def _project(top: Path, state: str = "good") -> Path:
-    (top / "matrices").mkdir(parents=True, exist_ok=True)
-    (top / "checks").mkdir(exist_ok=True)
-    (top / "pyproject.toml").write_text("[tool.harness]\n")
-    (top / "matrices" / "mine.yaml").write_text(MATRIX)
-    (top / "matrices" / "big.yaml").write_text(TOO_BIG)
-    (top / "checks" / "test_a.py").write_text(TESTS)
-    (top / "checks" / "conftest.py").write_text(CONFTEST)
-    (top / "engine.py").write_text(f"STATE = {state!r}\n")
+    files = {"pyproject.toml": "[tool.harness]\n", "matrices/mine.yaml": MATRIX,
+             "matrices/big.yaml": TOO_BIG, "checks/test_a.py": TESTS,
+             "checks/conftest.py": CONFTEST, "engine.py": f"STATE = {state!r}\n"}
+    for rel, text in files.items():
+        (top / rel).parent.mkdir(parents=True, exist_ok=True)
+        (top / rel).write_text(text)
     return top
 
 
