@@ -143,39 +143,29 @@ def _local_names(node: ast.FunctionDef) -> set[str]:
 
 
 def _used(node: ast.stmt) -> list[ast.Name]:
-    """The free names a definition reads (annotations of its signature left out, they
-    are stripped), in source order; a class's methods each as a function of their own."""
+    """The free names a definition reads, in source order: a function's decorators,
+    defaults and body (its signature's annotations are stripped, never read); a class's
+    methods each as a function of their own."""
     methods: list[ast.stmt] = []
+    local: set[str] = set()
     if isinstance(node, ast.FunctionDef):
-        skip = {id(a.annotation) for a in ast.walk(node.args) if isinstance(a, ast.arg)
-                and a.annotation is not None}
-        if node.returns is not None:
-            skip.add(id(node.returns))
         local = _local_names(node)
         parts: list[ast.AST] = [*node.decorator_list, *node.args.defaults,
                                 *[d for d in node.args.kw_defaults if d is not None],
                                 *node.body]
     elif isinstance(node, ast.ClassDef):
-        skip, local = set(), set()
         methods = [s for s in node.body if isinstance(s, ast.FunctionDef)]
         parts = [*node.decorator_list, *node.bases,
                  *[s for s in node.body if not isinstance(s, ast.AnnAssign | ast.FunctionDef)],
                  *[s.value for s in node.body if isinstance(s, ast.AnnAssign) and s.value]]
     elif isinstance(node, ast.AnnAssign):
-        skip, local, parts = set(), set(), [node.value] if node.value else []
+        parts = [node.value] if node.value else []
     else:
-        skip, local, parts = set(), set(), [node]
+        parts = [node]
     found = [name for method in methods for name in _used(method)]
-    for part in parts:
-        stack = [part]
-        while stack:
-            sub = stack.pop()
-            if id(sub) in skip:
-                continue
-            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) \
-                    and sub.id not in local:
-                found.append(sub)
-            stack.extend(ast.iter_child_nodes(sub))
+    found += [sub for part in parts for sub in ast.walk(part)
+              if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)
+              and sub.id not in local]
     return sorted(found, key=lambda n: (n.lineno, n.col_offset))
 
 

@@ -32,7 +32,7 @@ import os.path as osp
 
 SCALE: float = 2.0
 LIMIT: int
-WIDTH = 3
+WIDTH = 3  # WIDTH of shapes
 DOUBLE: int = WIDTH * 2
 
 
@@ -154,7 +154,7 @@ def test_a_name_two_modules_define_is_prefixed_where_it_is_not_the_first(root: P
     assert pieces["shapes_SCALE"] == "shapes_SCALE = 2.0\n"  # no annotation at module level
     assert pieces["DOUBLE"] == "DOUBLE = shapes_WIDTH * 2\n"
     assert pieces["SCALE"] == "SCALE = 10.0  # SCALE here is ops' own\n"
-    assert pieces["shapes_WIDTH"] == "shapes_WIDTH = 3\n"
+    assert pieces["shapes_WIDTH"] == "shapes_WIDTH = 3  # WIDTH of shapes\n"
     assert "    size: int = shapes_WIDTH\n" in pieces["Box"]
     assert pieces["ops_Box"] == 'class ops_Box:\n    """Not shapes\' class Box."""\n'
     assert pieces["Box"].startswith('class Box:\n    """A value in a box."""\n')
@@ -263,6 +263,7 @@ SOURCE = textwrap.dedent('''
     import os.path as osp, pytest as pt, sys
     from . import sibling
     from vllm import LLM
+    from vllm.config import VllmConfig
     from json import dumps as d, loads
 
     A = B = 1
@@ -289,7 +290,7 @@ def test_import_lines_keep_each_statement_as_written_but_the_skipped_packages() 
         "from json import dumps as d, loads"]
     assert import_lines(tree, SOURCE, ("os", "json", "__future__")) == [
         "import pytest", "import pytest as pt", "import sys", "from . import sibling",
-        "from vllm import LLM"]
+        "from vllm import LLM", "from vllm.config import VllmConfig"]
 
 
 def test_definitions_are_the_top_level_assignments_and_functions_wanted() -> None:
