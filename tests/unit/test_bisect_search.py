@@ -134,3 +134,17 @@ def test_the_work_folder_is_made_under_reports_and_may_exist(tmp_path: Path) -> 
     assert work_folder(None, tmp_path).is_dir()  # the same second, the same process
     deep = tmp_path / "deep" / "er"
     assert work_folder(deep, tmp_path).parent == deep / "bisect"
+
+
+def test_a_commit_is_labelled_by_its_short_sha_and_subject_cut_at_60(tmp_path: Path) -> None:
+    from harness.bisect.commits import label
+
+    _git(tmp_path, "init", "-q")
+    subject = "a subject of exactly fifty characters for the cut:" + "x" * 30
+    (tmp_path / "f.txt").write_text("1\n")
+    _git(tmp_path, "add", "f.txt")
+    _git(tmp_path, "commit", "-qm", subject + "\n\nthe body, never shown")
+    sha = _git(tmp_path, "rev-parse", "HEAD").strip()
+    short = _git(tmp_path, "log", "-1", "--format=%h", sha).strip()
+    assert label(tmp_path, sha) == f"{short} {subject}"[:60]
+    assert len(label(tmp_path, sha)) == 60
