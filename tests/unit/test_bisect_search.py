@@ -140,7 +140,7 @@ def test_a_commit_is_labelled_by_its_short_sha_and_subject_cut_at_60(tmp_path: P
     from harness.bisect.commits import label
 
     _git(tmp_path, "init", "-q")
-    subject = "a subject of exactly fifty characters for the cut:" + "x" * 30
+    subject = "a subject longer than a line of the bisect has room for: " + "x" * 30
     (tmp_path / "f.txt").write_text("1\n")
     _git(tmp_path, "add", "f.txt")
     _git(tmp_path, "commit", "-qm", subject + "\n\nthe body, never shown")
