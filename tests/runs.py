@@ -80,6 +80,15 @@ def harness(*args: str, env: dict[str, str] | None = None,
     )
 
 
+def named_run_folder(stdout: str) -> Path:
+    """The run folder a ``harness run`` names on its last lines (``run folder: ...``): the
+    one it wrote, whatever else its reports folder holds (another run of the same second
+    can sort after it by name)."""
+    (folder,) = (Path(line.removeprefix("run folder: ")) for line in stdout.splitlines()
+                 if line.startswith("run folder: "))
+    return folder
+
+
 def run_once(matrix: Path, reports: Path, mode: str, *extra: str) -> Path:
     before = set((reports / matrix.stem).glob("*")) if (reports / matrix.stem).is_dir() else set()
     done = harness("run", "--matrix", str(matrix), "--suite", "record", "--python", "current",

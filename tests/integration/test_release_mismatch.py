@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from runs import named_run_folder
 from vllm_sources import source_tree
 
 pytestmark = pytest.mark.timeout(1800)
@@ -69,8 +70,7 @@ def test_across_releases_the_import_error_is_labelled_a_release_mismatch(
     assert f"harness: suite test_onednn: {WORDS}: run across releases" in done.stdout
     # The folder this run names (the refused run before it made one too, maybe in the same
     # second: the newest by name is a coin toss between the two).
-    (run,) = (Path(line.removeprefix("run folder: ")) for line in done.stdout.splitlines()
-              if line.startswith("run folder: "))
+    run = named_run_folder(done.stdout)
     (case,) = ET.parse(run / "junit" / "test_onednn.xml").getroot().iter("testcase")
     error = case.find("error")
     assert error is not None

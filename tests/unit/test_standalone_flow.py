@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from runs import harness as harness_command
+from runs import named_run_folder
 
 from harness.errors import InfraError, UsageError
 from harness.matrix.loader import load_matrix
@@ -119,14 +120,11 @@ def project(tmp_path: Path) -> Path:
 
 def _run(root: Path, matrix: str, *args: str) -> Path:
     """A real ``harness run`` of the case; its run folder."""
-    done = subprocess.run([sys.executable, "-m", "harness", "run", "--matrix",
-                           str(root / matrix), "--test", TEST.format("test_find"), "--python",
-                           "current", "--reports", str(root / "r"), *args], cwd=root,
-                          capture_output=True, text=True, timeout=300, check=False)
-    folders = [line.removeprefix("run folder: ") for line in done.stdout.splitlines()
-               if line.startswith("run folder: ")]
-    assert folders, done.stdout + done.stderr
-    return Path(folders[-1])
+    done = harness_command("run", "--matrix", str(root / matrix), "--test",
+                           TEST.format("test_find"), "--python", "current", "--reports",
+                           str(root / "r"), *args, cwd=root)
+    assert "run folder: " in done.stdout, done.stdout + done.stderr
+    return named_run_folder(done.stdout)
 
 
 def _setup(root: Path, python: str = sys.executable) -> Setup:
