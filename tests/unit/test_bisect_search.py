@@ -5,10 +5,10 @@ a real git checkout of a few commits, each commit judged by a probe that says wh
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
+from scratch_repo import git
 
 from harness.bisect.commits import commits_between, search
 from harness.bisect.run import _conclude, work_folder
@@ -18,21 +18,16 @@ from harness.errors import Exit, UsageError
 G, B, U = Verdict.GOOD, Verdict.BAD, Verdict.UNRUN
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          cwd=repo, check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     """A checkout of 7 commits, c0 to c6, their shas oldest first."""
     path = tmp_path_factory.mktemp("repo")
-    _git(path, "init", "-q")
+    git(path, "init", "-q")
     for i in range(7):
         (path / "f.txt").write_text(f"{i}\n")
-        _git(path, "add", "f.txt")
-        _git(path, "commit", "-qm", f"c{i}")
-    return path, _git(path, "rev-list", "--reverse", "HEAD").split()
+        git(path, "add", "f.txt")
+        git(path, "commit", "-qm", f"c{i}")
+    return path, git(path, "rev-list", "--reverse", "HEAD").split()
 
 
 def _search(repo: tuple[Path, list[str]], verdicts: list[Verdict], tmp_path: Path
@@ -87,11 +82,11 @@ def test_a_range_is_good_dot_dot_bad_of_this_checkout(repo: tuple[Path, list[str
 
 
 def test_a_dirty_tree_names_its_first_change(tmp_path: Path) -> None:
-    _git(tmp_path, "init", "-q")
+    git(tmp_path, "init", "-q")
     for name in ("a.txt", "b.txt"):
         (tmp_path / name).write_text("1\n")
-    _git(tmp_path, "add", ".")
-    _git(tmp_path, "commit", "-qm", "one")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "one")
     for name in ("a.txt", "b.txt"):
         (tmp_path / name).write_text("2\n")
     with pytest.raises(UsageError, match=r"uncommitted changes \(M a.txt, \.\.\.\)"):
@@ -139,12 +134,12 @@ def test_the_work_folder_is_made_under_reports_and_may_exist(tmp_path: Path) -> 
 def test_a_commit_is_labelled_by_its_short_sha_and_subject_cut_at_60(tmp_path: Path) -> None:
     from harness.bisect.commits import label
 
-    _git(tmp_path, "init", "-q")
+    git(tmp_path, "init", "-q")
     subject = "a subject longer than a line of the bisect has room for: " + "x" * 30
     (tmp_path / "f.txt").write_text("1\n")
-    _git(tmp_path, "add", "f.txt")
-    _git(tmp_path, "commit", "-qm", subject + "\n\nthe body, never shown")
-    sha = _git(tmp_path, "rev-parse", "HEAD").strip()
-    short = _git(tmp_path, "log", "-1", "--format=%h", sha).strip()
+    git(tmp_path, "add", "f.txt")
+    git(tmp_path, "commit", "-qm", subject + "\n\nthe body, never shown")
+    sha = git(tmp_path, "rev-parse", "HEAD").strip()
+    short = git(tmp_path, "log", "-1", "--format=%h", sha).strip()
     assert label(tmp_path, sha) == f"{short} {subject}"[:60]
     assert len(label(tmp_path, sha)) == 60

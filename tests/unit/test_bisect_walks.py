@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from scratch_repo import commit, git
 
 from harness.bisect import run as walks
 from harness.bisect.steps import Where, _last_error, run_step
@@ -58,11 +59,6 @@ def pytest_sessionfinish(session):
     if os.environ.get("STEP_KILL"):
         os.kill(os.getpid(), signal.SIGKILL)
 """
-
-
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          cwd=repo, check=True, capture_output=True, text=True).stdout
 
 
 def _project(top: Path, state: str = "good") -> Path:
@@ -238,12 +234,12 @@ def checkout(tmp_path: Path) -> tuple[Path, list[str]]:
     """A project whose engine is good at c0-c1 and bad from c2 to c4; shas oldest first."""
     repo = tmp_path / "repo"
     _project(repo)
-    _git(repo, "init", "-q")
+    git(repo, "init", "-q")
+    shas = []
     for i, state in enumerate(["good", "good", "bad", "bad", "bad"]):
         (repo / "engine.py").write_text(f"STATE = {state!r}  # c{i}\n")
-        _git(repo, "add", ".")
-        _git(repo, "commit", "-qm", f"c{i}")
-    return repo, _git(repo, "rev-list", "--reverse", "HEAD").split()
+        shas.append(commit(repo, f"c{i}"))
+    return repo, shas
 
 
 def test_commits_find_the_first_bad_one_each_step_run_in_its_own_tree(
@@ -267,7 +263,7 @@ def test_commits_find_the_first_bad_one_each_step_run_in_its_own_tree(
     logs = sorted(p.name for p in work.glob("*.log"))
     assert logs == sorted(f"{shas[i][:12]}.log" for i in (0, 1, 2, 4))
     assert not list(work.glob("tree-*"))  # each commit's worktree taken away
-    assert _git(repo, "worktree", "list").count("\n") == 1
+    assert git(repo, "worktree", "list").count("\n") == 1
 
 
 def test_commits_hand_each_step_its_tree_as_root_and_first_on_the_path(
