@@ -5,7 +5,10 @@ An absolute time moves from run to run and machine to machine on a shared CI age
 ratio measured side by side does not (much): each pair of samples times the engine and the
 baseline back to back, in alternating order: many short samples (``SAMPLE_S``, a call or
 a few; ``MIN_PAIRS`` to ``MAX_PAIRS`` pairs within about ``CASE_BUDGET_S`` of sampling),
-the garbage collector off. The ratio is the engine's fastest sample over the baseline's
+the garbage collector off. How many is calibrated on warm calls (each side's fastest of
+``CALIBRATION`` timed calls after the warm-up), so a case takes as many pairs in every
+run: one cold first call set it before, and the count, with it the fastest sample, moved
+from run to run. The ratio is the engine's fastest sample over the baseline's
 (above 1, the engine is slower): a shared agent's other load only adds time, in bursts,
 so each side's fastest sample is its own cost. On the 2-vCPU host of docs/speed.md the
 median of the pairs' ratios moved 2-3x between identical runs; the fastest samples' ratio
@@ -37,10 +40,11 @@ from harness.results.speed import BASELINE, BASELINE_US, ENGINE_US, PAIRS, RATIO
 
 SPEED_ENV = "HARNESS_SPEED"  # "off": the speed tier records nothing (the cost bench's other side)
 SAMPLE_S = 0.00002  # each sample times at least this long (a tiny kernel's calls repeated)
-MAX_PAIRS = 401
+MAX_PAIRS = 1001
 MIN_PAIRS = 15
 CASE_BUDGET_S = 0.03  # sampling a case: a slower kernel, fewer pairs (at least MIN_PAIRS)
 WARMUP = 2
+CALIBRATION = 3  # timed calls a side after the warm-up: the fastest sets the samples' size
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,12 +151,24 @@ def _speed(engine: Callable[[], Any], baseline: Callable[[], Any], timer: Timer,
                  baseline=baseline_name, pairs=len(ratios))
 
 
+def _calibrate(engine: Callable[[], Any], baseline: Callable[[], Any], timer: Timer
+               ) -> tuple[float, float]:
+    """Each side's fastest of CALIBRATION single calls, interleaved; a call is taken as at
+    least 0.1 us."""
+    engine_times, baseline_times = [], []
+    for _ in range(CALIBRATION):
+        engine_times.append(timer(engine, 1))
+        baseline_times.append(timer(baseline, 1))
+    return max(min(engine_times), 1e-7), max(min(baseline_times), 1e-7)
+
+
 def _pairs(engine: Callable[[], Any], baseline: Callable[[], Any], timer: Timer
            ) -> tuple[list[float], list[float], list[float]]:
     """Per pair: one engine call's time, one baseline call's, and their ratio."""
-    one = max(timer(engine, 1), timer(baseline, 1), 1e-7)
-    calls = max(1, math.ceil(SAMPLE_S / one))  # at most 201: a call is taken as >= 0.1 us
-    pairs = max(MIN_PAIRS, min(MAX_PAIRS, int(CASE_BUDGET_S / (2 * calls * one))))
+    engine_one, baseline_one = _calibrate(engine, baseline, timer)
+    calls = max(1, math.ceil(SAMPLE_S / max(engine_one, baseline_one)))  # at most 201
+    pair_s = calls * (engine_one + baseline_one)
+    pairs = max(MIN_PAIRS, min(MAX_PAIRS, int(CASE_BUDGET_S / pair_s)))
     engine_times, baseline_times, ratios = [], [], []
     for i in range(pairs):
         if i % 2:

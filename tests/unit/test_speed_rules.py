@@ -103,10 +103,10 @@ def test_measure_takes_each_sides_fastest_sample() -> None:
 
     found = timing.measure(engine, baseline, baseline_name="b", timer=timer)
     assert found.ratio == pytest.approx(2.0) and found.engine_s == pytest.approx(2e-3)
-    assert calls["engine"] == calls["baseline"] == found.pairs + 1
-    # one call a sample (3 ms > SAMPLE_S); pairs within the case's budget
-    pairs = int(timing.CASE_BUDGET_S / 6e-3)
-    assert found.pairs == max(timing.MIN_PAIRS, min(timing.MAX_PAIRS, pairs))
+    assert calls["engine"] == calls["baseline"] == found.pairs + timing.CALIBRATION
+    # one call a sample (ms > SAMPLE_S); as many pairs as the case's budget holds of the
+    # calibration's fastest calls, 2 ms and 1 ms (not of its first, 3 ms)
+    assert found.pairs == max(timing.MIN_PAIRS, int(timing.CASE_BUDGET_S / 3e-3))
 
 
 def test_the_thread_budget_is_read_and_checked_both_ways() -> None:
@@ -162,6 +162,66 @@ def test_a_gpu_lane_is_timed_by_the_device_and_the_cpu_by_the_host() -> None:
                 timer(lambda: None, 1)
 
 
+class _FakeDevice:
+    """A GPU backend's timing surface as device_timer uses it (torch.cuda's: Event,
+    synchronize), in a log: the real one runs in the test below, on a GPU only."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        device = self
+
+        class Event:
+            def __init__(self, enable_timing: bool = False) -> None:
+                assert enable_timing
+                self.at: int | None = None
+
+            def record(self) -> None:
+                device.log.append("record")
+                self.at = len(device.log)
+
+            def synchronize(self) -> None:
+                device.log.append("event synchronize")
+
+            def elapsed_time(self, end: Event) -> float:
+                assert self.at is not None and end.at is not None
+                return 2.5 * (end.at - self.at - 1)  # ms: 2.5 a call between the records
+
+        self.Event = Event
+
+    def synchronize(self) -> None:
+        self.log.append("device synchronize")
+
+
+def test_the_device_timer_times_n_calls_between_two_events_in_seconds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    fake = _FakeDevice()
+    monkeypatch.setattr(torch, "fakegpu", fake, raising=False)
+
+    def call() -> None:
+        fake.log.append("call")
+
+    assert timing.device_timer("fakegpu")(call, 3) == pytest.approx(7.5e-3)
+    assert fake.log == ["device synchronize", "record", "call", "call", "call", "record",
+                        "event synchronize"]
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="no CUDA device here")
+def test_device_time_on_a_real_gpu_is_the_kernels_not_the_hosts() -> None:
+    """On a GPU (CUDA or ROCm): a kernel spinning twice as many cycles times about twice as
+    long, though the host only queues it (its own time is about the same for both)."""
+    import torch
+
+    def spin(cycles: int) -> object:
+        return lambda: torch.cuda._sleep(cycles)
+
+    found = timing.measure(spin(2_000_000), spin(1_000_000), baseline_name="half",
+                           timer=timing.timer_for("cuda"))
+    assert 1.8 < found.ratio < 2.2, found
+    assert found.baseline_s > 1e-4  # a million cycles: most of a millisecond, not the queueing
+
+
 class _Clock:
     """A fake timer: per call, the next time of its side's cycle; the calls in order."""
 
@@ -180,7 +240,7 @@ class _Clock:
     def __call__(self, fn: object, n: int) -> float:
         name = fn.__name__  # type: ignore[attr-defined]
         self.log.append((name, n))
-        if len(self.log) <= 2:  # the calibration: one call each
+        if len(self.log) <= 2 * timing.CALIBRATION:  # the calibration: single calls
             return self.first[name] * n
         return next(self.cycles[name]) * n
 
@@ -191,12 +251,13 @@ def test_measure_warms_up_calibrates_then_alternates_the_pairs() -> None:
     found = timing.measure(engine, baseline, baseline_name="torch",  # type: ignore[arg-type]
                            timer=clock)
     assert clock.direct == {"engine": timing.WARMUP, "baseline": timing.WARMUP}
-    assert clock.log[:2] == [("engine", 1), ("baseline", 1)]
+    calibration = 2 * timing.CALIBRATION
+    assert clock.log[:calibration] == [("engine", 1), ("baseline", 1)] * timing.CALIBRATION
     calls = 2  # SAMPLE_S 20 us over the slower side's 10 us call
-    pairs = min(timing.MAX_PAIRS, int(timing.CASE_BUDGET_S / (2 * calls * 10e-6)))
-    assert found.pairs == pairs and len(clock.log) == 2 + 2 * pairs
-    assert all(n == calls for _, n in clock.log[2:])
-    order = [name for name, _ in clock.log[2:8]]
+    pairs = int(timing.CASE_BUDGET_S / (calls * (10e-6 + 5e-6)))  # 999: 1000 as floats divide
+    assert found.pairs == pairs and len(clock.log) == calibration + 2 * pairs
+    assert all(n == calls for _, n in clock.log[calibration:])
+    order = [name for name, _ in clock.log[calibration:calibration + 6]]
     assert order == ["engine", "baseline", "baseline", "engine", "engine", "baseline"]
     assert found.engine_s == pytest.approx(10e-6) and found.baseline_s == pytest.approx(5e-6)
     assert found.ratio == pytest.approx(2.0)
@@ -212,6 +273,7 @@ def test_a_slow_kernel_takes_fewer_pairs_never_under_the_minimum() -> None:
     found = timing.measure(clock.fn("engine"), clock.fn("baseline"),  # type: ignore[arg-type]
                            baseline_name="b", timer=clock)
     assert found.pairs == timing.MIN_PAIRS and all(n == 1 for _, n in clock.log)
+    assert len(clock.log) == 2 * (timing.CALIBRATION + timing.MIN_PAIRS)
     assert found.spread == 0.0 and found.ratio == 1.0
 
 
@@ -242,21 +304,50 @@ def test_the_thread_finding_says_which_way() -> None:
 
 
 def test_pairs_between_the_bounds_follow_the_budget_and_the_calls() -> None:
-    """A 19 us call: two calls a sample (20 us), 0.03 s / (2 x 2 x 19 us) = 394 pairs."""
+    """A 19 us call against a 5 us one: two calls a sample (20 us), 0.03 s / (2 x (19 + 5)
+    us) = 625 pairs."""
     clock = _Clock(engine=[19e-6], baseline=[5e-6])
     found = timing.measure(clock.fn("engine"), clock.fn("baseline"),  # type: ignore[arg-type]
                            baseline_name="b", timer=clock)
     assert timing.CASE_BUDGET_S == 0.03 and timing.SAMPLE_S == 20e-6
-    assert found.pairs == 394 and {n for _, n in clock.log[2:]} == {2}
+    assert found.pairs == 625 and {n for _, n in clock.log[2 * timing.CALIBRATION:]} == {2}
+
+
+def test_pairs_stop_at_the_most_a_case_takes() -> None:
+    """A 20 us call against a 1 us one: one call a sample, 0.03 s / 21 us = 1428 pairs,
+    more than a case takes."""
+    clock = _Clock(engine=[20e-6], baseline=[1e-6])
+    found = timing.measure(clock.fn("engine"), clock.fn("baseline"),  # type: ignore[arg-type]
+                           baseline_name="b", timer=clock)
+    assert found.pairs == timing.MAX_PAIRS == 1001
+
+
+def test_a_cold_first_call_does_not_set_the_samples() -> None:
+    """The calibration takes each side's fastest warm call: an engine whose first timed call
+    is 100x slower (a cache filled, a kernel chosen) still gets the pairs its warm calls fit."""
+    times = {"engine": iter([1e-3, 10e-6, 12e-6]), "baseline": iter([5e-6, 6e-6, 5e-6])}
+
+    def timer(fn: object, n: int) -> float:
+        name = fn.__name__  # type: ignore[attr-defined]
+        return next(times[name], 10e-6 if name == "engine" else 5e-6) * n
+
+    def engine() -> None: ...
+    def baseline() -> None: ...
+
+    found = timing.measure(engine, baseline, baseline_name="b", timer=timer)
+    # 0.03 s / (2 calls x (10 + 5) us), 999 as floats divide; not 15, as for a 1 ms call
+    assert found.pairs == int(timing.CASE_BUDGET_S / (2 * (10e-6 + 5e-6))) == 999
+    assert found.engine_s == pytest.approx(10e-6) and found.ratio == pytest.approx(2.0)
 
 
 def test_a_tiny_call_is_taken_as_a_tenth_of_a_microsecond() -> None:
     # 20 us / 0.1 us, rounded up as the float divides: 201 calls a sample at most
     for per_call, calls in ((1e-9, math.ceil(20e-6 / 1e-7)), (0.0, math.ceil(20e-6 / 1e-7))):
         clock = _Clock(engine=[per_call], baseline=[per_call])
-        timing.measure(clock.fn("engine"), clock.fn("baseline"),  # type: ignore[arg-type]
-                       baseline_name="b", timer=clock)
-        assert {n for _, n in clock.log[2:]} == {calls}
+        found = timing.measure(clock.fn("engine"), clock.fn("baseline"),  # type: ignore[arg-type]
+                               baseline_name="b", timer=clock)
+        assert {n for _, n in clock.log[2 * timing.CALIBRATION:]} == {calls}
+        assert found.pairs == int(timing.CASE_BUDGET_S / (calls * 2e-7))
 
 
 def test_the_spread_is_the_pairs_ratios_quartiles_over_their_median() -> None:
