@@ -36,6 +36,7 @@ import pytest
 import yaml
 from ci_agents import Agent, BuildkiteBuild
 from ci_github import GithubRun
+from scratch_repo import git
 
 from harness.roots import project_root
 
@@ -49,11 +50,6 @@ suites:                               # the agent test's branch: the platform su
   e2e: {enabled: false}
 """
 PR_FILE = "suites/platform/test_dtypes.py"
-
-
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True).stdout.strip()
 
 
 def _harness(repo: Path, *args: str) -> str:
@@ -91,9 +87,9 @@ def origin(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     base = tmp_path_factory.mktemp("ci-agent")
     work = base / "work"
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(work)], check=True)
-    _git(work, "config", "user.email", "agent@test")
-    _git(work, "config", "user.name", "agent test")
-    for rel in _git(ROOT, "ls-files", "-m", "-o", "--exclude-standard").splitlines():
+    git(work, "config", "user.email", "agent@test")
+    git(work, "config", "user.name", "agent test")
+    for rel in git(ROOT, "ls-files", "-m", "-o", "--exclude-standard").splitlines():
         if (ROOT / rel).is_file():
             (work / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / rel, work / rel)
@@ -104,19 +100,19 @@ def origin(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             matrix.unlink()
     cpu = work / "matrices" / "cpu.yaml"
     cpu.write_text(cpu.read_text() + LANE_SUITES)
-    _git(work, "checkout", "-q", "-B", "main")
-    _git(work, "add", "-A")
-    _git(work, "commit", "-qm", "A: one lane, its platform suite")
-    a = _git(work, "rev-parse", "HEAD")
-    _git(work, "checkout", "-q", "-b", "feature")
+    git(work, "checkout", "-q", "-B", "main")
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "A: one lane, its platform suite")
+    a = git(work, "rev-parse", "HEAD").strip()
+    git(work, "checkout", "-q", "-b", "feature")
     module = work / PR_FILE
     module.write_text(module.read_text() + "\n# B: the branch's own change\n")
-    _git(work, "commit", "-qam", "B: the branch edits one platform module")
-    b = _git(work, "rev-parse", "HEAD")
-    _git(work, "checkout", "-q", "main")
+    git(work, "commit", "-qam", "B: the branch edits one platform module")
+    b = git(work, "rev-parse", "HEAD").strip()
+    git(work, "checkout", "-q", "main")
     cpu.write_text(cpu.read_text() + "# C: the target moved on\n")
-    _git(work, "commit", "-qam", "C: main edits the cpu matrix after the branch left")
-    c = _git(work, "rev-parse", "HEAD")
+    git(work, "commit", "-qam", "C: main edits the cpu matrix after the branch left")
+    c = git(work, "rev-parse", "HEAD").strip()
     bare = base / "origin.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
     return {"work": work, "bare": bare, "A": a, "B": b, "C": c, "base": base}
@@ -152,7 +148,7 @@ def _checkout_at(origin: dict[str, Any], commit: str) -> Path:
     where = origin["base"] / f"gen-{commit[:8]}"
     if not where.exists():
         subprocess.run(["git", "clone", "-q", str(origin["bare"]), str(where)], check=True)
-        _git(where, "checkout", "-q", "--detach", commit)
+        git(where, "checkout", "-q", "--detach", commit)
     return where
 
 

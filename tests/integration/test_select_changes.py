@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from scratch_repo import git
 
 from harness.cli import main
 from harness.select import select_changes
@@ -21,27 +22,22 @@ from harness.select.collect import collect
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True).stdout
-
-
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     repo = tmp_path_factory.mktemp("select") / "repo"
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(repo)], check=True)
-    _git(repo, "config", "user.email", "select@test")
-    _git(repo, "config", "user.name", "select test")
+    git(repo, "config", "user.email", "select@test")
+    git(repo, "config", "user.name", "select test")
     # the working tree as it is (uncommitted edits included), as the clone's HEAD
-    for rel in _git(ROOT, "ls-files", "-m", "-o", "--exclude-standard").splitlines():
+    for rel in git(ROOT, "ls-files", "-m", "-o", "--exclude-standard").splitlines():
         if (ROOT / rel).is_file():
             (repo / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / rel, repo / rel)
         else:
             (repo / rel).unlink(missing_ok=True)
-    _git(repo, "add", "-A")
-    if _git(repo, "status", "--porcelain"):
-        _git(repo, "commit", "-qm", "the working tree")
+    git(repo, "add", "-A")
+    if git(repo, "status", "--porcelain"):
+        git(repo, "commit", "-qm", "the working tree")
     return repo
 
 
@@ -64,14 +60,14 @@ def _change(repo: Path, path: str, old: str, new: str) -> None:
     text = file.read_text()
     assert text.count(old) == 1, f"{path}: {old!r} must occur once"
     file.write_text(text.replace(old, new))
-    _git(repo, "commit", "-qam", f"change {path}")
+    git(repo, "commit", "-qam", f"change {path}")
 
 
 @pytest.fixture
 def reset(clone: Path) -> Path:
-    head = _git(clone, "rev-parse", "HEAD").strip()
+    head = git(clone, "rev-parse", "HEAD").strip()
     yield clone
-    _git(clone, "reset", "-q", "--hard", head)
+    git(clone, "reset", "-q", "--hard", head)
 
 
 def test_a_provider_change_selects_its_parity_cases_and_the_e2e_runs_using_it(
@@ -197,7 +193,7 @@ def test_a_pr_pipeline_for_a_docs_change_has_no_test_job(
         reset: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     (reset / "docs" / "matrix.md").write_text((reset / "docs" / "matrix.md").read_text() + "\n")
-    _git(reset, "commit", "-qam", "docs")
+    git(reset, "commit", "-qam", "docs")
     monkeypatch.setenv("HARNESS_ROOT", str(reset))
     doc = _pipeline(capsys, "--provider", "buildkite", "--changed-since", "HEAD~1",
                     "--db", str(tmp_path / "none.sqlite"))
@@ -227,14 +223,14 @@ def test_run_changed_since_runs_only_the_selected_tests(reset: Path, tmp_path: P
     assert cases and {c.nodeid.split("::")[0] for c in cases} == {
         "suites/platform/test_dtypes.py"}
     manifest = json.loads((run / "manifest.json").read_text())
-    assert manifest["changed_since"] == _git(reset, "rev-parse", "HEAD~1").strip()
+    assert manifest["changed_since"] == git(reset, "rev-parse", "HEAD~1").strip()
     assert json.loads((run / "select.json").read_text())["lane"] == "cpu"
 
 
 def test_run_changed_since_with_nothing_affected_runs_nothing(reset: Path,
                                                               tmp_path: Path) -> None:
     (reset / "docs" / "matrix.md").write_text((reset / "docs" / "matrix.md").read_text() + "\n")
-    _git(reset, "commit", "-qam", "docs")
+    git(reset, "commit", "-qam", "docs")
     env = dict(os.environ, HARNESS_ROOT=str(reset))
     proc = subprocess.run(
         [sys.executable, "-m", "harness", "run", "--matrix", "cpu", "--python", "current",
@@ -248,7 +244,7 @@ def test_run_changed_since_with_nothing_affected_runs_nothing(reset: Path,
 def test_an_image_recipe_selects_its_lanes_docker_runs(reset: Path) -> None:
     recipe = reset / "images" / "rocm" / "Dockerfile"
     recipe.write_text(recipe.read_text() + "# one-line change\n")
-    _git(reset, "commit", "-qam", "rocm image")
+    git(reset, "commit", "-qam", "rocm image")
     selection = select_changes(reset, "HEAD~1")
     full = {name: lane.docker for name, lane in selection.lanes.items() if lane.full}
     assert full == {"rocm": True, "rocm-mi355": True}  # mi355 inherits rocm's recipe
@@ -266,10 +262,10 @@ def test_a_harness_change_runs_the_platform_suite_and_the_harness_tests(reset: P
 def test_a_branch_behind_its_target_selects_only_its_own_change(reset: Path) -> None:
     """The target moved on (an image recipe) after the branch left it: diffing against the
     target's tip would claim that change for the branch; the merge base does not."""
-    base = _git(reset, "rev-parse", "HEAD").strip()
-    _git(reset, "checkout", "-q", "-b", "target")
+    base = git(reset, "rev-parse", "HEAD").strip()
+    git(reset, "checkout", "-q", "-b", "target")
     _change(reset, "images/rocm/Dockerfile", "FROM ", "# the target's own change\nFROM ")
-    _git(reset, "checkout", "-q", "-B", "branch", base)
+    git(reset, "checkout", "-q", "-B", "branch", base)
     _change(reset, "docs/select.md", "# Running", "# Running (edited)")
     try:
         selection = select_changes(reset, "target")
@@ -277,7 +273,7 @@ def test_a_branch_behind_its_target_selects_only_its_own_change(reset: Path) -> 
         assert selection.changed == ("docs/select.md",)
         rocm = selection.lanes["rocm"]
         assert not (rocm.affected and rocm.docker)
-        tip = select_changes(reset, _git(reset, "rev-parse", "target").strip() + "~0")
+        tip = select_changes(reset, git(reset, "rev-parse", "target").strip() + "~0")
         assert tip.ref == base
     finally:
-        _git(reset, "checkout", "-q", "--detach", base)
+        git(reset, "checkout", "-q", "--detach", base)

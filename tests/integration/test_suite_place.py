@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from scratch_repo import git
+
 from harness.results.run_folder import read_run
 
 TESTS = '''import pytest
@@ -28,11 +30,6 @@ def _harness(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           check=False)
 
 
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo,
-                   check=True, capture_output=True)
-
-
 def _project(tmp_path: Path) -> Path:
     project = tmp_path / "project"
     (project / "matrices").mkdir(parents=True)
@@ -49,12 +46,12 @@ def _project(tmp_path: Path) -> Path:
         "suites:\n"
         f"  own: {{path: checks/inner, rootdir: checks, {suite}}}\n"
         f"  away: {{path: {outside}, {suite}}}\n")
-    _git(project, "init", "-q")
-    _git(project, "add", "-A")
-    _git(project, "commit", "-qm", "project")
+    git(project, "init", "-q")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "project")
     (project / "NOTES.txt").write_text("a file of no known role: every lane is selected\n")
-    _git(project, "add", "-A")
-    _git(project, "commit", "-qm", "notes")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "notes")
     return project
 
 

@@ -7,25 +7,20 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from scratch_repo import git
 
 from harness.cli import main
-
-
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid",
-                    "-c", "init.defaultBranch=main", "-C", str(repo), *args],
-                   check=True, capture_output=True)
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     path = tmp_path / "repo"
     path.mkdir()
-    _git(path, "init", "-q")
+    git(path, "init", "-q", "-b", "main")
     (path / "run.sh").write_text("echo hi\n")
     (path / ".gitignore").write_text("reports/\n")
-    _git(path, "add", "run.sh", ".gitignore")
-    _git(path, "commit", "-q", "-m", "start")
+    git(path, "add", "run.sh", ".gitignore")
+    git(path, "commit", "-q", "-m", "start")
     return path
 
 
@@ -53,7 +48,7 @@ def test_modified_file_exits_1_and_is_named(repo: Path,
 
 def test_staged_file_is_dirty(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (repo / "new.py").write_text("x = 1\n")
-    _git(repo, "add", "new.py")
+    git(repo, "add", "new.py")
     code, out, _ = _check(repo, capsys)
     assert (code, out) == (1, "A  new.py\n")
 

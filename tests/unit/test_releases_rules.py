@@ -7,11 +7,11 @@ headers, a git checkout without a name or without a commit)."""
 from __future__ import annotations
 
 import importlib.metadata
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from scratch_repo import git
 
 from harness.errors import InfraError, UsageError
 from harness.importers.release import source_release
@@ -38,11 +38,6 @@ def script(tmp_path: Path, body: str) -> str:
     path.write_text(f"#!/bin/sh\n{body}\n")
     path.chmod(0o755)
     return str(path)
-
-
-def git(checkout: Path, *args: str) -> str:
-    argv = ["git", "-C", str(checkout), "-c", "user.email=a@b", "-c", "user.name=a", *args]
-    return subprocess.run(argv, capture_output=True, text=True, check=True).stdout.strip()
 
 
 # the refusal: one line, the first refused suite, how many more, the ways out
@@ -172,7 +167,7 @@ def test_a_checkout_without_a_project_name_records_nothing(tmp_path: Path) -> No
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 5\n")
     assert source_release(tmp_path) is None
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "vllm"\n')
-    assert source_release(tmp_path) == f"vllm@{git(tmp_path, 'rev-parse', 'HEAD')}"
+    assert source_release(tmp_path) == f"vllm@{git(tmp_path, 'rev-parse', 'HEAD').strip()}"
 
 
 def test_a_folder_that_is_not_a_checkout_records_nothing(tmp_path: Path) -> None:
@@ -190,5 +185,5 @@ def test_a_checkout_whose_commit_is_not_a_sha1_records_nothing(tmp_path: Path) -
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "vllm"\n')
     git(tmp_path, "init", "-q", "--object-format=sha256")
     git(tmp_path, "commit", "-q", "--allow-empty", "-m", "x")
-    assert len(git(tmp_path, "rev-parse", "HEAD")) == 64
+    assert len(git(tmp_path, "rev-parse", "HEAD").strip()) == 64
     assert source_release(tmp_path) is None

@@ -10,24 +10,19 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from scratch_repo import commit, git
 
 from harness.cli import main
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True).stdout.strip()
-
-
 def _commit(repo: Path, name: str) -> None:
     (repo / f"{name}.txt").write_text(f"{name}\n")
-    _git(repo, "add", "-A")
-    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", name)
+    commit(repo, name)
 
 
 def _repo(path: Path) -> Path:
     path.mkdir()
-    _git(path, "init", "-q", "-b", "main")
+    git(path, "init", "-q", "-b", "main")
     _commit(path, "a")
     return path
 
@@ -36,10 +31,10 @@ def _repo(path: Path) -> Path:
 def unrelated(tmp_path: Path) -> tuple[Path, str]:
     """HEAD on main; ``other`` a history of its own."""
     repo = _repo(tmp_path / "repo")
-    _git(repo, "checkout", "-q", "--orphan", "other")
-    _git(repo, "rm", "-rfq", ".")
+    git(repo, "checkout", "-q", "--orphan", "other")
+    git(repo, "rm", "-rfq", ".")
     _commit(repo, "b")
-    _git(repo, "checkout", "-q", "main")
+    git(repo, "checkout", "-q", "main")
     return repo, "other"
 
 
@@ -49,15 +44,15 @@ def shallow(tmp_path: Path) -> tuple[Path, str]:
     at depth 1 as a CI job fetches a pull request's target (FETCH_HEAD)."""
     origin = _repo(tmp_path / "origin")
     _commit(origin, "b")
-    _git(origin, "checkout", "-q", "-b", "feature")
+    git(origin, "checkout", "-q", "-b", "feature")
     _commit(origin, "c")
-    _git(origin, "checkout", "-q", "main")
+    git(origin, "checkout", "-q", "main")
     _commit(origin, "d")
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", "--depth", "1", "--branch", "feature",
                     f"file://{origin}", str(clone)], check=True, capture_output=True)
-    _git(clone, "fetch", "-q", "--depth", "1", "origin", "main")
-    assert _git(clone, "rev-parse", "--is-shallow-repository") == "true"
+    git(clone, "fetch", "-q", "--depth", "1", "origin", "main")
+    assert git(clone, "rev-parse", "--is-shallow-repository").strip() == "true"
     return clone, "FETCH_HEAD"
 
 
