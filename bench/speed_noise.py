@@ -37,6 +37,18 @@ def _harness(*args: str, env: dict[str, str] | None = None) -> None:
                    env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL)
 
 
+def _print_runs(folders: list[Path], ratios: dict[str, list[float]]) -> None:
+    """Per run, how far its cases' ratios lay from their medians across the runs: a run
+    the host slowed throughout moves many cases at once (one state, not each case's own)."""
+    for n, folder in enumerate(folders):
+        off = sorted(abs(v[n] / statistics.median(v) - 1) for v in ratios.values())
+        if not off:
+            continue
+        p90 = statistics.quantiles(off, n=10, method="inclusive")[-1] if len(off) > 1 else off[0]
+        print(f"run {n + 1} ({folder.name}): its cases off their medians by "
+              f"{statistics.median(off):.1%} (median), {p90:.1%} (p90)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--matrix", default="cpu")
@@ -60,6 +72,7 @@ def main() -> int:
     for key, spread in sorted(spreads.items(), key=lambda item: -item[1]):
         shown = " ".join(f"{r:.3g}" for r in ratios[key])
         print(f"{spread:6.1%}  {shown}  {key.split('::')[-1]}")
+    _print_runs(folders, {k: v for k, v in ratios.items() if k in spreads})
     db = args.out / "history.sqlite"
     db.unlink(missing_ok=True)
     _harness("history", "ingest", "--db", str(db), *map(str, folders))
