@@ -7,12 +7,12 @@ baseline back to back, in alternating order: many short samples (``SAMPLE_S``, a
 a few; ``MIN_PAIRS`` to ``MAX_PAIRS`` pairs within about ``CASE_BUDGET_S`` of sampling),
 the garbage collector off. How many is calibrated on warm calls (each side's fastest of
 ``CALIBRATION`` timed calls after the warm-up), so a case takes as many pairs in every
-run: one cold first call set it before, and the count, with it the fastest sample, moved
-from run to run. The ratio is the engine's fastest sample over the baseline's
+run (a cold first call would set a count, and with it the fastest sample, that moves
+from run to run). The ratio is the engine's fastest sample over the baseline's
 (above 1, the engine is slower): a shared agent's other load only adds time, in bursts,
 so each side's fastest sample is its own cost. On the 2-vCPU host of docs/speed.md the
 median of the pairs' ratios moved 2-3x between identical runs; the fastest samples' ratio
-of 1 ms samples by a p90 of about 20%, of 20 us samples by about 10% (docs/speed.md).
+of 1 ms samples by a p90 of about 20%, of 20 us samples by 8-18% (44% in a busy hour).
 The spread, the interquartile range of the pairs' ratios over their median, says how
 loaded the host was. On a GPU the samples are device time (its own events: CUDA's,
 ROCm's through it, XPU's), not the host's.
