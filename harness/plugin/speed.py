@@ -12,7 +12,7 @@ from run to run). The ratio is the engine's fastest sample over the baseline's
 (above 1, the engine is slower): a shared agent's other load only adds time, in bursts,
 so each side's fastest sample is its own cost. On the 2-vCPU host of docs/speed.md the
 median of the pairs' ratios moved 2-3x between identical runs; the fastest samples' ratio
-of 1 ms samples by a p90 of about 20%, of 20 us samples by 8-18% (44% in a busy hour).
+of 1 ms samples by a p90 of about 20%, of 20 us samples by 8-27% (44% in a busy hour).
 The spread, the interquartile range of the pairs' ratios over their median, says how
 loaded the host was. On a GPU the samples are device time (its own events: CUDA's,
 ROCm's through it, XPU's), not the host's.
